@@ -1,0 +1,34 @@
+# Every third-party dependency is found here, once, as imported targets.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBFABRIC REQUIRED IMPORTED_TARGET libfabric>=1.14)
+find_package(Boost 1.74 REQUIRED)
+find_package(CapnProto CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+
+# Boost 1.74 Asio under g++ 12 in C++20 uses std::exchange in awaitable.hpp
+# without including <utility> (toolchain-notes.md, pitfall 2). Targets that
+# include Asio link this instead of Boost::headers directly.
+add_library(murmur_asio INTERFACE)
+add_library(murmur::asio ALIAS murmur_asio)
+target_link_libraries(murmur_asio INTERFACE Boost::headers Threads::Threads)
+target_compile_options(murmur_asio INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-include utility>)
+target_compile_definitions(murmur_asio INTERFACE BOOST_ASIO_NO_DEPRECATED)
+
+if(MURMUR_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(MURMUR_BENCH)
+  find_package(benchmark CONFIG REQUIRED)
+endif()
+
+# Warnings for murmur's own targets only.
+add_library(murmur_warnings INTERFACE)
+target_compile_options(murmur_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+if(MURMUR_SANITIZE)
+  target_compile_options(murmur_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
+  target_link_options(murmur_warnings INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,73 @@
+#include "fabric/request.h"
+
+#include <utility>
+
+namespace murmur::fabric {
+
+bool Request::test() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+bool Request::wait_until(Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) return false;
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+std::size_t Request::bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
+
+std::exception_ptr Request::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void Request::complete(std::size_t bytes) { finish(bytes, nullptr); }
+
+void Request::fail(std::exception_ptr error) { finish(0, std::move(error)); }
+
+void Request::finish(std::size_t bytes, std::exception_ptr error) {
+  std::vector<std::function<void(Request&)>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    bytes_ = bytes;
+    error_ = std::move(error);
+    callbacks.swap(callbacks_);
+  }
+  done_cv_.notify_all();
+  // Outside the lock: a callback may inspect this request.
+  for (auto& callback : callbacks) callback(*this);
+}
+
+void Request::on_done(std::function<void(Request&)> callback) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback(*this);
+}
+
+bool wait_all(std::span<const RequestPtr> requests, Clock::time_point deadline) {
+  std::exception_ptr first_error;
+  bool all_done = true;
+  for (const auto& request : requests) {
+    try {
+      if (!request->wait_until(deadline)) all_done = false;
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+  return all_done;
+}
+
+}  // namespace murmur::fabric

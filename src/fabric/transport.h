@@ -1,0 +1,74 @@
+// Transport: the data plane. One endpoint per process, reaching every peer of
+// a group of `size()` ranks; backends (libfabric/, asio/) implement it with the
+// same file names, and shaper/ wraps any of them to emulate links.
+//
+// Life cycle:
+//   1. make_transport(options) opens the local endpoint; address() is then
+//      valid and is published through the rendezvous.
+//   2. connect(peers) is called once with every rank's PeerInfo (its own
+//      included). It may block until the connections it needs are up, and
+//      throws FabricError / PeerError if they cannot be made within
+//      options.connect_timeout.
+//   3. isend / irecv, from any thread.
+//   4. The destructor fails what is still pending (PeerError "transport
+//      closed") and joins the progress thread.
+//
+// Contract of isend / irecv (NCCL net-plugin style):
+//   - Neither blocks: they queue the operation and return a Request at once.
+//   - The buffer must stay valid, and a send buffer unchanged, until the
+//     request is done.
+//   - Messages between a (source, destination, tag) triple are matched in the
+//     order they were posted on each side. Any size from 0 bytes up is
+//     allowed; backends chunk large messages and pipeline the chunks.
+//   - A receive whose `capacity` is smaller than the arriving message fails
+//     with PeerError naming both sizes; the message is consumed and dropped.
+//   - A peer that dies or is declared dead (fail_peer) fails every pending
+//     and later request to it with a PeerError naming its rank and host.
+//     Requests to other peers are unaffected.
+//
+// Thread safety: all methods are thread-safe. Backends make progress on one
+// internal thread that blocks on the provider's wait object or epoll: no
+// method and no idle state busy-polls a core.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/request.h"
+
+namespace murmur::fabric {
+
+struct PeerInfo {
+  int rank = -1;
+  std::string host;     // for messages and logs: host name or IP
+  std::string address;  // the peer's Transport::address(), opaque bytes
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Backend and provider, e.g. "libfabric:tcp", "libfabric:shm", "asio".
+  virtual std::string name() const = 0;
+
+  // This endpoint's address as opaque bytes (may contain NULs).
+  virtual std::string address() const = 0;
+  // See "Life cycle" above. peers.size() == size(), peers[r].rank == r.
+  virtual void connect(const std::vector<PeerInfo>& peers) = 0;
+
+  virtual RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) = 0;
+  virtual RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) = 0;
+
+  // Declares `peer` failed: every pending and later request to it fails with
+  // `error`. Called by the backend itself when a link breaks, and by the
+  // control plane's failure detector (heartbeats). Idempotent; never blocks.
+  virtual void fail_peer(int peer, std::exception_ptr error) = 0;
+};
+
+}  // namespace murmur::fabric

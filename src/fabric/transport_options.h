@@ -1,0 +1,37 @@
+// Options and the factory for data-plane transports.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "fabric/transport.h"
+
+namespace murmur::fabric {
+
+struct TransportOptions {
+  // "libfabric" or "asio".
+  std::string backend = "libfabric";
+  // libfabric provider: "tcp", "shm", "verbs", or "auto" (verbs if an RDMA
+  // device is present, else shm when peers_on_this_host, else tcp).
+  std::string provider = "auto";
+  // Set by the bootstrap once membership is known: every rank runs here.
+  bool peers_on_this_host = false;
+  int rank = 0;
+  int size = 1;
+  // Address to bind (tcp and asio). Empty: the loopback address when every
+  // peer is local, else this host's name.
+  std::string bind_host;
+  // connect() gives up after this long.
+  std::chrono::milliseconds connect_timeout{30000};
+  // Messages larger than this travel as several chunks, pipelined.
+  std::size_t chunk_bytes = std::size_t{4} << 20;
+};
+
+// Opens a transport of the kind `options` asks for. Throws FabricError naming
+// the backend or provider when it is unknown or unavailable on this host
+// (e.g. "verbs" without an RDMA device).
+std::unique_ptr<Transport> make_transport(const TransportOptions& options);
+
+}  // namespace murmur::fabric

@@ -1,0 +1,65 @@
+#include "fabric/request.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <thread>
+
+#include "fabric/errors.h"
+
+namespace murmur::fabric {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Request, WaitTimesOutWhilePending) {
+  Request request(Request::Kind::kRecv, 1, 7);
+  EXPECT_FALSE(request.test());
+  EXPECT_FALSE(request.wait_for(20ms));
+}
+
+TEST(Request, CompletionFromAnotherThreadWakesWaiter) {
+  auto request = std::make_shared<Request>(Request::Kind::kRecv, 1, 7);
+  std::thread completer([&] {
+    std::this_thread::sleep_for(10ms);
+    request->complete(42);
+  });
+  EXPECT_TRUE(request->wait_for(5s));
+  EXPECT_EQ(request->bytes(), 42u);
+  completer.join();
+}
+
+TEST(Request, FailureIsRethrownAndFirstOutcomeWins) {
+  Request request(Request::Kind::kSend, 3, 0);
+  request.fail(std::make_exception_ptr(PeerError(3, "hostc", "connection reset")));
+  request.complete(10);  // ignored: the failure came first
+  try {
+    request.wait_for(1s);
+    FAIL() << "expected PeerError";
+  } catch (const PeerError& e) {
+    EXPECT_EQ(e.rank(), 3);
+    EXPECT_EQ(std::string(e.what()), "peer rank 3 (hostc): connection reset");
+  }
+}
+
+TEST(Request, OnDoneRunsOnceWhetherRegisteredBeforeOrAfter) {
+  Request request(Request::Kind::kSend, 0, 0);
+  int before = 0, after = 0;
+  request.on_done([&](Request& r) { before += static_cast<int>(r.bytes()); });
+  request.complete(5);
+  request.on_done([&](Request& r) { after += static_cast<int>(r.bytes()); });
+  EXPECT_EQ(before, 5);
+  EXPECT_EQ(after, 5);
+}
+
+TEST(WaitAll, RethrowsFailureAfterWaitingForOthers) {
+  std::vector<RequestPtr> requests = {
+      std::make_shared<Request>(Request::Kind::kSend, 0, 0),
+      std::make_shared<Request>(Request::Kind::kSend, 1, 0)};
+  requests[0]->fail(std::make_exception_ptr(PeerError(0, "a", "died")));
+  requests[1]->complete(1);
+  EXPECT_THROW(wait_all(requests, Clock::now() + 1s), PeerError);
+}
+
+}  // namespace
+}  // namespace murmur::fabric
