@@ -1,0 +1,125 @@
+#include "fabric/group.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "common/log.h"
+#include "fabric/errors.h"
+#include "fabric/rendezvous/client.h"
+#include "fabric/shaper/shaper_config.h"
+#include "fabric/shaper/shaped_transport.h"
+
+namespace murmur::fabric {
+
+// Forwards the rendezvous' MemberLost events to the transport. The client
+// calls it on its io thread; the Group detaches it before the transport dies.
+struct Group::FailureRelay {
+  std::mutex mutex;  // guards transport; leaf lock
+  Transport* transport = nullptr;
+
+  void member_lost(const rendezvous::MemberLost& lost) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (lost.rank < 0) {
+      // The rendezvous itself is gone: nothing names a peer, so only log.
+      fabric_log().error("control plane lost: {}", lost.reason);
+      return;
+    }
+    auto reason = lost.left_cleanly ? std::string("left the job") : lost.reason;
+    if (!lost.left_cleanly) {
+      fabric_log().warn("peer rank {} ({}) lost: {}", lost.rank, lost.host, reason);
+    }
+    if (transport != nullptr) {
+      transport->fail_peer(lost.rank, std::make_exception_ptr(PeerError(lost.rank, lost.host, reason)));
+    }
+  }
+};
+
+std::string local_host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::unique_ptr<Group> Group::join(const GroupOptions& options) {
+  std::unique_ptr<Group> group(new Group());
+  group->rank_ = options.rank;
+  group->size_ = options.size;
+  group->relay_ = std::make_shared<FailureRelay>();
+
+  rendezvous::ClientOptions client_options;
+  client_options.server_host = options.rendezvous_host;
+  client_options.server_port = options.rendezvous_port;
+  client_options.token = options.token;
+  client_options.rank = options.rank;
+  client_options.size = options.size;
+  client_options.self_host = options.self_host.empty() ? local_host_name() : options.self_host;
+  client_options.heartbeat_interval = options.heartbeat_interval;
+  client_options.connect_timeout = options.join_timeout;
+  group->control_ = std::make_unique<rendezvous::Client>(client_options);
+  std::weak_ptr<FailureRelay> relay = group->relay_;
+  group->control_->on_member_lost([relay](const rendezvous::MemberLost& lost) {
+    if (auto r = relay.lock()) r->member_lost(lost);
+  });
+
+  // Everyone must be present before the transport can pick a provider that
+  // depends on where the peers run (shm only when all are on this host).
+  group->control_->barrier("murmur/joined", options.join_timeout);
+  auto members = group->control_->members();
+  std::vector<std::string> hosts(options.size);
+  for (const auto& m : members) {
+    if (m.rank >= 0 && m.rank < options.size) hosts[m.rank] = m.host;
+  }
+  TransportOptions transport_options = options.transport;
+  transport_options.rank = options.rank;
+  transport_options.size = options.size;
+  transport_options.peers_on_this_host =
+      std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == client_options.self_host; });
+
+  std::unique_ptr<Transport> transport = make_transport(transport_options);
+  if (!options.link_profile.empty()) {
+    transport = shaper::make_shaped_transport(std::move(transport),
+                                              shaper::load_shaper_config(options.link_profile),
+                                              /*seed=*/0x6d75726d ^ static_cast<std::uint64_t>(options.rank));
+  }
+
+  const std::string key_prefix = "murmur/fabric-address/";
+  group->control_->set(key_prefix + std::to_string(options.rank), transport->address());
+  group->peers_.resize(options.size);
+  for (int r = 0; r < options.size; ++r) {
+    group->peers_[r].rank = r;
+    group->peers_[r].host = hosts[r];
+    group->peers_[r].address = group->control_->wait(key_prefix + std::to_string(r), options.join_timeout);
+  }
+  {
+    std::lock_guard<std::mutex> lock(group->relay_->mutex);
+    group->relay_->transport = transport.get();
+  }
+  group->transport_ = std::move(transport);
+  group->transport_->connect(group->peers_);
+  group->control_->barrier("murmur/connected", options.join_timeout);
+  fabric_log().debug("rank {} of {} joined over {}", group->rank_, group->size_, group->transport_->name());
+  return group;
+}
+
+void Group::barrier(const std::string& name, std::chrono::milliseconds timeout) {
+  control_->barrier(name, timeout);
+}
+
+Group::~Group() {
+  if (relay_) {
+    std::lock_guard<std::mutex> lock(relay_->mutex);
+    relay_->transport = nullptr;
+  }
+  transport_.reset();
+  if (control_) {
+    try {
+      control_->leave();
+    } catch (const std::exception& e) {
+      fabric_log().warn("leaving the rendezvous: {}", e.what());
+    }
+  }
+}
+
+}  // namespace murmur::fabric

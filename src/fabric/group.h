@@ -1,0 +1,80 @@
+// Group: how one process joins a murmur job. It connects to the rendezvous,
+// waits for every rank, opens the data-plane transport, exchanges fabric
+// addresses, connects, and wires failure detection: when the rendezvous
+// declares a member lost (its connection closed, or its heartbeats stopped
+// for the server's heartbeat timeout), every pending and later request to
+// that member fails with a PeerError naming its rank and host.
+//
+// Blocking: join() blocks until every rank has joined and connected, or
+// throws FabricError after options.join_timeout. barrier() blocks.
+// Thread safety: transport() is thread-safe (see transport.h); barrier() and
+// control() calls are thread-safe.
+// Ownership: the Group owns the rendezvous client and the transport; the
+// destructor leaves the rendezvous (a clean leave) and closes the transport.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/transport.h"
+#include "fabric/transport_options.h"
+
+namespace murmur::fabric {
+
+namespace rendezvous {
+class Client;
+}
+
+struct GroupOptions {
+  int rank = 0;
+  int size = 1;
+  std::string rendezvous_host = "127.0.0.1";
+  std::uint16_t rendezvous_port = 0;
+  std::string token;
+  // This host's name as peers and logs should see it; empty: gethostname().
+  std::string self_host;
+  // Data plane; rank and size are filled in from above.
+  TransportOptions transport;
+  // Link emulation: a profile spec ("10gbe", "lat=2ms,bw=100mbit") or
+  // "@path" to a profile file; empty for none. See docs/link-profiles.md.
+  std::string link_profile;
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds join_timeout{60000};
+};
+
+class Group final {
+ public:
+  static std::unique_ptr<Group> join(const GroupOptions& options);
+  ~Group();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+  Transport& transport() { return *transport_; }
+  rendezvous::Client& control() { return *control_; }
+
+  // Every rank reaches `name` before any returns. FabricError on timeout or
+  // when a member is lost meanwhile.
+  void barrier(const std::string& name, std::chrono::milliseconds timeout);
+
+ private:
+  Group() = default;
+  struct FailureRelay;
+
+  int rank_ = 0;
+  int size_ = 1;
+  std::vector<PeerInfo> peers_;
+  // Declared in creation order so they are destroyed in reverse: the relay
+  // outlives neither; the transport closes before the client leaves.
+  std::shared_ptr<FailureRelay> relay_;
+  std::unique_ptr<rendezvous::Client> control_;
+  std::unique_ptr<Transport> transport_;
+};
+
+// This machine's host name (gethostname), for PeerInfo and messages.
+std::string local_host_name();
+
+}  // namespace murmur::fabric

@@ -1,0 +1,107 @@
+// Multi-process tests on loopback: real peer processes (fabric_test_peer)
+// meet through the rendezvous and move bytes over each backend.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <csignal>
+#include <regex>
+#include <string>
+#include <tuple>
+
+#include "tests/fabric/local_job.h"
+
+namespace murmur::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Backend {
+  std::string name;      // for test names
+  std::string backend;   // --backend
+  std::string provider;  // --provider
+};
+
+const Backend kBackends[] = {
+    {"LibfabricTcp", "libfabric", "tcp"},
+    {"LibfabricShm", "libfabric", "shm"},
+    {"Asio", "asio", "auto"},
+};
+
+std::vector<std::string> backend_args(const Backend& b) {
+  return {"--backend", b.backend, "--provider", b.provider};
+}
+
+bool exited_ok(const std::optional<int>& status) {
+  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+}
+
+// backend x peers x message size; every byte is checked by the peers.
+class Exchange : public ::testing::TestWithParam<std::tuple<Backend, int, std::size_t>> {};
+
+TEST_P(Exchange, EveryByteArrives) {
+  const auto& [backend, peers, bytes] = GetParam();
+  auto args = backend_args(backend);
+  args.insert(args.end(), {"--mode", "exchange", "--bytes", std::to_string(bytes), "--rounds",
+                           bytes >= (std::size_t{64} << 20) ? "1" : "3",
+                           // A small chunk size makes 1 MiB messages travel as
+                           // several pipelined chunks too.
+                           "--chunk-bytes", bytes == (std::size_t{1} << 20) ? "262144" : "4194304"});
+  LocalJob job(peers, args);
+  auto statuses = job.wait_all(300s);
+  for (int r = 0; r < peers; ++r) {
+    EXPECT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
+    EXPECT_NE(job.output(r).find("ok rank=" + std::to_string(r)), std::string::npos) << job.output(r);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Loopback, Exchange,
+    ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::Values(2, 4, 8),
+                       ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20,
+                                         std::size_t{64} << 20)),
+    [](const auto& info) {
+      return std::get<0>(info.param).name + "_" + std::to_string(std::get<1>(info.param)) + "peers_" +
+             std::to_string(std::get<2>(info.param)) + "B";
+    });
+
+// SIGKILL one of four peers mid-exchange: the other three name it and exit
+// cleanly within the failure-detection timeout.
+class PeerDeath : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(PeerDeath, SurvivorsReportTheDeadRankAndExitCleanly) {
+  const auto timeout = 3000ms;
+  auto args = backend_args(GetParam());
+  args.insert(args.end(), {"--mode", "soak", "--heartbeat-ms", "500"});
+  LocalJob job(4, args, timeout);
+  for (int r = 0; r < 4; ++r) ASSERT_TRUE(job.wait_for_output(r, "ready", 60s)) << job.output(r);
+  const int victim = 3;
+  job.kill(victim, SIGKILL);
+  auto killed_at = std::chrono::steady_clock::now();
+  for (int r = 0; r < 3; ++r) {
+    auto status = job.wait(r, killed_at + timeout + 5s);
+    EXPECT_TRUE(exited_ok(status)) << job.describe(r, status);
+    EXPECT_NE(job.output(r).find("lost peer rank 3 ("), std::string::npos) << job.output(r);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, timeout + 5s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, PeerDeath, ::testing::ValuesIn(kBackends),
+                         [](const auto& info) { return info.param.name; });
+
+// The shaper over a real backend: 10 MiB over lat=2ms,bw=100mbit takes
+// 10 * 2^20 * 8 / 1e8 s + 2 ms = 0.841 s.
+TEST(ShapedLink, TenMebibytesAtHundredMegabitTakesExpectedTime) {
+  LocalJob job(2, {"--backend", "libfabric", "--provider", "tcp", "--mode", "transfer", "--bytes",
+                   std::to_string(10 << 20), "--profile", "lat=2ms,bw=100mbit"});
+  auto statuses = job.wait_all(120s);
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
+  std::smatch m;
+  auto out = job.output(1);
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("transfer_seconds=([0-9.eE+-]+)"))) << out;
+  double seconds = std::stod(m[1]);
+  EXPECT_NEAR(seconds, 0.841, 0.841 * 0.15);
+}
+
+}  // namespace
+}  // namespace murmur::testing
