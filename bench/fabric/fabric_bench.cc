@@ -1,0 +1,152 @@
+// fabric_bench: one-way bandwidth and small-message round-trip latency of
+// each fabric backend, next to plain loopback TCP (blocking POSIX sockets)
+// measured in the same run, so that the ratio is meaningful on a noisy,
+// shared machine. Prints medians over --reps repetitions.
+//
+//   fabric_bench [--sizes 4096,65536,1048576,4194304] [--reps 7] [--mib 256]
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "bench/fabric/loopback_tcp_baseline.h"
+#include "fabric/errors.h"
+#include "fabric/transport_options.h"
+
+namespace {
+
+using murmur::fabric::Clock;
+using murmur::fabric::RequestPtr;
+using murmur::fabric::Transport;
+
+struct Pair {
+  std::unique_ptr<Transport> a, b;
+};
+
+Pair connect_pair(const std::string& backend, const std::string& provider) {
+  murmur::fabric::TransportOptions o;
+  o.backend = backend;
+  o.provider = provider;
+  o.size = 2;
+  o.peers_on_this_host = true;
+  o.bind_host = "127.0.0.1";
+  Pair p;
+  o.rank = 0;
+  p.a = murmur::fabric::make_transport(o);
+  o.rank = 1;
+  p.b = murmur::fabric::make_transport(o);
+  std::vector<murmur::fabric::PeerInfo> peers = {{0, "localhost", p.a->address()}, {1, "localhost", p.b->address()}};
+  // connect() may wait for the other side, so both run at once.
+  std::thread t([&] { p.b->connect(peers); });
+  p.a->connect(peers);
+  t.join();
+  return p;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Streams `total` bytes from a to b in messages of `size`, with up to
+// `window` messages in flight; returns MB/s (1e6 bytes per second).
+double one_way_mbps(Pair& p, std::size_t size, std::size_t total, int window) {
+  std::size_t count = std::max<std::size_t>(1, total / size);
+  std::vector<std::uint8_t> src(size, 0xab), dst(size * window);
+  std::vector<RequestPtr> sends, recvs;
+  auto start = Clock::now();
+  std::size_t posted = 0, done = 0;
+  std::deque<std::pair<RequestPtr, RequestPtr>> inflight;
+  while (done < count) {
+    while (posted < count && inflight.size() < static_cast<std::size_t>(window)) {
+      auto slot = (posted % window) * size;
+      auto r = p.b->irecv(0, 1, dst.data() + slot, size);
+      auto s = p.a->isend(1, 1, src.data(), size);
+      inflight.emplace_back(r, s);
+      ++posted;
+    }
+    auto [r, s] = inflight.front();
+    inflight.pop_front();
+    r->wait_until(Clock::now() + std::chrono::seconds(60));
+    s->wait_until(Clock::now() + std::chrono::seconds(60));
+    ++done;
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (dst[0] != 0xab || dst[size - 1] != 0xab) throw std::runtime_error("payload corrupted");
+  return count * size / seconds / 1e6;
+}
+
+// Ping-pong of `size` bytes; returns the median round trip in microseconds.
+double round_trip_us(Pair& p, std::size_t size, int iterations) {
+  std::vector<std::uint8_t> a(size, 1), b(size);
+  std::vector<double> samples;
+  for (int i = 0; i < iterations; ++i) {
+    auto start = Clock::now();
+    auto r1 = p.b->irecv(0, 2, b.data(), size);
+    auto s1 = p.a->isend(1, 2, a.data(), size);
+    r1->wait_until(Clock::now() + std::chrono::seconds(10));
+    auto r2 = p.a->irecv(1, 3, a.data(), size);
+    auto s2 = p.b->isend(0, 3, b.data(), size);
+    r2->wait_until(Clock::now() + std::chrono::seconds(10));
+    s1->wait_until(Clock::now() + std::chrono::seconds(10));
+    s2->wait_until(Clock::now() + std::chrono::seconds(10));
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  return median(samples);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fabric_bench: fabric backends against plain loopback TCP"};
+  std::vector<std::size_t> sizes = {4096, 65536, 1 << 20, 4 << 20};
+  int reps = 7;
+  double mib = 256;
+  int window = 8;
+  std::vector<std::string> backends = {"libfabric:tcp", "libfabric:shm", "asio"};
+  app.add_option("--sizes", sizes, "message sizes in bytes")->delimiter(',')->capture_default_str();
+  app.add_option("--reps", reps, "repetitions (medians are reported)")->capture_default_str();
+  app.add_option("--mib", mib, "MiB streamed per bandwidth repetition")->capture_default_str();
+  app.add_option("--window", window, "messages in flight")->capture_default_str();
+  app.add_option("--backends", backends, "backends to measure")->delimiter(',')->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const auto total = static_cast<std::size_t>(mib * (1 << 20));
+
+  std::printf("%-16s %10s %12s %12s %8s\n", "backend", "bytes", "MB/s", "tcp MB/s", "ratio");
+  for (const auto& name : backends) {
+    auto colon = name.find(':');
+    auto backend = name.substr(0, colon);
+    auto provider = colon == std::string::npos ? "auto" : name.substr(colon + 1);
+    Pair pair;
+    try {
+      pair = connect_pair(backend, provider);
+    } catch (const std::exception& e) {
+      std::printf("%-16s skipped: %s\n", name.c_str(), e.what());
+      continue;
+    }
+    for (auto size : sizes) {
+      std::vector<double> ours, base;
+      for (int r = 0; r < reps; ++r) {
+        // Interleaved so that both see the same background load.
+        ours.push_back(one_way_mbps(pair, size, total, window));
+        base.push_back(murmur::bench::loopback_tcp_bandwidth_mbps(size, total));
+      }
+      std::printf("%-16s %10zu %12.0f %12.0f %8.2f\n", name.c_str(), size, median(ours), median(base),
+                  median(ours) / median(base));
+      std::fflush(stdout);
+    }
+    std::vector<double> rtt, base_rtt;
+    for (int r = 0; r < reps; ++r) {
+      rtt.push_back(round_trip_us(pair, 8, 1000));
+      base_rtt.push_back(murmur::bench::loopback_tcp_rtt_us(8, 1000));
+    }
+    std::printf("%-16s %10s %9.1f us %9.1f us %8.2f   (8-byte round trip)\n", name.c_str(), "rtt", median(rtt),
+                median(base_rtt), median(rtt) / median(base_rtt));
+  }
+  return 0;
+}
