@@ -1,0 +1,247 @@
+#include "fabric/shaper/shaped_transport.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/check.h"
+#include "common/log.h"
+#include "fabric/errors.h"
+
+namespace murmur::fabric::shaper {
+namespace {
+
+// splitmix64: spreads (seed, rank) so peers with one seed jitter differently.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+class ShapedTransportImpl final : public ShapedTransport {
+ public:
+  ShapedTransportImpl(std::unique_ptr<Transport> inner, ShaperConfig config, std::uint64_t seed)
+      : inner_(std::move(inner)),
+        config_(std::move(config)),
+        rank_(inner_->rank()),
+        size_(inner_->size()),
+        start_(Clock::now()),
+        links_(static_cast<std::size_t>(size_)),
+        hosts_(static_cast<std::size_t>(size_), "host unknown"),
+        rng_(mix(seed ^ mix(static_cast<std::uint64_t>(rank_)))),
+        timer_([this] { run_timer(); }) {
+    if (config_.max_rank() >= size_) {
+      fabric_log().warn("shaper: config names rank {} but the group has {} ranks; those edges never apply",
+                        config_.max_rank(), size_);
+    }
+  }
+
+  ~ShapedTransportImpl() override {
+    std::vector<Pending> leftover;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      for (auto& [key, pending] : queue_) leftover.push_back(std::move(pending));
+      queue_.clear();
+    }
+    wake_.notify_all();
+    timer_.join();
+    for (auto& pending : leftover) {
+      pending.outer->fail(std::make_exception_ptr(
+          PeerError(pending.peer, host_of(pending.peer), "transport closed")));
+    }
+    // inner_ is destroyed last (declared first) and fails what it holds.
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "shaped(" + inner_->name() + ")"; }
+  std::string address() const override { return inner_->address(); }
+
+  void connect(const std::vector<PeerInfo>& peers) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& peer : peers) {
+        if (peer.rank >= 0 && peer.rank < size_) hosts_[static_cast<std::size_t>(peer.rank)] = peer.host;
+      }
+    }
+    inner_->connect(peers);
+  }
+
+  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
+    MURMUR_CHECK_GE(peer, 0);
+    MURMUR_CHECK_LT(peer, size_);
+    if (peer == rank_) return inner_->isend(peer, tag, data, bytes);
+    auto outer = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
+    std::exception_ptr failed;
+    bool earliest = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Link& link = links_[static_cast<std::size_t>(peer)];
+      failed = link.failed;
+      if (!failed) {
+        const Clock::time_point now = Clock::now();
+        const LinkProfile profile = config_.profile_at(rank_, peer, now - start_);
+        const auto on_wire = profile.bytes_per_second > 0
+                                 ? std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                       static_cast<double>(bytes) / profile.bytes_per_second))
+                                 : Clock::duration::zero();
+        const Clock::time_point start = std::max(now, link.free_at);
+        link.free_at = start + on_wire;
+        Clock::time_point due = link.free_at + profile.latency;
+        if (profile.jitter.count() > 0) {
+          std::uniform_int_distribution<std::int64_t> draw(0, profile.jitter.count());
+          due += std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(draw(rng_)));
+        }
+        due = std::max(due, link.last_due);  // monotone per destination
+        link.last_due = due;
+        link.bytes_shaped += bytes;
+        const Key key{due, next_seq_++};
+        queue_.emplace(key, Pending{peer, tag, data, bytes, outer});
+        earliest = queue_.begin()->first == key;
+      }
+    }
+    if (failed) {
+      outer->fail(failed);
+    } else if (earliest) {
+      wake_.notify_one();
+    }
+    return outer;
+  }
+
+  RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override {
+    return inner_->irecv(peer, tag, data, capacity);
+  }
+
+  void fail_peer(int peer, std::exception_ptr error) override {
+    MURMUR_CHECK_GE(peer, 0);
+    MURMUR_CHECK_LT(peer, size_);
+    std::vector<Pending> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Link& link = links_[static_cast<std::size_t>(peer)];
+      if (!link.failed) link.failed = error;
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if (it->second.peer == peer) {
+          dropped.push_back(std::move(it->second));
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    // No wake-up needed: an early wake of the timer finds nothing due.
+    for (auto& pending : dropped) pending.outer->fail(error);
+    inner_->fail_peer(peer, std::move(error));
+  }
+
+  std::uint64_t bytes_shaped(int peer) const override {
+    MURMUR_CHECK_GE(peer, 0);
+    MURMUR_CHECK_LT(peer, size_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return links_[static_cast<std::size_t>(peer)].bytes_shaped;
+  }
+
+  Transport& inner() override { return *inner_; }
+
+ private:
+  struct Link {
+    Clock::time_point free_at{};   // when the link finishes serialising
+    Clock::time_point last_due{};  // hand-over time of the latest send
+    std::uint64_t bytes_shaped = 0;
+    std::exception_ptr failed;     // set by fail_peer
+  };
+  struct Pending {
+    int peer;
+    Tag tag;
+    const void* data;
+    std::size_t bytes;
+    RequestPtr outer;
+  };
+  // (due, sequence): equal due times keep queueing order.
+  using Key = std::pair<Clock::time_point, std::uint64_t>;
+
+  std::string host_of(int peer) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return hosts_[static_cast<std::size_t>(peer)];
+  }
+
+  void run_timer() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    std::vector<Pending> batch;
+    while (!stopping_) {
+      if (queue_.empty()) {
+        wake_.wait(lock);
+        continue;
+      }
+      const Clock::time_point due = queue_.begin()->first.first;
+      if (Clock::now() < due) {
+        wake_.wait_until(lock, due);
+        continue;
+      }
+      const Clock::time_point now = Clock::now();
+      while (!queue_.empty() && queue_.begin()->first.first <= now) {
+        batch.push_back(std::move(queue_.begin()->second));
+        queue_.erase(queue_.begin());
+      }
+      // Hand over outside the lock: the inner isend and the completion
+      // callbacks it may run inline must not nest inside mutex_. Only this
+      // thread hands over, so order per destination is kept.
+      lock.unlock();
+      for (auto& pending : batch) release(pending);
+      batch.clear();
+      lock.lock();
+    }
+  }
+
+  void release(Pending& pending) {
+    RequestPtr inner_request;
+    try {
+      inner_request = inner_->isend(pending.peer, pending.tag, pending.data, pending.bytes);
+    } catch (...) {
+      pending.outer->fail(std::current_exception());
+      return;
+    }
+    inner_request->on_done([outer = std::move(pending.outer)](Request& done) {
+      if (auto error = done.error()) {
+        outer->fail(std::move(error));
+      } else {
+        outer->complete(done.bytes());
+      }
+    });
+  }
+
+  // Declared in creation order; destroyed in reverse, inner_ last.
+  std::unique_ptr<Transport> inner_;
+  const ShaperConfig config_;
+  const int rank_;
+  const int size_;
+  const Clock::time_point start_;
+  // Lock order: mutex_ is a leaf; it is never held while calling inner_ or
+  // completing a Request.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;  // timer: a new earliest send, or stop
+  std::vector<Link> links_;        // by destination rank
+  std::vector<std::string> hosts_; // by rank, from connect()
+  std::mt19937_64 rng_;
+  std::map<Key, Pending> queue_;
+  std::uint64_t next_seq_ = 0;
+  bool stopping_ = false;
+  std::thread timer_;  // last: starts once everything above exists
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_shaped_transport(std::unique_ptr<Transport> inner, ShaperConfig config,
+                                                 std::uint64_t seed) {
+  MURMUR_CHECK(inner != nullptr);
+  return std::make_unique<ShapedTransportImpl>(std::move(inner), std::move(config), seed);
+}
+
+}  // namespace murmur::fabric::shaper
