@@ -1,0 +1,148 @@
+#include "gossip/topology/report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "gossip/topology/spectral.h"
+
+namespace murmur::gossip {
+
+namespace {
+std::string num(double v, int digits = 6) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+// The weight node `from` gives to node `to`'s copy (W(to, from)).
+double sent(const TopologyReport& r, int from, int to) { return r.weights(to, from); }
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+TopologyReport analyse(const Topology& topology, std::uint64_t round) {
+  TopologyReport r;
+  r.name = topology.name();
+  r.time_varying = topology.time_varying();
+  r.period = topology.period();
+  r.round = round;
+  r.graph = topology.at_round(round);
+  r.scheme = default_scheme(r.graph);
+  r.weights = mixing_matrix(r.graph, r.scheme);
+  r.degree = degrees(r.graph);
+  r.diameter = diameter(r.graph);
+  r.lambda2 = second_eigenvalue_modulus(r.weights);
+  r.spectral_gap = 1.0 - r.lambda2;
+  if (r.time_varying) {
+    Matrix product = r.weights;
+    const std::uint64_t rounds = std::min<std::uint64_t>(r.period, 64);
+    for (std::uint64_t k = 1; k < rounds; ++k) {
+      const Graph g = topology.at_round(round + k);
+      product = multiply(mixing_matrix(g, default_scheme(g)), product);
+    }
+    r.period_spectral_gap = spectral_gap(product);
+  }
+  return r;
+}
+
+void print_text(std::ostream& out, const TopologyReport& r) {
+  const Graph& g = r.graph;
+  out << "topology: " << r.name << ", " << g.size() << " nodes, "
+      << (g.directed() ? "directed" : "undirected") << ", " << g.edge_count() << " edges";
+  if (r.time_varying) {
+    out << ", time-varying (round " << r.round << ", period " << r.period << ")";
+  } else {
+    out << ", static";
+  }
+  out << "\nweights: " << to_string(r.scheme) << "\n";
+  for (int i = 0; i < g.size(); ++i) {
+    out << "node " << i << ": self " << num(r.weights(i, i)) << (g.directed() ? "; sends" : ";");
+    bool first = true;
+    for (const Link& l : g.out(i)) {
+      out << (first ? " " : ", ") << l.peer << " " << num(sent(r, i, l.peer));
+      if (!l.label.empty()) out << " (" << l.label << ")";
+      first = false;
+    }
+    out << "\n";
+  }
+  if (g.directed()) {
+    out << "out-degree: min " << r.degree.min_out << ", max " << r.degree.max_out << "\n";
+    out << "in-degree: min " << r.degree.min_in << ", max " << r.degree.max_in << "\n";
+  } else {
+    out << "degree: min " << r.degree.min_out << ", max " << r.degree.max_out << "\n";
+  }
+  out << "diameter: "
+      << (r.diameter ? std::to_string(*r.diameter)
+                     : std::string(g.directed() ? "infinite (not strongly connected)"
+                                                : "infinite (not connected)"))
+      << "\n";
+  out << "spectral gap: " << num(r.spectral_gap, 12) << " (|lambda_2| = " << num(r.lambda2, 12)
+      << ")\n";
+  if (r.period_spectral_gap) {
+    out << "spectral gap over one period: " << num(*r.period_spectral_gap, 12) << "\n";
+  }
+}
+
+void print_json(std::ostream& out, const TopologyReport& r) {
+  const Graph& g = r.graph;
+  out << "{\"name\": " << json_string(r.name) << ", \"nodes\": " << g.size()
+      << ", \"directed\": " << (g.directed() ? "true" : "false")
+      << ", \"time_varying\": " << (r.time_varying ? "true" : "false")
+      << ", \"round\": " << r.round << ", \"period\": " << r.period
+      << ", \"edges\": " << g.edge_count() << ", \"weights\": " << json_string(to_string(r.scheme))
+      << ",\n \"neighbours\": [";
+  for (int i = 0; i < g.size(); ++i) {
+    out << (i ? ",\n   " : "\n   ") << "{\"node\": " << i
+        << ", \"self\": " << num(r.weights(i, i), 17) << ", \"out\": [";
+    bool first = true;
+    for (const Link& l : g.out(i)) {
+      out << (first ? "" : ", ") << "{\"peer\": " << l.peer
+          << ", \"weight\": " << num(sent(r, i, l.peer), 17);
+      if (!l.label.empty()) out << ", \"class\": " << json_string(l.label);
+      out << "}";
+      first = false;
+    }
+    out << "]}";
+  }
+  out << "],\n \"degree\": {\"min_out\": " << r.degree.min_out
+      << ", \"max_out\": " << r.degree.max_out << ", \"min_in\": " << r.degree.min_in
+      << ", \"max_in\": " << r.degree.max_in << "}, \"diameter\": "
+      << (r.diameter ? std::to_string(*r.diameter) : "null")
+      << ", \"lambda2\": " << num(r.lambda2, 17) << ", \"spectral_gap\": " << num(r.spectral_gap, 17);
+  if (r.period_spectral_gap) out << ", \"period_spectral_gap\": " << num(*r.period_spectral_gap, 17);
+  out << "}\n";
+}
+
+void print_dot(std::ostream& out, const TopologyReport& r) {
+  const Graph& g = r.graph;
+  const char* arrow = g.directed() ? " -> " : " -- ";
+  out << (g.directed() ? "digraph" : "graph") << " " << json_string(r.name) << " {\n";
+  out << "  // " << to_string(r.scheme) << " weights; spectral gap " << num(r.spectral_gap, 12)
+      << "\n";
+  for (int i = 0; i < g.size(); ++i) {
+    out << "  " << i << " [label=\"" << i << "\\nself " << num(r.weights(i, i), 4) << "\"];\n";
+  }
+  for (int i = 0; i < g.size(); ++i) {
+    for (const Link& l : g.out(i)) {
+      if (!g.directed() && l.peer < i) continue;
+      out << "  " << i << arrow << l.peer << " [label=\"" << num(sent(r, i, l.peer), 4);
+      if (!l.label.empty()) out << " " << l.label << "\", class=" << json_string(l.label);
+      else out << "\"";
+      out << "];\n";
+    }
+  }
+  out << "}\n";
+}
+
+}  // namespace murmur::gossip
