@@ -1,0 +1,166 @@
+#include "fabric/libfabric/endpoint.h"
+
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+
+#include "common/log.h"
+#include "fabric/errors.h"
+#include "fabric/libfabric/fi_check.h"
+#include "fabric/libfabric/transport.h"
+
+namespace murmur::fabric::libfabric {
+namespace {
+
+constexpr std::uint32_t kApiVersion = FI_VERSION(1, 17);
+
+// Hints for a tagged RDM endpoint on `provider`. The modes and mr_mode bits
+// are the ones this backend can honour; the provider keeps those it needs.
+InfoPtr make_hints(const std::string& provider) {
+  InfoPtr hints(fi_allocinfo());
+  if (!hints) throw FabricError("fi_allocinfo: out of memory");
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->caps = FI_TAGGED | FI_DIRECTED_RECV;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->domain_attr->mr_mode =
+      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  // Sends between two endpoints match receives in posting order: chunks of a
+  // message, and messages on one tag, arrive in order.
+  hints->tx_attr->msg_order = FI_ORDER_SAS;
+  hints->rx_attr->msg_order = FI_ORDER_SAS;
+  hints->fabric_attr->prov_name = strdup(provider.c_str());  // freed by fi_freeinfo
+  return hints;
+}
+
+std::string bind_host(const TransportOptions& options) {
+  if (!options.bind_host.empty()) return options.bind_host;
+  if (options.peers_on_this_host) return "127.0.0.1";
+  return {};  // any interface: the provider's first
+}
+
+// fi_getinfo for `provider`. For tcp the provider lists one fabric per
+// interface; asking with node = bind host and FI_SOURCE picks the one that
+// binds there (the loopback fabric for 127.0.0.1).
+InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
+  InfoPtr hints = make_hints(provider);
+  fi_info* info = nullptr;
+  const std::string host = provider == "tcp" ? bind_host(options) : std::string();
+  int ret;
+  if (!host.empty()) {
+    ret = fi_getinfo(kApiVersion, host.c_str(), nullptr, FI_SOURCE, hints.get(), &info);
+    if (ret != 0) {
+      throw FabricError("libfabric provider '" + provider + "' cannot bind to '" + host +
+                        "': " + fi_error_text("fi_getinfo", ret));
+    }
+  } else {
+    ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &info);
+    if (ret != 0) {
+      throw FabricError("libfabric provider '" + provider +
+                        "' is not available: " + fi_error_text("fi_getinfo", ret));
+    }
+  }
+  InfoPtr list(info);
+  // Keep the first entry only.
+  InfoPtr first(fi_dupinfo(list.get()));
+  if (!first) throw FabricError("fi_dupinfo: out of memory");
+  return first;
+}
+
+}  // namespace
+
+bool verbs_available() {
+  try {
+    InfoPtr hints = make_hints("verbs");
+    fi_info* info = nullptr;
+    const int ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &info);
+    if (ret == 0) fi_freeinfo(info);
+    return ret == 0;
+  } catch (const FabricError&) {
+    return false;
+  }
+}
+
+std::string choose_provider(const TransportOptions& options) {
+  const std::string& asked = options.provider;
+  if (asked == "tcp" || asked == "shm" || asked == "verbs") return asked;
+  if (asked != "auto") {
+    throw FabricError("unknown libfabric provider '" + asked +
+                      "' (expected tcp, shm, verbs or auto)");
+  }
+  if (verbs_available()) return "verbs";
+  return options.peers_on_this_host ? "shm" : "tcp";
+}
+
+Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
+    : provider(which), info(get_info(options, which)) {
+  provider_name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : which;
+  const auto mr_mode = static_cast<std::uint64_t>(info->domain_attr->mr_mode);
+  register_memory = (mr_mode & FI_MR_LOCAL) != 0 || (mr_mode & FI_MR_ALLOCATED) != 0 ||
+                    (info->mode & FI_LOCAL_MR) != 0;
+  mr_prov_key = (mr_mode & FI_MR_PROV_KEY) != 0;
+  mr_endpoint = (mr_mode & FI_MR_ENDPOINT) != 0;
+  cq_data_size = info->domain_attr->cq_data_size;
+  max_msg_size = info->ep_attr->max_msg_size;
+  rx_iov_limit = info->rx_attr->iov_limit;
+
+  fid_fabric* fabric_raw = nullptr;
+  fi_check(fi_fabric(info->fabric_attr, &fabric_raw, nullptr), "fi_fabric");
+  fabric = Fid<fid_fabric>(fabric_raw, "fabric");
+
+  fid_domain* domain_raw = nullptr;
+  fi_check(fi_domain(fabric.get(), info.get(), &domain_raw, nullptr), "fi_domain");
+  domain = Fid<fid_domain>(domain_raw, "domain");
+
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_TABLE;
+  fid_av* av_raw = nullptr;
+  fi_check(fi_av_open(domain.get(), &av_attr, &av_raw, nullptr), "fi_av_open");
+  av = Fid<fid_av>(av_raw, "av");
+
+  // The CQ blocks on a file descriptor when the provider offers one; shm in
+  // libfabric 1.17 refuses FI_WAIT_FD (or offers no fd), and then the
+  // progress thread polls with a sleeping back-off instead.
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_TAGGED;
+  cq_attr.wait_obj = FI_WAIT_FD;
+  fid_cq* cq_raw = nullptr;
+  int ret = fi_cq_open(domain.get(), &cq_attr, &cq_raw, nullptr);
+  if (ret == 0) {
+    cq = Fid<fid_cq>(cq_raw, "cq");
+    int fd = -1;
+    ret = fi_control(&cq->fid, FI_GETWAIT, &fd);
+    if (ret == 0 && fd >= 0) {
+      wait_fd = fd;
+    } else {
+      fabric_log().info("libfabric {}: CQ offers no wait fd ({}); polling with back-off",
+                        provider_name, fi_error_text("fi_control(FI_GETWAIT)", ret));
+      cq.reset();
+    }
+  } else {
+    fabric_log().info("libfabric {}: CQ refuses FI_WAIT_FD ({}); polling with back-off",
+                      provider_name, fi_error_text("fi_cq_open", ret));
+  }
+  if (!cq) {
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    cq_raw = nullptr;
+    fi_check(fi_cq_open(domain.get(), &cq_attr, &cq_raw, nullptr), "fi_cq_open");
+    cq = Fid<fid_cq>(cq_raw, "cq");
+  }
+
+  fid_ep* ep_raw = nullptr;
+  fi_check(fi_endpoint(domain.get(), info.get(), &ep_raw, nullptr), "fi_endpoint");
+  ep = Fid<fid_ep>(ep_raw, "ep");
+  fi_check(fi_ep_bind(ep.get(), &av->fid, 0), "fi_ep_bind(av)");
+  fi_check(fi_ep_bind(ep.get(), &cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  fi_check(fi_enable(ep.get()), "fi_enable");
+
+  fabric_log().info(
+      "libfabric endpoint: provider {} fabric {} domain {} mr_mode {:#x} (register: {}) "
+      "cq_data_size {} max_msg_size {} wait {}",
+      provider_name, info->fabric_attr->name ? info->fabric_attr->name : "?",
+      info->domain_attr->name ? info->domain_attr->name : "?", mr_mode, register_memory,
+      cq_data_size, max_msg_size, wait_fd >= 0 ? "fd" : "poll");
+}
+
+}  // namespace murmur::fabric::libfabric

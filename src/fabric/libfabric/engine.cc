@@ -1,0 +1,453 @@
+#include "fabric/libfabric/engine.h"
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "common/check.h"
+#include "common/log.h"
+#include "fabric/errors.h"
+#include "fabric/libfabric/fi_check.h"
+
+namespace murmur::fabric::libfabric {
+namespace {
+
+// Errors after which the link to the peer is gone: every request to it fails.
+bool link_lost(int err) {
+  switch (err) {
+    case FI_ECONNREFUSED:
+    case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ENOTCONN:
+    case FI_ESHUTDOWN:
+    case FI_EHOSTDOWN:
+    case FI_EHOSTUNREACH:
+    case FI_ENETDOWN:
+    case FI_ENETUNREACH:
+    case FI_ETIMEDOUT:
+    case FI_EIO:
+    case FI_EREMOTEIO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::size_t chunk_count(std::size_t total, std::size_t chunk) {
+  return total == 0 ? 1 : (total + chunk - 1) / chunk;
+}
+
+}  // namespace
+
+Engine::Engine(Endpoint& endpoint, std::size_t chunk_bytes,
+               std::function<void(int, std::exception_ptr)> on_peer_failed)
+    : endpoint_(endpoint),
+      chunk_bytes_(std::max<std::size_t>(1, std::min(chunk_bytes, endpoint.max_msg_size))),
+      on_peer_failed_(std::move(on_peer_failed)) {
+  // The total size travels as remote CQ data: with fewer than 8 bytes of it,
+  // larger messages cannot be announced and are refused at isend.
+  const std::size_t cq_data = endpoint_.cq_data_size;
+  if (cq_data >= 8) {
+    max_message_bytes_ = std::numeric_limits<std::size_t>::max();
+  } else if (cq_data == 0) {
+    max_message_bytes_ = chunk_bytes_;
+  } else {
+    max_message_bytes_ = (std::size_t{1} << (8 * cq_data)) - 1;
+  }
+}
+
+Engine::~Engine() = default;
+
+void Engine::set_peers(std::vector<PeerInfo> peers, std::vector<fi_addr_t> addresses) {
+  peers_ = std::move(peers);
+  addresses_ = std::move(addresses);
+  failed_.assign(peers_.size(), nullptr);
+}
+
+std::exception_ptr Engine::peer_error(int peer, const std::string& reason) const {
+  const std::string host =
+      peer >= 0 && static_cast<std::size_t>(peer) < peers_.size() ? peers_[peer].host : "?";
+  return std::make_exception_ptr(PeerError(peer, host, reason));
+}
+
+char* Engine::scratch() {
+  if (!scratch_) {
+    scratch_ = std::make_unique<char[]>(chunk_bytes_);
+    if (endpoint_.register_memory) {
+      fid_mr* mr = nullptr;
+      fi_check(fi_mr_reg(endpoint_.domain.get(), scratch_.get(), chunk_bytes_, FI_RECV, 0,
+                         endpoint_.mr_prov_key ? 0 : next_mr_key_++, 0, &mr, nullptr),
+               "fi_mr_reg");
+      scratch_mr_ = Fid<fid_mr>(mr, "mr");
+      if (endpoint_.mr_endpoint) {
+        fi_check(fi_mr_bind(mr, &endpoint_.ep->fid, 0), "fi_mr_bind");
+        fi_check(fi_mr_enable(mr), "fi_mr_enable");
+      }
+      scratch_desc_ = fi_mr_desc(mr);
+    }
+  }
+  return scratch_.get();
+}
+
+void Engine::register_buffer(Operation& op) {
+  if (!endpoint_.register_memory || op.capacity == 0 || op.mr) return;
+  // TODO(perf): a small registration cache keyed by (address, length).
+  fid_mr* mr = nullptr;
+  fi_check(fi_mr_reg(endpoint_.domain.get(), op.data, op.capacity,
+                     op.is_send() ? FI_SEND : FI_RECV, 0,
+                     endpoint_.mr_prov_key ? 0 : next_mr_key_++, 0, &mr, nullptr),
+           "fi_mr_reg");
+  op.mr = Fid<fid_mr>(mr, "mr");
+  if (endpoint_.mr_endpoint) {
+    fi_check(fi_mr_bind(mr, &endpoint_.ep->fid, 0), "fi_mr_bind");
+    fi_check(fi_mr_enable(mr), "fi_mr_enable");
+  }
+  op.desc = fi_mr_desc(mr);
+}
+
+void Engine::submit(std::unique_ptr<Operation> owned) {
+  Operation& op = *owned;
+  ops_.push_back(std::move(owned));
+  op.self = std::prev(ops_.end());
+  if (broken_) return fail_op(op, broken_);
+  if (failed_[op.peer]) return fail_op(op, failed_[op.peer]);
+  try {
+    register_buffer(op);
+  } catch (...) {
+    return fail_op(op, std::current_exception());
+  }
+  if (op.is_send()) {
+    op.total = op.capacity;
+    op.chunks = chunk_count(op.total, chunk_bytes_);
+    op.contexts.resize(op.chunks);
+    enqueue_chunks(op, 0);
+    return;
+  }
+  op.contexts.resize(1);
+  auto& queue = receive_queues_[{op.peer, op.tag}];
+  queue.push_back(&op);
+  if (queue.size() == 1) enqueue_chunks(op, 0);  // else: waits its turn
+}
+
+void Engine::enqueue_chunks(Operation& op, std::size_t from) {
+  for (std::size_t i = from; i < op.contexts.size(); ++i) {
+    ChunkContext& ctx = op.contexts[i];
+    ctx.op = &op;
+    ctx.index = i;
+    pending_.push_back(&ctx);
+  }
+}
+
+bool Engine::post(ChunkContext& ctx) {
+  Operation& op = *ctx.op;
+  fid_ep* ep = endpoint_.ep.get();
+  const fi_addr_t addr = addresses_[op.peer];
+  const std::size_t offset = ctx.index * chunk_bytes_;
+  ssize_t ret;
+  const char* call;
+  if (op.is_send()) {
+    const std::size_t len = std::min(chunk_bytes_, op.total - std::min(op.total, offset));
+    char* buf = len == 0 ? nullptr : op.data + offset;
+    if (ctx.index == 0 && endpoint_.cq_data_size > 0) {
+      call = "fi_tsenddata";
+      ret = fi_tsenddata(ep, buf, len, op.desc, op.total, addr, op.tag, &ctx.context);
+    } else {
+      call = "fi_tsend";
+      ret = fi_tsend(ep, buf, len, op.desc, addr, op.tag, &ctx.context);
+    }
+  } else {
+    call = "fi_trecv";
+    std::size_t len;
+    char* buf;
+    void* desc = op.desc;
+    if (ctx.index == 0 && op.capacity < chunk_bytes_ && endpoint_.rx_iov_limit >= 2) {
+      // Chunk 0 may be a full chunk even when the caller expects less: a
+      // scratch tail completes the buffer to chunk_bytes, so the provider
+      // never truncates (tcp;ofi_rxm drops the connection on truncation, shm
+      // reports it without the size) and the total always arrives as CQ
+      // data. Only a message too large for the buffer lands in the tail.
+      iovec iov[2];
+      void* descs[2] = {op.desc, nullptr};
+      std::size_t count = 0;
+      if (op.capacity > 0) iov[count++] = iovec{op.data, op.capacity};
+      char* tail = scratch();
+      descs[count] = scratch_desc_;
+      iov[count++] = iovec{tail, chunk_bytes_ - op.capacity};
+      ret = fi_trecvv(ep, iov, descs, count, addr, op.tag, 0, &ctx.context);
+      call = "fi_trecvv";
+      return posted(ctx, call, ret);
+    }
+    if (ctx.index == 0) {
+      len = std::min(op.capacity, chunk_bytes_);
+      buf = len == 0 ? nullptr : op.data;
+    } else if (op.overflow) {
+      len = std::min(chunk_bytes_, op.total - offset);
+      buf = scratch();
+      desc = scratch_desc_;
+    } else {
+      len = std::min(chunk_bytes_, op.total - offset);
+      buf = op.data + offset;
+    }
+    ret = fi_trecv(ep, buf, len, desc, addr, op.tag, 0, &ctx.context);
+  }
+  return posted(ctx, call, ret);
+}
+
+bool Engine::posted(ChunkContext& ctx, const char* call, ssize_t ret) {
+  Operation& op = *ctx.op;
+  fabric_log().trace("libfabric: {} chunk {} peer {} tag {} -> {}", call, ctx.index, op.peer,
+                     op.tag, ret);
+  if (ret == -FI_EAGAIN) return false;
+  if (ret != 0) {
+    fail_op(op, peer_error(op.peer, fi_error_text(call, ret)));
+    return true;
+  }
+  ctx.posted = true;
+  ++op.in_flight;
+  return true;
+}
+
+bool Engine::post_pending() {
+  bool any = false;
+  while (!pending_.empty()) {
+    ChunkContext* ctx = pending_.front();
+    if (ctx->op->error) {  // failed while waiting: never posted
+      pending_.pop_front();
+      continue;
+    }
+    try {
+      if (!post(*ctx)) break;  // -FI_EAGAIN: read the CQ, retry next round
+    } catch (...) {
+      fail_op(*ctx->op, std::current_exception());
+    }
+    pending_.pop_front();
+    any = true;
+  }
+  return any;
+}
+
+bool Engine::progress() {
+  bool any = post_pending();
+  any = read_cq() || any;
+  // Completions may have freed queue slots or enqueued chunks.
+  if (any && !pending_.empty()) post_pending();
+  return any;
+}
+
+bool Engine::read_cq() {
+  constexpr int kBatch = 32;
+  fi_cq_tagged_entry entries[kBatch];
+  bool any = false;
+  for (;;) {
+    const ssize_t n = fi_cq_read(endpoint_.cq.get(), entries, kBatch);
+    if (n == -FI_EAGAIN) return any;
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      const ssize_t r = fi_cq_readerr(endpoint_.cq.get(), &err, 0);
+      if (r == -FI_EAGAIN) return any;
+      if (r < 0) {
+        fail_everything(std::make_exception_ptr(FabricError(fi_error_text("fi_cq_readerr", r))));
+        return true;
+      }
+      on_error(err);
+      any = true;
+      continue;
+    }
+    if (n < 0) {
+      fail_everything(std::make_exception_ptr(FabricError(fi_error_text("fi_cq_read", n))));
+      return true;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      on_completion(*static_cast<ChunkContext*>(entries[i].op_context), entries[i].len,
+                    entries[i].flags, entries[i].data);
+    }
+    any = true;
+    if (n < kBatch) return any;
+  }
+}
+
+void Engine::on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags,
+                           std::uint64_t data) {
+  Operation& op = *ctx.op;
+  fabric_log().trace("libfabric: completed {} chunk {} peer {} tag {} len {} flags {:#x} data {}",
+                     op.is_send() ? "send" : "receive", ctx.index, op.peer, op.tag, len, flags, data);
+  ctx.posted = false;
+  --op.in_flight;
+  ++op.completed;
+  if (op.error) return maybe_retire(op);
+  if (!op.is_send() && ctx.index == 0) {
+    on_first_chunk(op, (flags & FI_REMOTE_CQ_DATA) ? data : len);
+    return;
+  }
+  maybe_retire(op);
+}
+
+void Engine::on_first_chunk(Operation& op, std::size_t total) {
+  fabric_log().trace("libfabric: first chunk peer {} tag {}: total {}", op.peer, op.tag, total);
+  op.total = total;
+  op.overflow = total > op.capacity;
+  op.chunks = chunk_count(total, chunk_bytes_);
+  // Chunk 0 is complete, so no context is in flight and resizing is safe.
+  MURMUR_CHECK_EQ(op.in_flight, std::size_t{0});
+  op.contexts.resize(op.chunks);
+  enqueue_chunks(op, 1);
+  start_next_receive(op.peer, op.tag);
+  maybe_retire(op);
+}
+
+void Engine::start_next_receive(int peer, Tag tag) {
+  auto it = receive_queues_.find({peer, tag});
+  if (it == receive_queues_.end()) return;
+  auto& queue = it->second;
+  fabric_log().trace("libfabric: next receive peer {} tag {}: {} queued", peer, tag, queue.size());
+  if (!queue.empty()) queue.pop_front();  // the message whose chunks are all queued
+  while (!queue.empty() && queue.front()->error) queue.pop_front();
+  if (queue.empty()) {
+    receive_queues_.erase(it);
+    return;
+  }
+  enqueue_chunks(*queue.front(), 0);
+}
+
+void Engine::on_error(const fi_cq_err_entry& entry) {
+  auto& ctx = *static_cast<ChunkContext*>(entry.op_context);
+  Operation& op = *ctx.op;
+  ctx.posted = false;
+  --op.in_flight;
+  ++op.completed;
+  fabric_log().debug("libfabric: CQ error on {} chunk {} of peer {} tag {}: {} ({}) (len {} olen {} flags {:#x} data {})",
+                     op.is_send() ? "send" : "receive", ctx.index, op.peer, op.tag,
+                     fi_strerror(entry.err < 0 ? -entry.err : entry.err), entry.err, entry.len, entry.olen, entry.flags, entry.data);
+  // shm in libfabric 1.17 reports some errors negated (-FI_ETRUNC).
+  const int err = entry.err < 0 ? -entry.err : entry.err;
+  if (err == FI_ECANCELED || op.error) return maybe_retire(op);
+  if (!op.is_send() && ctx.index == 0 && (err == FI_ETRUNC || err == FI_ETOOSMALL)) {
+    // Chunk 0 did not fit (only when the rx iov limit is 1, or the sender
+    // uses larger chunks): learn the size where the provider tells it
+    // (tcp;ofi_rxm fills data without the flag, shm leaves it 0), drain the
+    // rest into scratch space and fail once the message is consumed.
+    std::size_t total = entry.data != 0 ? entry.data : entry.len + entry.olen;
+    on_first_chunk(op, std::max<std::size_t>(total, op.capacity + 1));
+    return;
+  }
+  char text[256] = {};
+  const char* what = fi_cq_strerror(endpoint_.cq.get(), entry.prov_errno, entry.err_data, text,
+                                    sizeof(text));
+  const std::string call = op.is_send() ? (ctx.index == 0 ? "fi_tsenddata" : "fi_tsend")
+                                        : "fi_trecv";
+  auto error = peer_error(op.peer, call + ": " + (what ? what : fi_strerror(err)) + " (" +
+                                       fi_strerror(err) + ")");
+  if (link_lost(err)) {
+    fail_peer(op.peer, error);
+    on_peer_failed_(op.peer, error);
+    return;
+  }
+  fail_op(op, error);
+}
+
+void Engine::maybe_retire(Operation& op) {
+  const bool all_done = op.completed == op.chunks && op.in_flight == 0;
+  if (op.error) {
+    // A failed receive is reported only when libfabric holds none of its
+    // chunks any more, so the buffer is never written after the failure.
+    if (op.in_flight != 0) return;
+    if (!op.reported) {
+      op.reported = true;
+      op.request->fail(op.error);
+    }
+  } else {
+    if (!all_done) return;
+    op.reported = true;
+    if (op.overflow) {
+      op.request->fail(peer_error(
+          op.peer, "message of " + std::to_string(op.total) +
+                       " bytes does not fit the receive buffer of " +
+                       std::to_string(op.capacity) + " bytes (tag " + std::to_string(op.tag) +
+                       "); it was dropped"));
+    } else {
+      op.request->complete(op.total);
+    }
+  }
+  // Completed: no chunk of it is queued or in flight any more.
+  ops_.erase(op.self);
+}
+
+void Engine::fail_op(Operation& op, std::exception_ptr error) {
+  if (op.error) return;
+  op.error = std::move(error);
+  // Unposted chunks are dropped by post_pending (it skips failed ops); drop
+  // them now so that nothing refers to the operation once it is retired.
+  std::erase_if(pending_, [&](ChunkContext* ctx) { return ctx->op == &op; });
+  if (!op.is_send()) {
+    auto it = receive_queues_.find({op.peer, op.tag});
+    if (it != receive_queues_.end()) {
+      auto& queue = it->second;
+      // A head whose chunk 0 completed was popped already; one still at the
+      // head has only chunk 0 queued or posted (cancelled below).
+      if (!queue.empty() && queue.front() == &op) {
+        start_next_receive(op.peer, op.tag);
+      } else {
+        std::erase(queue, &op);
+        if (queue.empty()) receive_queues_.erase(it);
+      }
+    }
+    for (auto& ctx : op.contexts) {
+      if (!ctx.posted) continue;
+      const ssize_t ret = fi_cancel(&endpoint_.ep->fid, &ctx.context);
+      // Not cancellable (already matched): its completion will still come.
+      if (ret != 0 && ret != -FI_ENOENT) {
+        fabric_log().debug("fi_cancel: {}", fi_error_text("fi_cancel", ret));
+      }
+    }
+  } else if (!op.reported) {
+    // A send cannot be recalled: report the failure now, and keep the
+    // record until libfabric hands back the chunks it holds.
+    op.reported = true;
+    op.request->fail(op.error);
+  }
+  maybe_retire(op);
+}
+
+void Engine::fail_peer(int peer, std::exception_ptr error) {
+  if (peer < 0 || static_cast<std::size_t>(peer) >= failed_.size() || failed_[peer]) return;
+  failed_[peer] = error;
+  fabric_log().warn("libfabric: failing every request to peer {}", peer);
+  std::vector<Operation*> victims;
+  for (auto& op : ops_) {
+    if (op->peer == peer && !op->error) victims.push_back(op.get());
+  }
+  // Later receives of a queue first, so that failing a head does not post
+  // the chunk 0 of the next one.
+  std::reverse(victims.begin(), victims.end());
+  for (Operation* op : victims) fail_op(*op, error);
+}
+
+void Engine::fail_everything(std::exception_ptr error) {
+  if (!broken_) broken_ = error;
+  fabric_log().error("libfabric: completion queue failed; failing every request");
+  std::vector<Operation*> victims;
+  for (auto& op : ops_) victims.push_back(op.get());
+  std::reverse(victims.begin(), victims.end());
+  for (Operation* op : victims) fail_op(*op, error);
+}
+
+void Engine::close() {
+  // Closing the endpoint first: libfabric then holds no buffer of ours, and
+  // every request can be failed at once.
+  endpoint_.ep.reset();
+  pending_.clear();
+  receive_queues_.clear();
+  for (auto& op : ops_) {
+    if (op->reported) continue;
+    op->reported = true;
+    op->request->fail(peer_error(op->peer, "transport closed"));
+  }
+  ops_.clear();
+  scratch_mr_.reset();
+}
+
+}  // namespace murmur::fabric::libfabric

@@ -1,0 +1,99 @@
+// Engine: the progress thread's state machine. It posts chunks, reads the
+// CQ, completes and fails requests. Not thread-safe: only the progress
+// thread calls it (the transport front hands work over through a queue), so
+// it needs no locks of its own.
+//
+// Ordering: chunks are posted from one FIFO, so a message's chunks and
+// successive messages to a peer are posted in order. Receives on one
+// (peer, tag) wait in a queue: the next one's chunk 0 is posted only after
+// every chunk of the previous message is posted (its size is known only
+// when its chunk 0 completes). -FI_EAGAIN leaves the FIFO as it is until
+// the CQ has been read again.
+#pragma once
+
+#include <rdma/fi_eq.h>
+
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "fabric/libfabric/endpoint.h"
+#include "fabric/libfabric/operation.h"
+#include "fabric/transport.h"
+
+namespace murmur::fabric::libfabric {
+
+class Engine {
+ public:
+  // `on_peer_failed` tells the front that the engine itself declared a peer
+  // failed (a broken link), so that later requests fail at once.
+  Engine(Endpoint& endpoint, std::size_t chunk_bytes,
+         std::function<void(int, std::exception_ptr)> on_peer_failed);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();
+
+  void set_peers(std::vector<PeerInfo> peers, std::vector<fi_addr_t> addresses);
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
+  std::size_t max_message_bytes() const { return max_message_bytes_; }
+
+  void submit(std::unique_ptr<Operation> op);
+  void fail_peer(int peer, std::exception_ptr error);
+
+  // One round: post what can be posted, read the CQ. Returns whether
+  // anything happened.
+  bool progress();
+  bool idle() const { return ops_.empty(); }
+  bool has_pending_posts() const { return !pending_.empty(); }
+
+  // Closes the endpoint (so no buffer is touched afterwards), then fails
+  // every pending request with PeerError "transport closed".
+  void close();
+
+  std::exception_ptr peer_error(int peer, const std::string& reason) const;
+
+  // The engine cannot go on (a CQ read failed, a broken invariant): fails
+  // every pending and later request with `error`.
+  void fail_everything(std::exception_ptr error);
+
+ private:
+  bool post_pending();
+  bool post(ChunkContext& ctx);  // false on -FI_EAGAIN
+  bool posted(ChunkContext& ctx, const char* call, ssize_t ret);
+  bool read_cq();
+  void on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags,
+                     std::uint64_t data);
+  void on_error(const fi_cq_err_entry& entry);
+  void on_first_chunk(Operation& op, std::size_t total);
+  void start_next_receive(int peer, Tag tag);
+  void enqueue_chunks(Operation& op, std::size_t from);
+  void register_buffer(Operation& op);
+  void fail_op(Operation& op, std::exception_ptr error);
+  void maybe_retire(Operation& op);
+  char* scratch();
+
+  Endpoint& endpoint_;
+  const std::size_t chunk_bytes_;
+  std::size_t max_message_bytes_;
+  std::function<void(int, std::exception_ptr)> on_peer_failed_;
+  std::vector<PeerInfo> peers_;
+  std::vector<fi_addr_t> addresses_;
+  std::vector<std::exception_ptr> failed_;  // per peer
+  std::exception_ptr broken_;               // the CQ itself failed
+
+  std::list<std::unique_ptr<Operation>> ops_;
+  std::deque<ChunkContext*> pending_;  // chunks waiting to be posted, FIFO
+  std::map<std::pair<int, Tag>, std::deque<Operation*>> receive_queues_;
+  std::uint64_t next_mr_key_ = 1;
+  std::unique_ptr<char[]> scratch_;  // overflow chunks land here
+  Fid<fid_mr> scratch_mr_;
+  void* scratch_desc_ = nullptr;
+};
+
+}  // namespace murmur::fabric::libfabric

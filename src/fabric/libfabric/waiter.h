@@ -1,0 +1,62 @@
+// Waiter: how the progress thread sleeps when it has nothing to do, without
+// spinning a core.
+//
+// With a CQ wait fd: fi_trywait(cq), then epoll_wait on {cq fd, eventfd}.
+// Without one (providers that refuse FI_WAIT_FD, like shm in 1.17): epoll
+// on the eventfd alone with a timeout that doubles from 50 us to 2 ms while
+// idle (8 ms after a second of idleness), and drops back to 50 us as soon as
+// there was work.
+//
+// wake() may be called from any thread; everything else only from the
+// progress thread.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
+#include <chrono>
+
+namespace murmur::fabric::libfabric {
+
+class Waiter {
+ public:
+  // `cq_fd` is -1 when the CQ has no wait fd. Throws FabricError.
+  Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd);
+  Waiter(const Waiter&) = delete;
+  Waiter& operator=(const Waiter&) = delete;
+  ~Waiter();
+
+  // Wakes a current or the next wait(). Thread-safe, never blocks.
+  void wake();
+
+  // The last round did work: the next polled wait starts short again.
+  void note_busy() {
+    backoff_ = kMinBackoff;
+    idle_rounds_ = 0;
+  }
+
+  // Blocks until the CQ may have entries, wake() was called, or `max_wait`
+  // passed (polled mode: the back-off, if shorter). Never spins.
+  void wait(std::chrono::microseconds max_wait);
+
+  static constexpr std::chrono::microseconds kMinBackoff{50};
+  static constexpr std::chrono::microseconds kMaxBackoff{2000};
+  // After about a second without work, polls every 8 ms: a quiet transport
+  // then costs well under 1% of a core, at the price of up to 8 ms latency
+  // for the first message that ends the quiet spell.
+  static constexpr std::chrono::microseconds kDeepIdleBackoff{8000};
+  static constexpr int kDeepIdleRounds = 500;
+
+ private:
+  void drain_eventfd();
+
+  fid_fabric* fabric_;
+  fid_cq* cq_;
+  int cq_fd_;
+  int event_fd_ = -1;
+  int epoll_fd_ = -1;
+  std::chrono::microseconds backoff_{50};
+  int idle_rounds_ = 0;
+};
+
+}  // namespace murmur::fabric::libfabric
