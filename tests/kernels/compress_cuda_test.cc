@@ -1,0 +1,177 @@
+// CUDA twins against the CPU reference bodies. Skipped, with the reason, when
+// built without CUDA or when no GPU is visible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/compress.h"
+
+#if defined(MURMUR_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace mk = murmur::kernels;
+using mk::Status;
+
+namespace {
+
+#if defined(MURMUR_HAVE_CUDA)
+
+std::vector<float> randn(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+// A device copy of a host vector, freed on scope exit.
+template <typename T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  std::size_t n = 0;
+  explicit DeviceBuffer(std::size_t count) : n(count) {
+    EXPECT_EQ(cudaMalloc(&ptr, std::max<std::size_t>(count, 1) * sizeof(T)), cudaSuccess);
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
+    EXPECT_EQ(cudaMemcpy(ptr, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  std::vector<T> host() const {
+    std::vector<T> h(n);
+    EXPECT_EQ(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+};
+
+template <typename F>
+Status run_host(F f) {
+  std::size_t bytes = 0;
+  EXPECT_EQ(f(nullptr, bytes), Status::kOk);
+  std::vector<std::byte> scratch(std::max<std::size_t>(bytes, 1));
+  return f(scratch.data(), bytes);
+}
+
+template <typename F>
+Status run_device(F f) {
+  std::size_t bytes = 0;
+  EXPECT_EQ(f(nullptr, bytes), Status::kOk);
+  DeviceBuffer<std::byte> scratch(std::max<std::size_t>(bytes, 1));
+  const Status s = f(scratch.ptr, bytes);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return s;
+}
+
+class CudaTwin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!mk::cuda_device_available()) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount failed or found none)";
+  }
+};
+
+TEST_F(CudaTwin, Fp16AndBf16MatchCpu) {
+  const auto x = randn(100003, 1);
+  std::vector<std::uint16_t> h16(x.size()), hb(x.size());
+  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::f32_to_f16(s, b, x.data(), h16.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::f32_to_bf16(s, b, x.data(), hb.data(), x.size()); }), Status::kOk);
+  DeviceBuffer<float> dx(x), dy(x.size());
+  DeviceBuffer<std::uint16_t> d16(x.size()), db(x.size());
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::f32_to_f16(s, b, dx.ptr, d16.ptr, x.size(), nullptr); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::f32_to_bf16(s, b, dx.ptr, db.ptr, x.size(), nullptr); }), Status::kOk);
+  EXPECT_EQ(d16.host(), h16);
+  EXPECT_EQ(db.host(), hb);
+  std::vector<float> back(x.size());
+  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::f16_to_f32(s, b, h16.data(), back.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::f16_to_f32(s, b, d16.ptr, dy.ptr, x.size(), nullptr); }), Status::kOk);
+  EXPECT_EQ(dy.host(), back);
+  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::bf16_to_f32(s, b, hb.data(), back.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::bf16_to_f32(s, b, db.ptr, dy.ptr, x.size(), nullptr); }), Status::kOk);
+  EXPECT_EQ(dy.host(), back);
+}
+
+TEST_F(CudaTwin, QsgdMatchesCpu) {
+  const std::size_t n = 100001;
+  const unsigned s = 16;
+  const auto x = randn(n, 2);
+  const std::size_t bytes = mk::packed_bytes(n, mk::qsgd_bits(s));
+  std::vector<std::uint8_t> hp(bytes);
+  float hnorm = 0;
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_encode(sc, b, x.data(), n, s, 77, &hnorm, hp.data()); }), Status::kOk);
+  DeviceBuffer<float> dx(x), dnorm(1), dy(n);
+  DeviceBuffer<std::uint8_t> dp(bytes);
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::qsgd_encode(sc, b, dx.ptr, n, s, 77, dnorm.ptr, dp.ptr, nullptr); }), Status::kOk);
+  const float gnorm = dnorm.host()[0];
+  EXPECT_NEAR(gnorm, hnorm, 1e-5 * hnorm);
+  // Decode both code streams on the CPU; they may differ only where the
+  // norm's last bit moved an element across a level (rare).
+  std::vector<float> ycpu(n), ygpu(n);
+  const auto gp = dp.host();
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, hp.data(), n, s, hnorm, ycpu.data()); }), Status::kOk);
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, gp.data(), n, s, gnorm, ygpu.data()); }), Status::kOk);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < n; ++i) differ += std::fabs(ycpu[i] - ygpu[i]) > 1e-4f * hnorm;
+  EXPECT_LE(differ, n / 1000);
+  // The device decoder gives the CPU decoder's values for the same codes.
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::qsgd_decode(sc, b, dp.ptr, n, s, gnorm, dy.ptr, nullptr); }), Status::kOk);
+  EXPECT_EQ(dy.host(), ygpu);
+}
+
+TEST_F(CudaTwin, SignMatchesCpu) {
+  const std::size_t n = 70001;
+  const auto x = randn(n, 3);
+  std::vector<std::uint8_t> hbits((n + 7) / 8);
+  float hscale = 0;
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::sign_encode(sc, b, x.data(), n, &hscale, hbits.data()); }), Status::kOk);
+  DeviceBuffer<float> dx(x), dscale(1), dy(n);
+  DeviceBuffer<std::uint8_t> dbits(hbits.size());
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::sign_encode(sc, b, dx.ptr, n, dscale.ptr, dbits.ptr, nullptr); }), Status::kOk);
+  EXPECT_EQ(dbits.host(), hbits);
+  EXPECT_NEAR(dscale.host()[0], hscale, 1e-6 * hscale);
+  std::vector<float> y(n);
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::sign_decode(sc, b, hbits.data(), n, hscale, y.data()); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::sign_decode(sc, b, dbits.ptr, n, hscale, dy.ptr, nullptr); }), Status::kOk);
+  EXPECT_EQ(dy.host(), y);
+}
+
+TEST_F(CudaTwin, GatherScatterMatchCpu) {
+  const std::size_t n = 50000, k = 500;
+  const auto x = randn(n, 4);
+  std::vector<std::uint32_t> idx(k);
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::randk_indices(sc, b, n, k, 5, idx.data()); }), Status::kOk);
+  std::vector<float> vals(k), out(n);
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::gather(sc, b, x.data(), idx.data(), k, vals.data()); }), Status::kOk);
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::scatter(sc, b, idx.data(), vals.data(), k, out.data(), n); }), Status::kOk);
+  DeviceBuffer<float> dx(x), dvals(k), dout(n);
+  DeviceBuffer<std::uint32_t> didx(idx);
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::gather(sc, b, dx.ptr, didx.ptr, k, dvals.ptr, nullptr); }), Status::kOk);
+  EXPECT_EQ(dvals.host(), vals);
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::scatter(sc, b, didx.ptr, dvals.ptr, k, dout.ptr, n, nullptr); }), Status::kOk);
+  EXPECT_EQ(dout.host(), out);
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::scatter(sc, b, didx.ptr, dvals.ptr, k, dout.ptr, 100, nullptr); }), Status::kMalformed);
+}
+
+TEST_F(CudaTwin, PowerSgdMatchesCpu) {
+  const std::size_t rows = 300, cols = 200, r = 4;
+  const auto m = randn(rows * cols, 5), q0 = randn(cols * r, 6);
+  std::vector<float> p(rows * r), q = q0, out(rows * cols);
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::powersgd_factor(sc, b, m.data(), rows, cols, r, p.data(), q.data()); }), Status::kOk);
+  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::powersgd_expand(sc, b, p.data(), q.data(), rows, cols, r, out.data()); }), Status::kOk);
+  DeviceBuffer<float> dm(m), dp(rows * r), dq(q0), dout(rows * cols);
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::powersgd_factor(sc, b, dm.ptr, rows, cols, r, dp.ptr, dq.ptr, nullptr); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::powersgd_expand(sc, b, dp.ptr, dq.ptr, rows, cols, r, dout.ptr, nullptr); }), Status::kOk);
+  const auto g = dout.host();
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) { num += (g[i] - out[i]) * (g[i] - out[i]); den += out[i] * out[i]; }
+  EXPECT_LT(std::sqrt(num / den), 1e-4);
+}
+
+#else
+
+TEST(CudaTwin, Skipped) { GTEST_SKIP() << "built without CUDA (MURMUR_HAVE_CUDA off)"; }
+
+#endif
+
+}  // namespace
