@@ -1,0 +1,275 @@
+#include "fabric/asio/link.h"
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <new>
+
+#include "common/log.h"
+#include "fabric/errors.h"
+
+namespace murmur::fabric::asio {
+
+namespace net = boost::asio;
+
+Link::Link(int rank, std::size_t chunk_bytes, bool local)
+    : rank_(rank), chunk_bytes_(chunk_bytes), local_(local) {}
+
+std::exception_ptr Link::peer_error(const std::string& reason) const {
+  return std::make_exception_ptr(PeerError(rank_, host_, reason));
+}
+
+void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket) {
+  if (error_) {
+    boost::system::error_code ignored;
+    socket->close(ignored);
+    return;
+  }
+  socket_ = std::move(socket);
+  start_read_header();
+  start_write();
+}
+
+// ---- sending ---------------------------------------------------------------
+
+void Link::post_send(RequestPtr request, const void* data, std::size_t bytes) {
+  if (error_) return request->fail(error_);
+  if (local_) {
+    // Loop back in memory: the message is complete as soon as it is copied.
+    auto copy = std::make_unique_for_overwrite<unsigned char[]>(std::max<std::size_t>(bytes, 1));
+    if (bytes > 0) std::memcpy(copy.get(), data, bytes);
+    deliver_unexpected(request->tag(), std::move(copy), bytes);
+    return request->complete(bytes);
+  }
+  sends_.push_back(SendOp{std::move(request), static_cast<const unsigned char*>(data), bytes});
+  start_write();
+}
+
+void Link::start_write() {
+  if (writing_ || error_ || !socket_ || sends_.empty()) return;
+  SendOp& op = sends_.front();
+  const std::size_t chunk = std::min(op.bytes - op.offset, chunk_bytes_);
+  wire::FrameHeader header;
+  header.tag = op.request->tag();
+  header.total = op.bytes;
+  header.offset = op.offset;
+  header.chunk = chunk;
+  header.payload_hash = wire::hash64(op.data + op.offset, chunk);
+  send_header_ = wire::encode_frame(header);
+  writing_ = true;
+  const std::array<net::const_buffer, 2> buffers = {net::buffer(send_header_),
+                                                    net::buffer(op.data + op.offset, chunk)};
+  net::async_write(*socket_, buffers,
+                   [this, chunk](const boost::system::error_code& ec, std::size_t) { on_write(ec, chunk); });
+}
+
+void Link::on_write(const boost::system::error_code& ec, std::size_t chunk) {
+  writing_ = false;
+  if (error_) return;
+  if (ec) return fail_link("connection closed: " + ec.message());
+  SendOp& op = sends_.front();
+  op.offset += chunk;
+  if (op.offset == op.bytes) {
+    RequestPtr done = std::move(op.request);
+    const std::size_t bytes = op.bytes;
+    sends_.pop_front();
+    done->complete(bytes);
+  }
+  start_write();
+}
+
+// ---- receiving -------------------------------------------------------------
+
+void Link::post_recv(RequestPtr request, void* data, std::size_t capacity) {
+  if (error_) return request->fail(error_);
+  const Tag tag = request->tag();
+  // Oldest first: completed unexpected messages, then the one arriving now.
+  if (auto it = unexpected_.find(tag); it != unexpected_.end() && !it->second.empty()) {
+    Unexpected message = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) unexpected_.erase(it);
+    if (message.bytes > capacity) return fail_size(request, message.bytes, capacity, tag);
+    if (message.bytes > 0) std::memcpy(data, message.data.get(), message.bytes);
+    return request->complete(message.bytes);
+  }
+  PostedRecv recv{std::move(request), static_cast<unsigned char*>(data), capacity};
+  // Only a receive with none older of its tag may take the message arriving
+  // now. (Never leave an empty queue in posted_: lookups assume non-empty.)
+  const auto it = posted_.find(tag);
+  if (it == posted_.end() && claim_incoming(recv)) return;
+  posted_[tag].push_back(std::move(recv));
+}
+
+bool Link::claim_incoming(PostedRecv& recv) {
+  if (!have_incoming_ || incoming_.tag != recv.request->tag() || incoming_.request || incoming_.discard) {
+    return false;
+  }
+  if (incoming_.total > recv.capacity) {
+    incoming_.discard = true;  // temp stays alive: a read may be landing in it
+    fail_size(recv.request, incoming_.total, recv.capacity, incoming_.tag);
+    return true;
+  }
+  // Move what has arrived so far into the user's buffer and land the rest
+  // there directly. temp stays alive until the chunk now landing in it is
+  // copied (on_payload).
+  if (incoming_.next_offset > 0) std::memcpy(recv.data, incoming_.temp.get(), incoming_.next_offset);
+  incoming_.target = recv.data;
+  incoming_.request = std::move(recv.request);
+  return true;
+}
+
+void Link::start_read_header() {
+  net::async_read(*socket_, net::buffer(recv_header_),
+                  [this](const boost::system::error_code& ec, std::size_t) { on_header(ec); });
+}
+
+void Link::on_header(const boost::system::error_code& ec) {
+  if (error_) return;
+  if (ec) return fail_link("connection closed: " + ec.message());
+  std::string why;
+  const auto header = wire::decode_frame(recv_header_, &why);
+  if (!header) return fail_link("bad message: " + why);
+  if (!have_incoming_) {
+    if (header->offset != 0) {
+      return fail_link("bad message: first frame of tag " + std::to_string(header->tag) + " starts at offset " +
+                       std::to_string(header->offset));
+    }
+    if (!begin_incoming(header->tag, header->total)) return;
+  } else if (header->tag != incoming_.tag || header->total != incoming_.total ||
+             header->offset != incoming_.next_offset) {
+    return fail_link("bad message: frame (tag " + std::to_string(header->tag) + ", offset " +
+                     std::to_string(header->offset) + " of " + std::to_string(header->total) +
+                     ") does not continue the message in progress (tag " + std::to_string(incoming_.tag) +
+                     ", offset " + std::to_string(incoming_.next_offset) + " of " +
+                     std::to_string(incoming_.total) + ")");
+  }
+  if (header->chunk == 0) return finish_incoming();  // a 0-byte message
+  start_read_payload(header->chunk, header->payload_hash);
+}
+
+bool Link::begin_incoming(Tag tag, std::uint64_t total) {
+  incoming_ = Incoming{};
+  incoming_.tag = tag;
+  incoming_.total = total;
+  have_incoming_ = true;
+  if (auto it = posted_.find(tag); it != posted_.end()) {
+    PostedRecv recv = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) posted_.erase(it);
+    if (total > recv.capacity) {
+      incoming_.discard = true;
+      fail_size(recv.request, total, recv.capacity, tag);
+    } else {
+      incoming_.request = std::move(recv.request);
+      incoming_.target = recv.data;
+    }
+    return true;
+  }
+  try {
+    incoming_.temp = std::make_unique_for_overwrite<unsigned char[]>(std::max<std::uint64_t>(total, 1));
+  } catch (const std::bad_alloc&) {
+    fail_link("cannot hold an unexpected message of " + std::to_string(total) + " bytes (out of memory)");
+    return false;
+  }
+  incoming_.target = incoming_.temp.get();
+  return true;
+}
+
+void Link::start_read_payload(std::uint64_t chunk, std::uint64_t payload_hash) {
+  unsigned char* where;
+  if (incoming_.discard) {
+    scratch_.resize(chunk);
+    where = scratch_.data();
+  } else {
+    where = incoming_.target + incoming_.next_offset;
+  }
+  net::async_read(*socket_, net::buffer(where, chunk),
+                  [this, chunk, payload_hash, where](const boost::system::error_code& ec, std::size_t) {
+                    on_payload(ec, chunk, payload_hash, where);
+                  });
+}
+
+void Link::on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
+                      unsigned char* where) {
+  if (error_) return;
+  if (ec) return fail_link("connection closed: " + ec.message());
+  // A receive posted while this chunk was landing may have moved the message
+  // from a temporary buffer into the user's: check the bytes where they are now.
+  const unsigned char* landed = where;
+  if (!incoming_.discard && where != incoming_.target + incoming_.next_offset) {
+    std::memcpy(incoming_.target + incoming_.next_offset, where, chunk);
+    landed = incoming_.target + incoming_.next_offset;
+  }
+  if (incoming_.request || incoming_.discard) incoming_.temp.reset();
+  if (wire::hash64(landed, chunk) != payload_hash) {
+    return fail_link("bad message: payload checksum mismatch in tag " + std::to_string(incoming_.tag) +
+                     " at offset " + std::to_string(incoming_.next_offset) + " (" + std::to_string(chunk) +
+                     " bytes)");
+  }
+  incoming_.next_offset += chunk;
+  if (incoming_.next_offset == incoming_.total) return finish_incoming();
+  start_read_header();
+}
+
+void Link::finish_incoming() {
+  Incoming done = std::move(incoming_);
+  have_incoming_ = false;
+  incoming_ = Incoming{};
+  if (done.request) {
+    done.request->complete(done.total);
+  } else if (!done.discard) {
+    deliver_unexpected(done.tag, std::move(done.temp), done.total);
+  }
+  if (!error_ && socket_) start_read_header();
+}
+
+void Link::deliver_unexpected(Tag tag, std::unique_ptr<unsigned char[]> data, std::size_t bytes) {
+  if (auto it = posted_.find(tag); it != posted_.end()) {
+    PostedRecv recv = std::move(it->second.front());
+    it->second.pop_front();
+    if (it->second.empty()) posted_.erase(it);
+    if (bytes > recv.capacity) return fail_size(recv.request, bytes, recv.capacity, tag);
+    if (bytes > 0) std::memcpy(recv.data, data.get(), bytes);
+    return recv.request->complete(bytes);
+  }
+  unexpected_[tag].push_back(Unexpected{std::move(data), bytes});
+}
+
+void Link::fail_size(const RequestPtr& request, std::size_t message, std::size_t capacity, Tag tag) {
+  request->fail(peer_error("message of " + std::to_string(message) + " bytes with tag " + std::to_string(tag) +
+                           " does not fit the receive buffer of " + std::to_string(capacity) +
+                           " bytes; the message was dropped"));
+}
+
+// ---- failure ---------------------------------------------------------------
+
+void Link::fail_link(const std::string& reason) {
+  fabric_log().warn("link to peer rank {} ({}) failed: {}", rank_, host_, reason);
+  fail(peer_error(reason));
+}
+
+void Link::fail(std::exception_ptr error) {
+  if (error_) return;
+  error_ = std::move(error);
+  if (socket_) {
+    boost::system::error_code ignored;
+    socket_->shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+    socket_->close(ignored);
+  }
+  // Collect first, then fail: a request's on_done callback may post more work.
+  std::vector<RequestPtr> pending;
+  for (auto& op : sends_) pending.push_back(std::move(op.request));
+  sends_.clear();
+  for (auto& [tag, queue] : posted_) {
+    for (auto& recv : queue) pending.push_back(std::move(recv.request));
+  }
+  posted_.clear();
+  unexpected_.clear();
+  if (have_incoming_ && incoming_.request) pending.push_back(std::move(incoming_.request));
+  for (auto& request : pending) request->fail(error_);
+}
+
+}  // namespace murmur::fabric::asio

@@ -1,0 +1,118 @@
+// Link: the state of one peer as seen by the asio transport: its socket, the
+// queue of sends, the posted receives and the unexpected messages, matched on
+// (tag, posting order).
+//
+// Threading: a Link is touched only on its transport's io_context thread
+// (the transport posts every isend / irecv / fail_peer there), so it has no
+// lock. Nothing here blocks: reads and writes are asio async operations.
+//
+// Ownership: the transport owns its Links and their sockets; user buffers
+// belong to the caller until their Request is done.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fabric/asio/wire.h"
+#include "fabric/request.h"
+
+namespace murmur::fabric::asio {
+
+class Link final {
+ public:
+  // `local`: the transport's own rank; messages loop back in memory.
+  Link(int rank, std::size_t chunk_bytes, bool local);
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  int rank() const { return rank_; }
+  const std::string& host() const { return host_; }
+  void set_host(std::string host) { host_ = std::move(host); }
+  bool connected() const { return socket_ != nullptr || local_; }
+  bool failed() const { return error_ != nullptr; }
+
+  // Takes over a socket whose handshake is done and starts reading and
+  // writing on it.
+  void attach(std::unique_ptr<boost::asio::ip::tcp::socket> socket);
+
+  void post_send(RequestPtr request, const void* data, std::size_t bytes);
+  void post_recv(RequestPtr request, void* data, std::size_t capacity);
+
+  // Fails every pending and later request with `error` and closes the
+  // socket. Idempotent: the first error wins.
+  void fail(std::exception_ptr error);
+
+ private:
+  struct SendOp {
+    RequestPtr request;
+    const unsigned char* data;
+    std::size_t bytes;
+    std::size_t offset = 0;
+  };
+  struct PostedRecv {
+    RequestPtr request;
+    unsigned char* data;
+    std::size_t capacity;
+  };
+  struct Unexpected {
+    std::unique_ptr<unsigned char[]> data;
+    std::size_t bytes;
+  };
+  // The message whose frames are arriving now.
+  struct Incoming {
+    Tag tag = 0;
+    std::uint64_t total = 0;
+    std::uint64_t next_offset = 0;
+    RequestPtr request;                     // null: unexpected or discarded
+    unsigned char* target = nullptr;        // user buffer or temp
+    std::unique_ptr<unsigned char[]> temp;  // unexpected messages only
+    bool discard = false;                   // consumed after a size mismatch
+  };
+
+  void start_write();
+  void on_write(const boost::system::error_code& ec, std::size_t chunk);
+  void start_read_header();
+  void on_header(const boost::system::error_code& ec);
+  void start_read_payload(std::uint64_t chunk, std::uint64_t payload_hash);
+  void on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
+                  unsigned char* where);
+  void finish_incoming();
+  // A new message `tag` of `total` bytes begins: bind it to a posted receive
+  // or to a temporary buffer. Returns false if the link failed.
+  bool begin_incoming(Tag tag, std::uint64_t total);
+  // A whole message is here (from the network or the local loop).
+  void deliver_unexpected(Tag tag, std::unique_ptr<unsigned char[]> data, std::size_t bytes);
+  // Binds `recv` to the message now arriving; false if that message is not
+  // free to take.
+  bool claim_incoming(PostedRecv& recv);
+  void fail_size(const RequestPtr& request, std::size_t message, std::size_t capacity, Tag tag);
+  void fail_link(const std::string& reason);  // a fault on this link
+  std::exception_ptr peer_error(const std::string& reason) const;
+
+  const int rank_;
+  const std::size_t chunk_bytes_;
+  const bool local_;
+  std::string host_ = "unknown host";
+  std::exception_ptr error_;
+  std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
+
+  std::deque<SendOp> sends_;
+  bool writing_ = false;
+  wire::FrameBytes send_header_{};
+
+  std::unordered_map<Tag, std::deque<PostedRecv>> posted_;
+  std::unordered_map<Tag, std::deque<Unexpected>> unexpected_;
+  wire::FrameBytes recv_header_{};
+  bool have_incoming_ = false;
+  Incoming incoming_;
+  std::vector<unsigned char> scratch_;  // payload of discarded messages
+};
+
+}  // namespace murmur::fabric::asio
