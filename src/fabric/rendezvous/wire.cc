@@ -1,0 +1,237 @@
+#include "fabric/rendezvous/wire.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <cstring>
+
+#include "rendezvous.capnp.h"
+
+namespace murmur::fabric::rendezvous::wire {
+namespace cw = capnp_wire;
+
+static_assert(kProtocolVersion == cw::PROTOCOL_VERSION, "wire.h and rendezvous.capnp disagree");
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::set: return "set";
+    case Op::get: return "get";
+    case Op::wait: return "wait";
+    case Op::barrier: return "barrier";
+    case Op::members: return "members";
+    case Op::heartbeat: return "heartbeat";
+    case Op::leave: return "leave";
+  }
+  return "?";
+}
+
+namespace {
+
+capnp::Data::Reader as_data(const std::string& s) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+std::string to_string(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+std::string to_string(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
+
+std::vector<std::byte> frame(capnp::MessageBuilder& builder) {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+  const auto bytes = words.asBytes();
+  std::vector<std::byte> out(kPrefixBytes + bytes.size());
+  const std::uint32_t n = static_cast<std::uint32_t>(bytes.size());
+  for (std::size_t i = 0; i < kPrefixBytes; ++i) out[i] = std::byte((n >> (8 * i)) & 0xff);
+  std::memcpy(out.data() + kPrefixBytes, bytes.begin(), bytes.size());
+  return out;
+}
+
+capnp::ReaderOptions reader_options(std::size_t max_bytes) {
+  capnp::ReaderOptions options;
+  // A message can legitimately be read about once; amplification attacks
+  // (many pointers to one struct) run out of this budget instead of memory.
+  options.traversalLimitInWords = max_bytes / sizeof(capnp::word) + 1;
+  options.nestingLimit = 16;
+  return options;
+}
+
+kj::ArrayPtr<const capnp::word> as_words(std::span<const std::uint64_t> body) {
+  return kj::ArrayPtr<const capnp::word>(reinterpret_cast<const capnp::word*>(body.data()), body.size());
+}
+
+Request read_request(cw::Request::Reader r) {
+  Request out;
+  out.id = r.getId();
+  switch (r.which()) {
+    case cw::Request::SET:
+      out.op = Op::set;
+      out.key = to_string(r.getSet().getKey());
+      out.value = to_string(r.getSet().getValue());
+      break;
+    case cw::Request::GET:
+      out.op = Op::get;
+      out.key = to_string(r.getGet());
+      break;
+    case cw::Request::WAIT:
+      out.op = Op::wait;
+      out.key = to_string(r.getWait().getKey());
+      out.timeout_ms = r.getWait().getTimeoutMs();
+      break;
+    case cw::Request::BARRIER:
+      out.op = Op::barrier;
+      out.key = to_string(r.getBarrier().getKey());
+      out.timeout_ms = r.getBarrier().getTimeoutMs();
+      break;
+    case cw::Request::MEMBERS: out.op = Op::members; break;
+    case cw::Request::HEARTBEAT: out.op = Op::heartbeat; break;
+    case cw::Request::LEAVE: out.op = Op::leave; break;
+    default: throw DecodeError("request of unknown kind " + std::to_string(int(r.which())));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::byte> encode(const ClientMessage& message) {
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<cw::ClientMessage>();
+  if (const auto* h = std::get_if<Hello>(&message)) {
+    auto hello = root.initHello();
+    hello.setVersion(h->version);
+    hello.setToken(h->token);
+    hello.setRank(h->rank);
+    hello.setSize(h->size);
+    hello.setHost(h->host);
+  } else {
+    const auto& q = std::get<Request>(message);
+    auto r = root.initRequest();
+    r.setId(q.id);
+    switch (q.op) {
+      case Op::set: {
+        auto kv = r.initSet();
+        kv.setKey(q.key);
+        kv.setValue(as_data(q.value));
+        break;
+      }
+      case Op::get: r.setGet(q.key); break;
+      case Op::wait: {
+        auto kt = r.initWait();
+        kt.setKey(q.key);
+        kt.setTimeoutMs(q.timeout_ms);
+        break;
+      }
+      case Op::barrier: {
+        auto kt = r.initBarrier();
+        kt.setKey(q.key);
+        kt.setTimeoutMs(q.timeout_ms);
+        break;
+      }
+      case Op::members: r.setMembers(); break;
+      case Op::heartbeat: r.setHeartbeat(); break;
+      case Op::leave: r.setLeave(); break;
+    }
+  }
+  return frame(builder);
+}
+
+std::vector<std::byte> encode(const ServerMessage& message) {
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<cw::ServerMessage>();
+  if (const auto* w = std::get_if<Welcome>(&message)) {
+    auto welcome = root.initWelcome();
+    if (w->ok) {
+      welcome.setOk();
+    } else {
+      welcome.setRefused(w->refused);
+    }
+  } else if (const auto* q = std::get_if<Response>(&message)) {
+    auto r = root.initResponse();
+    r.setId(q->id);
+    switch (q->kind) {
+      case Response::Kind::ok: r.setOk(); break;
+      case Response::Kind::value: r.setValue(as_data(q->text)); break;
+      case Response::Kind::not_found: r.setNotFound(); break;
+      case Response::Kind::error: r.setError(q->text); break;
+      case Response::Kind::members: {
+        auto list = r.initMembers(static_cast<unsigned>(q->members.size()));
+        for (unsigned i = 0; i < q->members.size(); ++i) {
+          list[i].setRank(q->members[i].rank);
+          list[i].setHost(q->members[i].host);
+        }
+        break;
+      }
+    }
+  } else {
+    const auto& m = std::get<MemberLost>(message);
+    auto lost = root.initMemberLost();
+    lost.setRank(m.rank);
+    lost.setHost(m.host);
+    lost.setReason(m.reason);
+    lost.setLeftCleanly(m.left_cleanly);
+  }
+  return frame(builder);
+}
+
+ClientMessage decode_client(std::span<const std::uint64_t> body, std::size_t max_bytes) {
+  try {
+    capnp::FlatArrayMessageReader reader(as_words(body), reader_options(max_bytes));
+    auto root = reader.getRoot<cw::ClientMessage>();
+    switch (root.which()) {
+      case cw::ClientMessage::HELLO: {
+        auto h = root.getHello();
+        return Hello{h.getVersion(), to_string(h.getToken()), h.getRank(), h.getSize(),
+                     to_string(h.getHost())};
+      }
+      case cw::ClientMessage::REQUEST: return read_request(root.getRequest());
+      default: throw DecodeError("client message of unknown kind " + std::to_string(int(root.which())));
+    }
+  } catch (const kj::Exception& e) {
+    throw DecodeError(std::string("malformed capnp message: ") + e.getDescription().cStr());
+  }
+}
+
+ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max_bytes) {
+  try {
+    capnp::FlatArrayMessageReader reader(as_words(body), reader_options(max_bytes));
+    auto root = reader.getRoot<cw::ServerMessage>();
+    switch (root.which()) {
+      case cw::ServerMessage::WELCOME: {
+        auto w = root.getWelcome();
+        if (w.isOk()) return Welcome{};
+        return Welcome{false, to_string(w.getRefused())};
+      }
+      case cw::ServerMessage::RESPONSE: {
+        auto r = root.getResponse();
+        Response out;
+        out.id = r.getId();
+        switch (r.which()) {
+          case cw::Response::OK: out.kind = Response::Kind::ok; break;
+          case cw::Response::VALUE:
+            out.kind = Response::Kind::value;
+            out.text = to_string(r.getValue());
+            break;
+          case cw::Response::NOT_FOUND: out.kind = Response::Kind::not_found; break;
+          case cw::Response::ERROR:
+            out.kind = Response::Kind::error;
+            out.text = to_string(r.getError());
+            break;
+          case cw::Response::MEMBERS:
+            out.kind = Response::Kind::members;
+            for (auto m : r.getMembers()) out.members.push_back(Member{m.getRank(), to_string(m.getHost())});
+            break;
+          default: throw DecodeError("response of unknown kind " + std::to_string(int(r.which())));
+        }
+        return out;
+      }
+      case cw::ServerMessage::MEMBER_LOST: {
+        auto m = root.getMemberLost();
+        return MemberLost{m.getRank(), to_string(m.getHost()), to_string(m.getReason()), m.getLeftCleanly()};
+      }
+      default: throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));
+    }
+  } catch (const kj::Exception& e) {
+    throw DecodeError(std::string("malformed capnp message: ") + e.getDescription().cStr());
+  }
+}
+
+}  // namespace murmur::fabric::rendezvous::wire

@@ -1,0 +1,527 @@
+// The rendezvous control plane: key/value, barriers and membership among
+// several clients; refusals; hostile input on raw sockets; failure detection.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabric/errors.h"
+#include "fabric/rendezvous/client.h"
+#include "fabric/rendezvous/server.h"
+#include "fabric/rendezvous/wire.h"
+
+namespace murmur::fabric::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+ServerOptions server_options(std::chrono::milliseconds heartbeat_timeout = 2000ms) {
+  ServerOptions o;
+  o.bind_host = "127.0.0.1";
+  o.token = "secret";
+  o.heartbeat_timeout = heartbeat_timeout;
+  return o;
+}
+
+ClientOptions client_options(const Server& server, int rank, int size,
+                             std::chrono::milliseconds heartbeat_interval = 100ms) {
+  ClientOptions o;
+  o.server_port = server.port();
+  o.token = "secret";
+  o.rank = rank;
+  o.size = size;
+  o.self_host = "host" + std::to_string(rank);
+  o.heartbeat_interval = heartbeat_interval;
+  o.connect_timeout = 5000ms;
+  return o;
+}
+
+// Collects MemberLost callbacks and lets the test wait for one.
+class LostLog {
+ public:
+  std::function<void(const MemberLost&)> callback() {
+    return [this](const MemberLost& m) {
+      {
+        std::lock_guard lock(mutex_);
+        events_.push_back(m);
+      }
+      cv_.notify_all();
+    };
+  }
+  // The first event about `rank`, or nullopt after `timeout`.
+  std::optional<MemberLost> wait_for(int rank, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    std::optional<MemberLost> found;
+    cv_.wait_for(lock, timeout, [&] {
+      for (const auto& e : events_) {
+        if (e.rank == rank) {
+          found = e;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<MemberLost> events_;
+};
+
+// A plain TCP socket to the server, for sending what no Client would.
+class RawSocket {
+ public:
+  explicit RawSocket(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ADD_FAILURE() << "connect: " << std::strerror(errno);
+    }
+  }
+  ~RawSocket() { close(); }
+
+  void send(const void* data, std::size_t n) { ASSERT_EQ(::send(fd_, data, n, MSG_NOSIGNAL), ssize_t(n)); }
+  void send(const std::vector<std::byte>& frame) { send(frame.data(), frame.size()); }
+  void send_prefix(std::uint32_t n) {
+    const unsigned char p[4] = {static_cast<unsigned char>(n), static_cast<unsigned char>(n >> 8),
+                                static_cast<unsigned char>(n >> 16), static_cast<unsigned char>(n >> 24)};
+    send(p, 4);
+  }
+  // True when the server closes its end (EOF or reset) within `timeout`;
+  // whatever it sends before is discarded.
+  bool closed_by_server(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    char buf[4096];
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left <= 0ms) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+    }
+  }
+  // Reads one server frame (blocking).
+  wire::ServerMessage read_message() {
+    unsigned char p[4];
+    read_exact(p, 4);
+    const std::uint32_t n = p[0] | p[1] << 8 | p[2] << 16 | std::uint32_t(p[3]) << 24;
+    std::vector<std::uint64_t> words((n + 7) / 8);
+    read_exact(words.data(), n);
+    return wire::decode_server(words, 1 << 20);
+  }
+  // Closes with a reset, as a crashed process's kernel would not, but as
+  // abruptly as a socket can go.
+  void abort() {
+    linger l{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    close();
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  void read_exact(void* data, std::size_t n) {
+    auto* p = static_cast<char*>(data);
+    while (n > 0) {
+      const ssize_t got = ::recv(fd_, p, n, 0);
+      ASSERT_GT(got, 0) << "server closed the raw socket";
+      p += got;
+      n -= static_cast<std::size_t>(got);
+    }
+  }
+  int fd_ = -1;
+};
+
+// rejected_count() moves on the server's thread; give it a moment.
+bool rejected_reaches(const Server& server, std::size_t n) {
+  const auto deadline = Clock::now() + 2s;
+  while (server.rejected_count() < n && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  return server.rejected_count() >= n;
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const FabricError& e) {
+    return e.what();
+  }
+  return "(no FabricError)";
+}
+
+TEST(Rendezvous, FourClientsSetGetWaitBarrierMembers) {
+  Server server(server_options());
+  constexpr int kSize = 4;
+  std::vector<std::string> failures(kSize);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kSize; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        Client client(client_options(server, rank, kSize));
+        // Values are bytes, NULs included.
+        client.set("addr/" + std::to_string(rank), std::string("fi\0addr", 7) + std::to_string(rank));
+        client.barrier("published", 5000ms);
+        for (int other = 0; other < kSize; ++other) {
+          const auto v = client.get("addr/" + std::to_string(other));
+          if (!v || *v != std::string("fi\0addr", 7) + std::to_string(other)) {
+            throw std::runtime_error("bad value for rank " + std::to_string(other));
+          }
+        }
+        if (client.get("missing")) throw std::runtime_error("missing key found");
+        if (rank == 0) {
+          std::this_thread::sleep_for(50ms);
+          client.set("late", "v");
+        } else if (client.wait("late", 5000ms) != "v") {
+          throw std::runtime_error("wait returned the wrong value");
+        }
+        const auto members = client.members();
+        if (members.size() != kSize) throw std::runtime_error("members: " + std::to_string(members.size()));
+        for (int i = 0; i < kSize; ++i) {
+          if (members[i].rank != i || members[i].host != "host" + std::to_string(i)) {
+            throw std::runtime_error("members out of order");
+          }
+        }
+        client.barrier("done", 5000ms);
+        client.leave();
+      } catch (const std::exception& e) {
+        failures[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int rank = 0; rank < kSize; ++rank) EXPECT_EQ(failures[rank], "") << "rank " << rank;
+  EXPECT_EQ(server.rejected_count(), 0u);
+}
+
+TEST(Rendezvous, WaitAndBarrierTimeOutNamingTheKeyAndTheMissingRanks) {
+  Server server(server_options());
+  Client a(client_options(server, 0, 3));
+  const auto wait_error = message_of([&] { a.wait("never/set", 100ms); });
+  EXPECT_NE(wait_error.find("never/set"), std::string::npos) << wait_error;
+  Client b(client_options(server, 1, 3));
+  const auto barrier_error = message_of([&] { a.barrier("b", 100ms); });
+  EXPECT_NE(barrier_error.find("ranks still missing: 1, 2"), std::string::npos) << barrier_error;
+  // The barrier is usable again afterwards.
+  Client c(client_options(server, 2, 3));
+  std::thread tb([&] { b.barrier("again", 5000ms); });
+  std::thread tc([&] { c.barrier("again", 5000ms); });
+  EXPECT_NO_THROW(a.barrier("again", 5000ms));
+  tb.join();
+  tc.join();
+}
+
+TEST(Rendezvous, RefusesWrongTokenDuplicateRankAndOtherWorldSize) {
+  Server server(server_options());
+  Client first(client_options(server, 1, 4));
+
+  auto wrong = client_options(server, 0, 4);
+  wrong.token = "guess";
+  const auto token_error = message_of([&] { Client c(wrong); });
+  EXPECT_NE(token_error.find("cluster token mismatch"), std::string::npos) << token_error;
+
+  const auto dup_error = message_of([&] { Client c(client_options(server, 1, 4)); });
+  EXPECT_NE(dup_error.find("rank 1 already joined from host host1"), std::string::npos) << dup_error;
+
+  const auto size_error = message_of([&] { Client c(client_options(server, 2, 8)); });
+  EXPECT_NE(size_error.find("world size 8 differs from 4"), std::string::npos) << size_error;
+
+  EXPECT_EQ(server.rejected_count(), 3u);
+  first.set("k", "v");
+  EXPECT_EQ(first.get("k"), "v");
+}
+
+TEST(Rendezvous, HostileInputIsRefusedCountedAndHarmless) {
+  Server server(server_options());
+  Client good(client_options(server, 0, 1));
+  std::size_t expected = 0;
+  auto still_good = [&](const std::string& what) {
+    EXPECT_TRUE(rejected_reaches(server, ++expected)) << what << ": rejected_count " << server.rejected_count();
+    good.set("after/" + what, what);
+    EXPECT_EQ(good.get("after/" + what), what) << what;
+  };
+
+  {  // Garbage: an HTTP request (its first 4 bytes read as a ~540 MB prefix).
+    RawSocket s(server.port());
+    const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    s.send(http, sizeof http - 1);
+    EXPECT_TRUE(s.closed_by_server(2s));
+    still_good("garbage");
+  }
+  {  // Truncated: the prefix promises 100 bytes, 10 arrive, then the end.
+    RawSocket s(server.port());
+    s.send_prefix(100);
+    s.send("0123456789", 10);
+    s.close();
+    still_good("truncated");
+  }
+  {  // A 4 GiB prefix must be refused before anything is allocated.
+    RawSocket s(server.port());
+    s.send_prefix(0xFFFFFFFFu);
+    EXPECT_TRUE(s.closed_by_server(2s));
+    still_good("huge-prefix");
+  }
+  {  // Well framed, but not Cap'n Proto.
+    RawSocket s(server.port());
+    const char junk[] = "this is not capnp at all";  // 24 bytes: whole words
+    s.send_prefix(24);
+    s.send(junk, 24);
+    EXPECT_TRUE(s.closed_by_server(2s));
+    still_good("not-capnp");
+  }
+  {  // A well-formed segment table whose segment runs past the frame.
+    RawSocket s(server.port());
+    const std::uint32_t words[4] = {0, 1000, 0, 0};  // 1 segment of 1000 words, 8 bytes given
+    s.send_prefix(16);
+    s.send(words, 16);
+    EXPECT_TRUE(s.closed_by_server(2s));
+    still_good("short-segment");
+  }
+  {  // Valid capnp of the wrong kind before Hello: a request.
+    RawSocket s(server.port());
+    wire::Request q;
+    q.id = 7;
+    q.op = wire::Op::set;
+    q.key = "sneaky";
+    q.value = "x";
+    s.send(wire::encode(wire::ClientMessage{q}));
+    EXPECT_TRUE(s.closed_by_server(2s));
+    still_good("request-before-hello");
+    EXPECT_EQ(good.get("sneaky"), std::nullopt);
+  }
+  {  // A length that is not a whole number of words.
+    RawSocket s(server.port());
+    s.send_prefix(5);
+    s.send("abcde", 5);
+    EXPECT_TRUE(s.closed_by_server(2s));
+    still_good("odd-length");
+  }
+}
+
+TEST(Rendezvous, SilentConnectionBeforeHelloIsDropped) {
+  auto options = server_options();
+  options.hello_timeout = 200ms;
+  Server server(options);
+  RawSocket s(server.port());
+  EXPECT_TRUE(s.closed_by_server(2s));
+  EXPECT_TRUE(rejected_reaches(server, 1));
+}
+
+TEST(Rendezvous, KilledMemberIsReportedAndFailsPendingBarrier) {
+  Server server(server_options(1000ms));
+  LostLog lost;
+  Client survivor(client_options(server, 0, 2));
+  survivor.on_member_lost(lost.callback());
+
+  RawSocket victim(server.port());
+  wire::Hello hello;
+  hello.token = "secret";
+  hello.rank = 1;
+  hello.size = 2;
+  hello.host = "doomed";
+  victim.send(wire::encode(wire::ClientMessage{hello}));
+  const auto welcome = victim.read_message();
+  ASSERT_TRUE(std::holds_alternative<wire::Welcome>(welcome));
+  ASSERT_TRUE(std::get<wire::Welcome>(welcome).ok);
+
+  std::string barrier_error;
+  std::thread waiter([&] { barrier_error = message_of([&] { survivor.barrier("b", 5000ms); }); });
+  std::this_thread::sleep_for(100ms);  // let the barrier reach the server
+  const auto killed_at = Clock::now();
+  victim.abort();
+
+  const auto event = lost.wait_for(1, 1000ms);
+  ASSERT_TRUE(event.has_value()) << "no MemberLost for rank 1";
+  EXPECT_LT(Clock::now() - killed_at, 1000ms);
+  EXPECT_EQ(event->host, "doomed");
+  EXPECT_FALSE(event->left_cleanly);
+  EXPECT_NE(event->reason.find("connection closed"), std::string::npos) << event->reason;
+  waiter.join();
+  EXPECT_NE(barrier_error.find("rank 1 (doomed) was lost"), std::string::npos) << barrier_error;
+
+  // The rank may rejoin once lost.
+  Client again(client_options(server, 1, 2));
+  EXPECT_EQ(again.members().size(), 2u);
+}
+
+TEST(Rendezvous, KilledChildProcessIsReported) {
+  Server server(server_options(1000ms));
+  LostLog lost;
+  Client survivor(client_options(server, 0, 2));
+  survivor.on_member_lost(lost.callback());
+  const auto options = client_options(server, 1, 2);
+  // The child only joins and dies; no leave, no destructor.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      auto* c = new Client(options);  // never destroyed: no leave()
+      c->set("child/up", "1");
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  const auto up = survivor.wait("child/up", 5000ms);
+  EXPECT_EQ(up, "1");
+  const auto event = lost.wait_for(1, 2000ms);
+  ASSERT_TRUE(event.has_value()) << "no MemberLost for the killed child";
+  EXPECT_FALSE(event->left_cleanly);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(Rendezvous, SilentMemberIsReportedWithinTheHeartbeatTimeout) {
+  Server server(server_options(300ms));
+  LostLog lost;
+  Client alive(client_options(server, 0, 2, 50ms));
+  alive.on_member_lost(lost.callback());
+  Client mute(client_options(server, 1, 2, 3600s));  // never heartbeats
+  const auto event = lost.wait_for(1, 2000ms);
+  ASSERT_TRUE(event.has_value()) << "no MemberLost for the silent rank 1";
+  EXPECT_EQ(event->reason, "no heartbeat for 300 ms");
+  EXPECT_FALSE(event->left_cleanly);
+  // The live one is not lost, and still served.
+  std::this_thread::sleep_for(400ms);
+  alive.set("k", "v");
+  EXPECT_EQ(alive.get("k"), "v");
+  ASSERT_EQ(alive.members().size(), 1u);
+}
+
+TEST(Rendezvous, LeaveIsReportedAsClean) {
+  Server server(server_options());
+  LostLog lost;
+  Client stays(client_options(server, 0, 2));
+  stays.on_member_lost(lost.callback());
+  {
+    Client goes(client_options(server, 1, 2));
+    goes.leave();
+    EXPECT_THROW(goes.set("k", "v"), FabricError);
+  }
+  const auto event = lost.wait_for(1, 2000ms);
+  ASSERT_TRUE(event.has_value());
+  EXPECT_TRUE(event->left_cleanly);
+  EXPECT_EQ(event->host, "host1");
+  EXPECT_EQ(lost.wait_for(-1, 100ms), std::nullopt);  // our own connection is fine
+}
+
+TEST(Rendezvous, ClientReportsLostServer) {
+  auto server = std::make_unique<Server>(server_options());
+  LostLog lost;
+  Client client(client_options(*server, 0, 1));
+  client.on_member_lost(lost.callback());
+  server.reset();
+  const auto event = lost.wait_for(-1, 2000ms);
+  ASSERT_TRUE(event.has_value());
+  EXPECT_NE(event->reason.find("connection to rendezvous server lost"), std::string::npos) << event->reason;
+  const auto error = message_of([&] { client.get("k"); });
+  EXPECT_NE(error.find("lost"), std::string::npos) << error;
+}
+
+TEST(Rendezvous, ErrorsNameWhereAndWhy) {
+  Server server(server_options());
+  auto taken = server_options();
+  taken.port = server.port();
+  taken.bind_host = "127.0.0.1";
+  // SO_REUSEADDR does not allow two listeners on one port.
+  const auto bind_error = message_of([&] { Server second(taken); });
+  EXPECT_NE(bind_error.find("127.0.0.1:" + std::to_string(server.port())), std::string::npos) << bind_error;
+
+  std::uint16_t free_port;
+  {
+    Server probe(server_options());
+    free_port = probe.port();
+  }
+  ClientOptions nobody;
+  nobody.server_port = free_port;
+  nobody.connect_timeout = 200ms;
+  const auto start = Clock::now();
+  const auto connect_error = message_of([&] { Client c(nobody); });
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_NE(connect_error.find("cannot connect"), std::string::npos) << connect_error;
+}
+
+TEST(Rendezvous, ClientWaitsForALateServer) {
+  auto late_options = server_options();
+  {
+    Server probe(server_options());  // finds a free port, then frees it
+    late_options.port = probe.port();
+  }
+  ClientOptions options;
+  options.server_port = late_options.port;
+  options.token = "secret";
+  options.connect_timeout = 5000ms;
+  std::unique_ptr<Server> late;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(300ms);
+    late = std::make_unique<Server>(late_options);
+  });
+  {
+    Client client(options);
+    client.set("k", "v");
+    EXPECT_EQ(client.get("k"), "v");
+  }
+  starter.join();
+}
+
+TEST(Rendezvous, BinaryListensAndStopsOnSigterm) {
+  const std::string binary = std::string(MURMUR_BIN_DIR) + "/src/fabric/rendezvous/murmur-rendezvous";
+  {
+    const int rc = std::system((binary + " --port 0 --bogus-flag 2>/dev/null").c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 2) << rc;
+  }
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::setenv("MURMUR_TOKEN", "secret", 1);
+    ::execl(binary.c_str(), binary.c_str(), "--port", "0", "--bind", "127.0.0.1", nullptr);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char ch;
+  while (::read(out[0], &ch, 1) == 1 && ch != '\n') line += ch;
+  ::close(out[0]);
+  ASSERT_EQ(line.rfind("murmur-rendezvous listening on 127.0.0.1:", 0), 0u) << line;
+  ClientOptions options;
+  options.server_port = static_cast<std::uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+  options.token = "secret";  // from MURMUR_TOKEN
+  {
+    Client client(options);
+    client.set("k", "v");
+  }
+  ::kill(child, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace murmur::fabric::rendezvous
