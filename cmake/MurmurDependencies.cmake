@@ -6,6 +6,7 @@ find_package(Boost 1.74 REQUIRED)
 find_package(CapnProto CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
 
 # Boost 1.74 Asio under g++ 12 in C++20 uses std::exchange in awaitable.hpp
 # without including <utility> (toolchain-notes.md, pitfall 2). Targets that

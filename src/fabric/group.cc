@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <mutex>
 
 #include "common/log.h"
@@ -16,11 +17,13 @@ namespace murmur::fabric {
 // Forwards the rendezvous' MemberLost events to the transport. The client
 // calls it on its io thread; the Group detaches it before the transport dies.
 struct Group::FailureRelay {
-  std::mutex mutex;  // guards transport; leaf lock
+  mutable std::mutex mutex;  // guards everything below; leaf lock
+  std::condition_variable lost_cv;
   Transport* transport = nullptr;
+  std::vector<LostPeer> lost;
 
   void member_lost(const rendezvous::MemberLost& lost) {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_lock<std::mutex> lock(mutex);
     if (lost.rank < 0) {
       // The rendezvous itself is gone: nothing names a peer, so only log.
       fabric_log().error("control plane lost: {}", lost.reason);
@@ -29,6 +32,8 @@ struct Group::FailureRelay {
     auto reason = lost.left_cleanly ? std::string("left the job") : lost.reason;
     if (!lost.left_cleanly) {
       fabric_log().warn("peer rank {} ({}) lost: {}", lost.rank, lost.host, reason);
+      this->lost.push_back({lost.rank, lost.host, reason});
+      lost_cv.notify_all();
     }
     if (transport != nullptr) {
       transport->fail_peer(lost.rank, std::make_exception_ptr(PeerError(lost.rank, lost.host, reason)));
@@ -79,9 +84,19 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
 
   std::unique_ptr<Transport> transport = make_transport(transport_options);
   if (!options.link_profile.empty()) {
-    transport = shaper::make_shaped_transport(std::move(transport),
-                                              shaper::load_shaper_config(options.link_profile),
-                                              /*seed=*/0x6d75726d ^ static_cast<std::uint64_t>(options.rank));
+    auto config = options.link_profile.front() == '@'
+                      ? shaper::load_shaper_config(options.link_profile.substr(1))
+                      : shaper::shaper_config_from_flag(options.link_profile);
+    if (config.max_rank() >= options.size) {
+      throw FabricError("link profile " + options.link_profile + " names rank " + std::to_string(config.max_rank()) +
+                        " but the job has " + std::to_string(options.size) + " ranks");
+    }
+    if (!config.is_identity()) {
+      // Seeded per rank so that jitter differs between links but repeats
+      // between runs.
+      transport = shaper::make_shaped_transport(std::move(transport), std::move(config),
+                                                0x6d75726d00000000ULL ^ static_cast<std::uint64_t>(options.rank));
+    }
   }
 
   const std::string key_prefix = "murmur/fabric-address/";
@@ -105,6 +120,17 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
 
 void Group::barrier(const std::string& name, std::chrono::milliseconds timeout) {
   control_->barrier(name, timeout);
+}
+
+std::vector<Group::LostPeer> Group::lost_peers() const {
+  std::lock_guard<std::mutex> lock(relay_->mutex);
+  return relay_->lost;
+}
+
+std::vector<Group::LostPeer> Group::wait_for_lost_peers(std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(relay_->mutex);
+  relay_->lost_cv.wait_until(lock, deadline, [this] { return !relay_->lost.empty(); });
+  return relay_->lost;
 }
 
 Group::~Group() {

@@ -60,6 +60,19 @@ class Group final {
   // when a member is lost meanwhile.
   void barrier(const std::string& name, std::chrono::milliseconds timeout);
 
+  // Peers the control plane has declared lost (died or hung; clean leaves
+  // are not listed), in the order it did so. A transport error says that a
+  // link failed; this says which peer the job lost, which is what to report.
+  struct LostPeer {
+    int rank;
+    std::string host;
+    std::string reason;
+  };
+  std::vector<LostPeer> lost_peers() const;
+  // Waits until at least one peer has been declared lost or the deadline
+  // passes, and returns lost_peers().
+  std::vector<LostPeer> wait_for_lost_peers(std::chrono::steady_clock::time_point deadline) const;
+
  private:
   Group() = default;
   struct FailureRelay;

@@ -25,6 +25,14 @@
 //   - A peer that dies or is declared dead (fail_peer) fails every pending
 //     and later request to it with a PeerError naming its rank and host.
 //     Requests to other peers are unaffected.
+//   - Buffer rule for failed requests: a request fails as soon as its peer
+//     is declared failed, without waiting for the provider to give its
+//     buffer back (a receive libfabric has already matched to a message
+//     cannot be recalled, and from a dead peer it never completes). The
+//     backend may therefore still read a failed send's buffer, or write a
+//     failed receive's, until the transport is destroyed: code that goes on
+//     after a peer failure keeps those buffers alive as long as the
+//     transport.
 //
 // Thread safety: all methods are thread-safe. Backends make progress on one
 // internal thread that blocks on the provider's wait object or epoll: no

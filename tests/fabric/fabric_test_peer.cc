@@ -11,6 +11,8 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
@@ -110,6 +112,34 @@ int run_exchange(murmur::fabric::Group& group, std::size_t bytes, int rounds) {
   return 0;
 }
 
+// Waits until every request of a round is done or any has failed, the way
+// a trainer abandons a round once a link fails. Returns true if one failed.
+bool round_failed(const std::vector<RequestPtr>& requests, Clock::time_point deadline) {
+  struct Progress {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::size_t done = 0;
+    bool failed = false;
+  };
+  auto progress = std::make_shared<Progress>();
+  for (const auto& r : requests) {
+    r->on_done([progress](murmur::fabric::Request& done) {
+      std::lock_guard<std::mutex> lock(progress->mutex);
+      ++progress->done;
+      if (done.error()) progress->failed = true;
+      progress->cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(progress->mutex);
+  if (!progress->cv.wait_until(lock, deadline, [&] { return progress->failed || progress->done == requests.size(); })) {
+    throw std::runtime_error("round did not finish before its deadline");
+  }
+  return progress->failed;
+}
+
+// Exchanges with every other rank until a link fails, then asks the control
+// plane which peer the job lost (a failed link may be a survivor that left
+// first) and prints one "lost peer rank R (host): reason" line for each.
 int run_soak(murmur::fabric::Group& group) {
   auto& t = group.transport();
   const std::size_t bytes = 64 << 10;
@@ -121,17 +151,15 @@ int run_soak(murmur::fabric::Group& group) {
     std::vector<RequestPtr> requests;
     for (std::size_t i = 0; i < peers.size(); ++i) requests.push_back(t.irecv(peers[i], round, in[i].data(), bytes));
     for (int p : peers) requests.push_back(t.isend(p, round, out.data(), bytes));
-    std::vector<std::string> lost;
-    for (auto& r : requests) {
-      try {
-        if (!r->wait_until(Clock::now() + std::chrono::seconds(30))) lost.push_back("timeout waiting for rank " + std::to_string(r->peer()));
-      } catch (const murmur::fabric::PeerError& e) {
-        lost.push_back(e.what());
-      }
-    }
+    bool failed = round_failed(requests, Clock::now() + std::chrono::seconds(30));
     if (round == 0) std::cout << "ready rank=" << group.rank() << std::endl;
-    if (!lost.empty()) {
-      for (const auto& l : lost) std::cout << "lost " << l << std::endl;
+    if (failed) {
+      auto lost = group.wait_for_lost_peers(Clock::now() + std::chrono::seconds(30));
+      if (lost.empty()) {
+        std::cerr << "rank " << group.rank() << ": a link failed but no peer was declared lost\n";
+        return 1;
+      }
+      for (const auto& l : lost) std::cout << "lost peer rank " << l.rank << " (" << l.host << "): " << l.reason << std::endl;
       return 0;
     }
   }

@@ -28,6 +28,9 @@ const Backend kBackends[] = {
     {"Asio", "asio", "auto"},
 };
 
+// So that ctest and gtest name the parameter rather than dump its bytes.
+void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
+
 std::vector<std::string> backend_args(const Backend& b) {
   return {"--backend", b.backend, "--provider", b.provider};
 }
@@ -84,6 +87,30 @@ TEST_P(PeerDeath, SurvivorsReportTheDeadRankAndExitCleanly) {
     EXPECT_NE(job.output(r).find("lost peer rank 3 ("), std::string::npos) << job.output(r);
   }
   EXPECT_LT(std::chrono::steady_clock::now() - killed_at, timeout + 5s);
+}
+
+// A peer that hangs without closing anything (SIGSTOP) is caught by the
+// heartbeat timeout alone.
+TEST_P(PeerDeath, HungPeerIsDeclaredLostAfterTheHeartbeatTimeout) {
+  const auto timeout = 2000ms;
+  auto args = backend_args(GetParam());
+  args.insert(args.end(), {"--mode", "soak", "--heartbeat-ms", "250"});
+  LocalJob job(4, args, timeout);
+  for (int r = 0; r < 4; ++r) ASSERT_TRUE(job.wait_for_output(r, "ready", 60s)) << job.output(r);
+  const int victim = 2;
+  job.kill(victim, SIGSTOP);
+  auto stopped_at = std::chrono::steady_clock::now();
+  for (int r : {0, 1, 3}) {
+    auto status = job.wait(r, stopped_at + timeout + 5s);
+    EXPECT_TRUE(exited_ok(status)) << job.describe(r, status);
+    EXPECT_NE(job.output(r).find("lost peer rank 2 ("), std::string::npos) << job.output(r);
+  }
+  auto elapsed = std::chrono::steady_clock::now() - stopped_at;
+  // Not before the timeout (nothing else could have told them), and not
+  // long after it.
+  EXPECT_GE(elapsed, timeout - 100ms);
+  EXPECT_LT(elapsed, timeout + 5s);
+  job.kill(victim, SIGKILL);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, PeerDeath, ::testing::ValuesIn(kBackends),

@@ -113,8 +113,8 @@ void Engine::submit(std::unique_ptr<Operation> owned) {
   Operation& op = *owned;
   ops_.push_back(std::move(owned));
   op.self = std::prev(ops_.end());
-  if (broken_) return fail_op(op, broken_);
-  if (failed_[op.peer]) return fail_op(op, failed_[op.peer]);
+  if (broken_) return fail_op(op, broken_, true);
+  if (failed_[op.peer]) return fail_op(op, failed_[op.peer], true);
   try {
     register_buffer(op);
   } catch (...) {
@@ -376,7 +376,7 @@ void Engine::maybe_retire(Operation& op) {
   ops_.erase(op.self);
 }
 
-void Engine::fail_op(Operation& op, std::exception_ptr error) {
+void Engine::fail_op(Operation& op, std::exception_ptr error, bool peer_gone) {
   if (op.error) return;
   op.error = std::move(error);
   // Unposted chunks are dropped by post_pending (it skips failed ops); drop
@@ -398,13 +398,21 @@ void Engine::fail_op(Operation& op, std::exception_ptr error) {
     for (auto& ctx : op.contexts) {
       if (!ctx.posted) continue;
       const ssize_t ret = fi_cancel(&endpoint_.ep->fid, &ctx.context);
-      // Not cancellable (already matched): its completion will still come.
-      if (ret != 0 && ret != -FI_ENOENT) {
-        fabric_log().debug("fi_cancel: {}", fi_error_text("fi_cancel", ret));
-      }
+      if (ret != 0) fabric_log().debug("fi_cancel: {}", fi_error_text("fi_cancel", ret));
+    }
+    // When the peer is gone the failure is reported now rather than when the
+    // cancelled chunks come back: a receive that rxm or shm had already
+    // matched cannot be cancelled, fi_cancel still answers 0 for it, and from
+    // a dead peer its completion never comes. The record stays until
+    // libfabric hands every chunk back or the transport closes (the buffer
+    // rule in transport.h). A live peer's chunks do come back, and
+    // maybe_retire reports the failure then.
+    if (peer_gone && !op.reported) {
+      op.reported = true;
+      op.request->fail(op.error);
     }
   } else if (!op.reported) {
-    // A send cannot be recalled: report the failure now, and keep the
+    // A send cannot be recalled either: report the failure now, and keep the
     // record until libfabric hands back the chunks it holds.
     op.reported = true;
     op.request->fail(op.error);
@@ -423,7 +431,7 @@ void Engine::fail_peer(int peer, std::exception_ptr error) {
   // Later receives of a queue first, so that failing a head does not post
   // the chunk 0 of the next one.
   std::reverse(victims.begin(), victims.end());
-  for (Operation* op : victims) fail_op(*op, error);
+  for (Operation* op : victims) fail_op(*op, error, /*peer_gone=*/true);
 }
 
 void Engine::fail_everything(std::exception_ptr error) {
@@ -432,7 +440,7 @@ void Engine::fail_everything(std::exception_ptr error) {
   std::vector<Operation*> victims;
   for (auto& op : ops_) victims.push_back(op.get());
   std::reverse(victims.begin(), victims.end());
-  for (Operation* op : victims) fail_op(*op, error);
+  for (Operation* op : victims) fail_op(*op, error, /*peer_gone=*/true);
 }
 
 void Engine::close() {

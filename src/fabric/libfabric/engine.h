@@ -74,7 +74,9 @@ class Engine {
   void start_next_receive(int peer, Tag tag);
   void enqueue_chunks(Operation& op, std::size_t from);
   void register_buffer(Operation& op);
-  void fail_op(Operation& op, std::exception_ptr error);
+  // `peer_gone`: the peer (or the whole endpoint) failed, so chunks that
+  // cannot be recalled will never come back and the request fails at once.
+  void fail_op(Operation& op, std::exception_ptr error, bool peer_gone = false);
   void maybe_retire(Operation& op);
   char* scratch();
 

@@ -7,7 +7,9 @@
 
 #include <rdma/fi_cm.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <deque>
 #include <exception>
@@ -34,27 +36,65 @@ struct FailPeer {
 };
 using Command = std::variant<std::unique_ptr<Operation>, FailPeer>;
 
-class LibfabricTransport final : public Transport {
+// The state shared by the public handle and the progress thread. The thread
+// holds a reference so that, if it is stuck inside the provider (see
+// shutdown()), the endpoint it is using is never freed under it.
+class LibfabricTransport final : public Transport,
+                                 public std::enable_shared_from_this<LibfabricTransport> {
  public:
   explicit LibfabricTransport(const TransportOptions& options)
       : options_(options),
         endpoint_(options, choose_provider(options)),
         waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd),
         engine_(endpoint_, options.chunk_bytes,
-                [this](int peer, std::exception_ptr error) { mark_failed(peer, error); }) {
+                [this](int peer, std::exception_ptr error) { fail_outstanding(peer, error); }) {
     char name[256];
     std::size_t len = sizeof(name);
     fi_check(fi_getname(&endpoint_.ep->fid, name, &len), "fi_getname");
     address_.assign(name, len);
     failed_.assign(options.size, nullptr);
+    outstanding_.resize(options.size);
+    prune_at_.assign(options.size, kMinPruneSize);
   }
 
-  ~LibfabricTransport() override {
+  ~LibfabricTransport() override { fabric_log().debug("libfabric transport rank {} closed", options_.rank); }
+
+  // Stops the progress thread and fails what is pending with "transport
+  // closed". Called once, by the owning handle.
+  //
+  // libfabric 1.17's shm provider takes spin locks that live in the peers'
+  // shared memory; a peer killed while holding one leaves every process
+  // that sends to it spinning inside fi_tsend for ever. If the progress
+  // thread does not stop within kStopTimeout (2 s; it normally stops in
+  // microseconds) it is stuck like that: it is
+  // detached and keeps its reference to this object, whose endpoint is then
+  // deliberately never closed (closing it under the spinning thread would
+  // be a use-after-free). Requests were already failed from this side, so
+  // callers do not hang; the process can still exit.
+  void shutdown() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
     }
+    watchdog_cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
     waiter_.wake();
+    bool stopped = true;
+    if (thread_.joinable()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      // Once the watchdog has seen the thread stuck there is no point waiting.
+      stopped = thread_exited_cv_.wait_for(lock, progress_stuck_ ? std::chrono::seconds(0) : kStopTimeout,
+                                           [this] { return thread_exited_; });
+    }
+    if (!stopped) {
+      fabric_log().error(
+          "libfabric: the progress thread of rank {} is stuck inside provider {} (a peer that died "
+          "holding a shared lock?); abandoning its endpoint",
+          options_.rank, endpoint_.provider);
+      thread_.detach();
+      fail_all_outstanding("transport closed");
+      return;
+    }
     if (thread_.joinable()) thread_.join();
     // Operations the thread never took: fail them too.
     std::deque<Command> left;
@@ -68,7 +108,6 @@ class LibfabricTransport final : public Transport {
         (*op)->request->fail(engine_.peer_error((*op)->peer, "transport closed"));
       }
     }
-    fabric_log().debug("libfabric transport rank {} closed", options_.rank);
   }
 
   int rank() const override { return options_.rank; }
@@ -96,7 +135,15 @@ class LibfabricTransport final : public Transport {
     // touched the endpoint (FI_THREAD_DOMAIN).
     engine_.set_peers(peers, std::move(addresses));
     connected_.store(true);
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([self = shared_from_this()] {
+      self->run();
+      {
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        self->thread_exited_ = true;
+      }
+      self->thread_exited_cv_.notify_all();
+    });
+    watchdog_ = std::thread([this] { watch_progress(); });
   }
 
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
@@ -119,7 +166,7 @@ class LibfabricTransport final : public Transport {
 
   void fail_peer(int peer, std::exception_ptr error) override {
     MURMUR_CHECK(peer >= 0 && peer < options_.size);
-    if (!mark_failed(peer, error)) return;
+    if (!fail_outstanding(peer, error)) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       commands_.emplace_back(FailPeer{peer, std::move(error)});
@@ -128,12 +175,83 @@ class LibfabricTransport final : public Transport {
   }
 
  private:
-  // Records the failure for the front; false if the peer had failed before.
-  bool mark_failed(int peer, std::exception_ptr error) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (failed_[peer]) return false;
-    failed_[peer] = std::move(error);
+  static constexpr std::size_t kMinPruneSize = 64;
+  static constexpr auto kStopTimeout = std::chrono::seconds(2);
+  static constexpr auto kStallTimeout = std::chrono::seconds(1);
+
+  // Records the failure and fails, from this thread, every request to
+  // `peer` still outstanding: delivery must not depend on the progress
+  // thread, which a provider can hold up (see shutdown()). The engine
+  // retires its records of them later; whichever outcome comes first wins.
+  // Returns false if the peer had failed before.
+  bool fail_outstanding(int peer, std::exception_ptr error) {
+    std::vector<std::weak_ptr<Request>> victims;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failed_[peer]) return false;
+      failed_[peer] = error;
+      victims.swap(outstanding_[peer]);
+      watch_requested_ = true;
+    }
+    watchdog_cv_.notify_all();
+    for (auto& weak : victims) {  // outside the lock: callbacks may call in
+      if (auto request = weak.lock()) request->fail(error);
+    }
     return true;
+  }
+
+  void fail_all_outstanding(const std::string& reason) {
+    for (int peer = 0; peer < options_.size; ++peer) {
+      std::vector<std::weak_ptr<Request>> victims;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        victims.swap(outstanding_[peer]);
+      }
+      for (auto& weak : victims) {
+        if (auto request = weak.lock()) request->fail(engine_.peer_error(peer, reason));
+      }
+    }
+  }
+
+  // The watchdog sleeps until a peer fails, then checks that the progress
+  // thread still turns (it passes its loop at least every 200 ms). If it
+  // does not within kStallTimeout, it is stuck inside the provider (see
+  // shutdown()) and nothing will move on this endpoint again: every peer is
+  // failed with an error that says so, so that callers stop waiting.
+  void watch_progress() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      watchdog_cv_.wait(lock, [this] { return stopping_ || watch_requested_; });
+      if (stopping_) return;
+      watch_requested_ = false;
+      const auto turns = progress_turns_.load();
+      if (watchdog_cv_.wait_for(lock, kStallTimeout, [this] { return stopping_; })) return;
+      if (progress_turns_.load() != turns) continue;
+      lock.unlock();
+      fabric_log().error("libfabric: progress on provider {} has been stuck for {} ms since a peer failed; "
+                         "failing every peer of rank {}",
+                         endpoint_.provider, std::chrono::duration_cast<std::chrono::milliseconds>(kStallTimeout).count(),
+                         options_.rank);
+      for (int peer = 0; peer < options_.size; ++peer) {
+        fail_outstanding(peer, engine_.peer_error(peer, "progress stuck inside libfabric provider " + endpoint_.provider +
+                                                            " after another peer failed; this endpoint is unusable"));
+      }
+      lock.lock();
+      progress_stuck_ = true;
+      watch_requested_ = false;
+    }
+  }
+
+  // Drops records of requests that are done; amortised O(1) per submit.
+  // Called with mutex_ held (Request's mutex is a leaf below it).
+  void prune_outstanding(int peer) {
+    auto& list = outstanding_[peer];
+    if (list.size() < prune_at_[peer]) return;
+    std::erase_if(list, [](const std::weak_ptr<Request>& weak) {
+      auto request = weak.lock();
+      return !request || request->test();
+    });
+    prune_at_[peer] = std::max(kMinPruneSize, 2 * list.size());
   }
 
   RequestPtr submit(RequestPtr request, int peer, Tag tag, void* data, std::size_t bytes) {
@@ -152,7 +270,11 @@ class LibfabricTransport final : public Transport {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stopping_) throw FabricError("libfabric transport: used while closing");
       failed = failed_[peer];
-      if (!failed) commands_.emplace_back(std::move(op));
+      if (!failed) {
+        commands_.emplace_back(std::move(op));
+        prune_outstanding(peer);
+        outstanding_[peer].push_back(request);
+      }
     }
     if (failed) {  // outside the lock: callbacks may call into the transport
       request->fail(failed);
@@ -165,6 +287,7 @@ class LibfabricTransport final : public Transport {
   void run() {
     bool busy = true;
     for (;;) {
+      progress_turns_.fetch_add(1, std::memory_order_relaxed);
       std::deque<Command> commands;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -213,14 +336,46 @@ class LibfabricTransport final : public Transport {
   bool stopping_ = false;
   std::deque<Command> commands_;
   std::vector<std::exception_ptr> failed_;
+  std::vector<std::vector<std::weak_ptr<Request>>> outstanding_;  // per peer
+  std::vector<std::size_t> prune_at_;                             // per peer
+  bool thread_exited_ = false;
+  std::condition_variable thread_exited_cv_;
+  bool watch_requested_ = false;
+  bool progress_stuck_ = false;
+  std::condition_variable watchdog_cv_;
+  std::atomic<std::uint64_t> progress_turns_{0};  // bumped by every progress loop
 
   std::thread thread_;
+  std::thread watchdog_;
+};
+
+// What make_transport returns: owns the shared state and shuts it down.
+class TransportHandle final : public Transport {
+ public:
+  explicit TransportHandle(std::shared_ptr<LibfabricTransport> impl) : impl_(std::move(impl)) {}
+  ~TransportHandle() override { impl_->shutdown(); }
+
+  int rank() const override { return impl_->rank(); }
+  int size() const override { return impl_->size(); }
+  std::string name() const override { return impl_->name(); }
+  std::string address() const override { return impl_->address(); }
+  void connect(const std::vector<PeerInfo>& peers) override { impl_->connect(peers); }
+  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
+    return impl_->isend(peer, tag, data, bytes);
+  }
+  RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override {
+    return impl_->irecv(peer, tag, data, capacity);
+  }
+  void fail_peer(int peer, std::exception_ptr error) override { impl_->fail_peer(peer, std::move(error)); }
+
+ private:
+  std::shared_ptr<LibfabricTransport> impl_;
 };
 
 }  // namespace
 
 std::unique_ptr<Transport> make_transport(const TransportOptions& options) {
-  return std::make_unique<LibfabricTransport>(options);
+  return std::make_unique<TransportHandle>(std::make_shared<LibfabricTransport>(options));
 }
 
 }  // namespace murmur::fabric::libfabric
