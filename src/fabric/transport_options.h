@@ -27,6 +27,11 @@ struct TransportOptions {
   std::chrono::milliseconds connect_timeout{30000};
   // Messages larger than this travel as several chunks, pipelined.
   std::size_t chunk_bytes = std::size_t{4} << 20;
+  // Most bytes a backend that buffers messages itself (asio) holds per peer
+  // for messages that arrived before their receive was posted. A peer that
+  // sends more has its link failed rather than this process's memory
+  // exhausted: what arrives from the network is untrusted.
+  std::size_t max_unexpected_bytes = std::size_t{2} << 30;
 };
 
 // Opens a transport of the kind `options` asks for. Throws FabricError naming

@@ -24,8 +24,10 @@ namespace {
 using namespace std::chrono_literals;
 constexpr auto kWait = 60s;
 
-TransportOptions options_for(int rank, int size, std::size_t chunk_bytes = std::size_t{4} << 20) {
+TransportOptions options_for(int rank, int size, std::size_t chunk_bytes = std::size_t{4} << 20,
+                             std::size_t max_unexpected_bytes = std::size_t{2} << 30) {
   TransportOptions options;
+  options.max_unexpected_bytes = max_unexpected_bytes;
   options.backend = "asio";
   options.peers_on_this_host = true;
   options.rank = rank;
@@ -39,11 +41,12 @@ std::string host_of(int rank) { return "host-" + std::to_string(rank); }
 
 // Makes `size` transports and connects them all (connect blocks, so each runs
 // on its own thread).
-std::vector<std::unique_ptr<Transport>> make_group(int size, std::size_t chunk_bytes = std::size_t{4} << 20) {
+std::vector<std::unique_ptr<Transport>> make_group(int size, std::size_t chunk_bytes = std::size_t{4} << 20,
+                                                   std::size_t max_unexpected_bytes = std::size_t{2} << 30) {
   std::vector<std::unique_ptr<Transport>> group;
   std::vector<PeerInfo> peers;
   for (int r = 0; r < size; ++r) {
-    group.push_back(make_transport(options_for(r, size, chunk_bytes)));
+    group.push_back(make_transport(options_for(r, size, chunk_bytes, max_unexpected_bytes)));
     peers.push_back(PeerInfo{r, host_of(r), group.back()->address()});
   }
   std::vector<std::future<void>> connects;
@@ -203,6 +206,25 @@ TEST(AsioTransport, UnexpectedMessageIsHeldUntilReceivePosted) {
   ASSERT_TRUE(rb->wait_for(kWait));
   ASSERT_TRUE(s->wait_for(kWait));
   EXPECT_TRUE(got_big == big);
+}
+
+// A peer may not make this process hold more than max_unexpected_bytes of
+// messages nobody asked for: its link fails instead, naming the limit.
+TEST(AsioTransport, UnaskedForBytesBeyondTheLimitFailTheLink) {
+  auto group = make_group(2, std::size_t{4} << 20, /*max_unexpected_bytes=*/1 << 20);
+  const auto fits = pattern(600 << 10, 5);
+  const auto too_much = pattern(600 << 10, 6);
+  ASSERT_TRUE(group[0]->isend(1, 1, fits.data(), fits.size())->wait_for(kWait));
+  group[0]->isend(1, 2, too_much.data(), too_much.size())->wait_for(kWait);
+  std::vector<unsigned char> got(fits.size());
+  // The first message was held and is delivered; then the link is gone.
+  auto first = group[1]->irecv(0, 1, got.data(), got.size());
+  std::vector<unsigned char> more(too_much.size());
+  auto e = expect_peer_error([&] { group[1]->irecv(0, 2, more.data(), more.size())->wait_for(kWait); });
+  EXPECT_EQ(e.rank(), 0);
+  EXPECT_NE(std::string(e.what()).find("no receive asked for"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("max_unexpected_bytes"), std::string::npos) << e.what();
+  if (first->test() && !first->error()) EXPECT_EQ(got, fits);
 }
 
 TEST(AsioTransport, SendToSelfLoopsBack) {

@@ -15,8 +15,32 @@ namespace murmur::fabric::asio {
 
 namespace net = boost::asio;
 
-Link::Link(int rank, std::size_t chunk_bytes, bool local)
-    : rank_(rank), chunk_bytes_(chunk_bytes), local_(local) {}
+Link::Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local)
+    : rank_(rank), chunk_bytes_(chunk_bytes), max_unexpected_bytes_(max_unexpected_bytes), local_(local) {}
+
+Link::HeldBuffer::HeldBuffer(std::size_t bytes, std::size_t* held_total)
+    : data_(std::make_unique_for_overwrite<unsigned char[]>(std::max<std::size_t>(bytes, 1))),
+      bytes_(bytes),
+      held_total_(held_total) {
+  if (held_total_) *held_total_ += bytes_;
+}
+
+Link::HeldBuffer& Link::HeldBuffer::operator=(HeldBuffer&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = std::move(other.data_);
+    bytes_ = other.bytes_;
+    held_total_ = other.held_total_;
+    other.held_total_ = nullptr;
+  }
+  return *this;
+}
+
+void Link::HeldBuffer::reset() {
+  if (held_total_ && data_) *held_total_ -= bytes_;
+  data_.reset();
+  held_total_ = nullptr;
+}
 
 std::exception_ptr Link::peer_error(const std::string& reason) const {
   return std::make_exception_ptr(PeerError(rank_, host_, reason));
@@ -39,7 +63,7 @@ void Link::post_send(RequestPtr request, const void* data, std::size_t bytes) {
   if (error_) return request->fail(error_);
   if (local_) {
     // Loop back in memory: the message is complete as soon as it is copied.
-    auto copy = std::make_unique_for_overwrite<unsigned char[]>(std::max<std::size_t>(bytes, 1));
+    HeldBuffer copy(bytes, nullptr);  // our own bytes: not counted
     if (bytes > 0) std::memcpy(copy.get(), data, bytes);
     deliver_unexpected(request->tag(), std::move(copy), bytes);
     return request->complete(bytes);
@@ -168,8 +192,15 @@ bool Link::begin_incoming(Tag tag, std::uint64_t total) {
     }
     return true;
   }
+  if (total > max_unexpected_bytes_ - std::min(unexpected_bytes_, max_unexpected_bytes_)) {
+    fail_link("sent a message of " + std::to_string(total) + " bytes (tag " + std::to_string(tag) +
+              ") that no receive asked for while " + std::to_string(unexpected_bytes_) +
+              " such bytes are held; the limit is " + std::to_string(max_unexpected_bytes_) +
+              " (TransportOptions::max_unexpected_bytes)");
+    return false;
+  }
   try {
-    incoming_.temp = std::make_unique_for_overwrite<unsigned char[]>(std::max<std::uint64_t>(total, 1));
+    incoming_.temp = HeldBuffer(total, &unexpected_bytes_);
   } catch (const std::bad_alloc&) {
     fail_link("cannot hold an unexpected message of " + std::to_string(total) + " bytes (out of memory)");
     return false;
@@ -226,7 +257,7 @@ void Link::finish_incoming() {
   if (!error_ && socket_) start_read_header();
 }
 
-void Link::deliver_unexpected(Tag tag, std::unique_ptr<unsigned char[]> data, std::size_t bytes) {
+void Link::deliver_unexpected(Tag tag, HeldBuffer data, std::size_t bytes) {
   if (auto it = posted_.find(tag); it != posted_.end()) {
     PostedRecv recv = std::move(it->second.front());
     it->second.pop_front();

@@ -28,7 +28,8 @@ namespace murmur::fabric::asio {
 class Link final {
  public:
   // `local`: the transport's own rank; messages loop back in memory.
-  Link(int rank, std::size_t chunk_bytes, bool local);
+  // `max_unexpected_bytes`: see TransportOptions.
+  Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local);
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
 
@@ -61,8 +62,25 @@ class Link final {
     unsigned char* data;
     std::size_t capacity;
   };
+  // A buffer for a message no receive has claimed yet. Its bytes count
+  // against the link's limit for exactly as long as it lives.
+  class HeldBuffer {
+   public:
+    HeldBuffer() = default;
+    HeldBuffer(std::size_t bytes, std::size_t* held_total);  // may throw bad_alloc
+    HeldBuffer(HeldBuffer&& other) noexcept { *this = std::move(other); }
+    HeldBuffer& operator=(HeldBuffer&& other) noexcept;
+    ~HeldBuffer() { reset(); }
+    unsigned char* get() const { return data_.get(); }
+    void reset();
+
+   private:
+    std::unique_ptr<unsigned char[]> data_;
+    std::size_t bytes_ = 0;
+    std::size_t* held_total_ = nullptr;  // null: not counted (local loop)
+  };
   struct Unexpected {
-    std::unique_ptr<unsigned char[]> data;
+    HeldBuffer data;
     std::size_t bytes;
   };
   // The message whose frames are arriving now.
@@ -72,7 +90,7 @@ class Link final {
     std::uint64_t next_offset = 0;
     RequestPtr request;                     // null: unexpected or discarded
     unsigned char* target = nullptr;        // user buffer or temp
-    std::unique_ptr<unsigned char[]> temp;  // unexpected messages only
+    HeldBuffer temp;                        // unexpected messages only
     bool discard = false;                   // consumed after a size mismatch
   };
 
@@ -88,7 +106,7 @@ class Link final {
   // or to a temporary buffer. Returns false if the link failed.
   bool begin_incoming(Tag tag, std::uint64_t total);
   // A whole message is here (from the network or the local loop).
-  void deliver_unexpected(Tag tag, std::unique_ptr<unsigned char[]> data, std::size_t bytes);
+  void deliver_unexpected(Tag tag, HeldBuffer data, std::size_t bytes);
   // Binds `recv` to the message now arriving; false if that message is not
   // free to take.
   bool claim_incoming(PostedRecv& recv);
@@ -98,7 +116,9 @@ class Link final {
 
   const int rank_;
   const std::size_t chunk_bytes_;
+  const std::size_t max_unexpected_bytes_;
   const bool local_;
+  std::size_t unexpected_bytes_ = 0;  // held in HeldBuffers now
   std::string host_ = "unknown host";
   std::exception_ptr error_;
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;

@@ -112,7 +112,8 @@ AsioTransport::AsioTransport(const TransportOptions& options)
   }
   links_.reserve(options_.size);
   for (int r = 0; r < options_.size; ++r) {
-    links_.push_back(std::make_unique<Link>(r, options_.chunk_bytes, r == options_.rank));
+    links_.push_back(
+        std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, r == options_.rank));
   }
   links_[options_.rank]->set_host("self");
   accept_next();
