@@ -68,49 +68,46 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<2>(info.param)) + "B";
     });
 
-// SIGKILL one of four peers mid-exchange: the other three name it and exit
-// cleanly within the failure-detection timeout.
+// Four peers exchange with each other until one is hit by `signo`; the
+// other three must name it ("lost peer rank V (") and exit 0 within
+// `timeout` (the rendezvous' heartbeat timeout) + 5 s. Returns how long
+// after the signal the last survivor exited.
+std::chrono::steady_clock::duration survivors_report(const Backend& backend, int victim, int signo,
+                                                     std::chrono::milliseconds timeout,
+                                                     std::chrono::milliseconds heartbeat) {
+  auto args = backend_args(backend);
+  args.insert(args.end(), {"--mode", "soak", "--heartbeat-ms", std::to_string(heartbeat.count())});
+  LocalJob job(4, args, timeout);
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(job.wait_for_output(r, "ready", 60s)) << job.output(r);
+  job.kill(victim, signo);
+  const auto hit_at = std::chrono::steady_clock::now();
+  for (int r = 0; r < 4; ++r) {
+    if (r == victim) continue;
+    auto status = job.wait(r, hit_at + timeout + 5s);
+    EXPECT_TRUE(exited_ok(status)) << job.describe(r, status);
+    EXPECT_NE(job.output(r).find("lost peer rank " + std::to_string(victim) + " ("), std::string::npos)
+        << job.output(r);
+  }
+  auto elapsed = std::chrono::steady_clock::now() - hit_at;
+  EXPECT_LT(elapsed, timeout + 5s);
+  job.kill(victim, SIGKILL);
+  return elapsed;
+}
+
 class PeerDeath : public ::testing::TestWithParam<Backend> {};
 
+// SIGKILL one of four peers mid-exchange: the other three name it and exit
+// cleanly within the failure-detection timeout.
 TEST_P(PeerDeath, SurvivorsReportTheDeadRankAndExitCleanly) {
-  const auto timeout = 3000ms;
-  auto args = backend_args(GetParam());
-  args.insert(args.end(), {"--mode", "soak", "--heartbeat-ms", "500"});
-  LocalJob job(4, args, timeout);
-  for (int r = 0; r < 4; ++r) ASSERT_TRUE(job.wait_for_output(r, "ready", 60s)) << job.output(r);
-  const int victim = 3;
-  job.kill(victim, SIGKILL);
-  auto killed_at = std::chrono::steady_clock::now();
-  for (int r = 0; r < 3; ++r) {
-    auto status = job.wait(r, killed_at + timeout + 5s);
-    EXPECT_TRUE(exited_ok(status)) << job.describe(r, status);
-    EXPECT_NE(job.output(r).find("lost peer rank 3 ("), std::string::npos) << job.output(r);
-  }
-  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, timeout + 5s);
+  survivors_report(GetParam(), /*victim=*/3, SIGKILL, /*timeout=*/3000ms, /*heartbeat=*/500ms);
 }
 
 // A peer that hangs without closing anything (SIGSTOP) is caught by the
-// heartbeat timeout alone.
+// heartbeat timeout alone: not before it (nothing else could have told the
+// survivors), and not long after.
 TEST_P(PeerDeath, HungPeerIsDeclaredLostAfterTheHeartbeatTimeout) {
-  const auto timeout = 2000ms;
-  auto args = backend_args(GetParam());
-  args.insert(args.end(), {"--mode", "soak", "--heartbeat-ms", "250"});
-  LocalJob job(4, args, timeout);
-  for (int r = 0; r < 4; ++r) ASSERT_TRUE(job.wait_for_output(r, "ready", 60s)) << job.output(r);
-  const int victim = 2;
-  job.kill(victim, SIGSTOP);
-  auto stopped_at = std::chrono::steady_clock::now();
-  for (int r : {0, 1, 3}) {
-    auto status = job.wait(r, stopped_at + timeout + 5s);
-    EXPECT_TRUE(exited_ok(status)) << job.describe(r, status);
-    EXPECT_NE(job.output(r).find("lost peer rank 2 ("), std::string::npos) << job.output(r);
-  }
-  auto elapsed = std::chrono::steady_clock::now() - stopped_at;
-  // Not before the timeout (nothing else could have told them), and not
-  // long after it.
-  EXPECT_GE(elapsed, timeout - 100ms);
-  EXPECT_LT(elapsed, timeout + 5s);
-  job.kill(victim, SIGKILL);
+  auto elapsed = survivors_report(GetParam(), /*victim=*/2, SIGSTOP, /*timeout=*/2000ms, /*heartbeat=*/250ms);
+  EXPECT_GE(elapsed, 2000ms - 100ms);
 }
 
 INSTANTIATE_TEST_SUITE_P(Loopback, PeerDeath, ::testing::ValuesIn(kBackends),
