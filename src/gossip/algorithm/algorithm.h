@@ -1,0 +1,111 @@
+// Gossip and baseline algorithms: one interface, chosen by name.
+//
+//   FabricCommunicator comm(group->transport(), group->peers());
+//   auto topo = make_topology({.kind = "ring", .nodes = group->size()});
+//   AlgorithmOptions o; o.compressor = "topk:0.01"; o.gamma = 0.05;
+//   auto algo = make_algorithm("choco", o, comm, topo.get());
+//   for (...) { sgd_update(x); algo->step(x); }
+//   algo->finish(x);
+//
+// Names: dpsgd, choco, sgp, adpsgd (gossip; need a topology), allreduce,
+// topk-allreduce, local-sgd (centralized baselines; topology ignored).
+//
+// Semantics of step(params): `params` is the caller's tensor after its local
+// update. Every H-th call (H = options.period; calls are counted from 1) is a
+// communicating step: it folds the result of the previous round into params
+// and starts the next round on a snapshot of params. Folding keeps the local
+// progress made meanwhile: params <- result(snapshot) + (params - snapshot)
+// (additive algorithms: params += delta(snapshot)). Overlap, per algorithm:
+//   dpsgd, choco, sgp   overlap on by default: round r runs on the
+//                       communication thread while the caller computes, and
+//                       step() waits for it only at the next communicating
+//                       step (one round of staleness, as in overlap-SGP).
+//   allreduce, topk-allreduce, local-sgd
+//                       overlap off by default: step() starts the round and
+//                       waits for it, so params hold the exact result on
+//                       return. options.overlap = true gives the delayed form.
+//   adpsgd              never waits for a global barrier: step() sends an
+//                       averaging request to one neighbour and returns; a
+//                       serving thread answers neighbours' requests at any
+//                       time. step() waits only if its previous request is
+//                       still unanswered (at most one in flight).
+// flush(params) waits for the round in flight and folds it in. finish(params)
+// ends participation (adpsgd: keeps serving neighbours until every neighbour
+// has finished too); step() after finish() is a bug.
+//
+// Blocking and failures: step/flush/finish block only as described. A
+// PeerError (a peer died or stalled past options.timeout_s) surfaces from the
+// next step/flush/finish with the peer's rank and host in its message; the
+// algorithm is then failed and rethrows it on every later call.
+// Threads: one caller thread drives an instance; it runs its own
+// communication thread (and adpsgd a serving thread). stats() may be called
+// from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gossip/algorithm/communicator.h"
+#include "gossip/topology/topology.h"
+
+namespace murmur::gossip {
+
+struct AlgorithmOptions {
+  int period = 1;                        // H: communicate every H-th step
+  std::optional<bool> overlap;           // unset: the algorithm's default (above)
+  std::string compressor = "topk:0.01";  // choco, topk-allreduce
+  double gamma = 0.1;                    // choco consensus step size
+  bool average = true;                   // allreduce, topk-allreduce: mean (else sum)
+  std::uint8_t channel = 1;              // tag channel, 1..255: one per concurrent instance
+  double timeout_s = 60;                 // a stalled peer becomes a PeerError after this
+  std::uint64_t seed = 1;                // adpsgd partner choice
+  // adpsgd partner rule: "random" (a uniform neighbour) or "mutual" (step s:
+  // rank ^ 2^(s mod log2 n) when that is a neighbour, as on a hypercube: every
+  // pair picks each other at the same time; else random).
+  std::string pick = "random";
+};
+
+struct LinkStats {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
+};
+
+struct AlgorithmStats {
+  std::uint64_t steps = 0;
+  std::uint64_t rounds = 0;        // rounds (adpsgd: exchanges) completed
+  double wait_seconds = 0;         // caller time blocked on communication
+  double comm_seconds = 0;         // communication-thread time inside rounds
+  std::map<int, LinkStats> links;  // by peer rank
+  double push_sum_weight = 1;      // sgp: this rank's weight w
+  double residual_norm = 0;        // topk-allreduce, choco: ||error feedback|| / ||x - x_hat||
+  std::uint64_t served = 0;        // adpsgd: requests answered for neighbours
+  std::uint64_t crossings = 0;     // adpsgd: exchanges where both ends asked each other at once
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string name() const = 0;
+  virtual void step(std::span<float> params) = 0;
+  virtual void flush(std::span<float> params) = 0;
+  virtual void finish(std::span<float> params) = 0;
+  virtual AlgorithmStats stats() const = 0;
+};
+
+// Throws std::invalid_argument naming the algorithm or option that does not
+// fit (unknown name, a gossip algorithm without topology, a topology whose
+// size is not comm.size(), choco on a time-varying topology, a bad
+// compressor spec). `comm` and `topology` must outlive the algorithm.
+std::unique_ptr<Algorithm> make_algorithm(const std::string& name, const AlgorithmOptions& options, Communicator& comm,
+                                          const Topology* topology);
+
+const std::vector<std::string>& algorithm_names();
+
+}  // namespace murmur::gossip

@@ -1,0 +1,118 @@
+// CHOCO-SGD / CHOCO-Gossip (Koloskova, Stich, Jaggi 2019), memory-efficient
+// form. Each node keeps its public copy x_hat_i (what every neighbour
+// believes x_i is) and s_i = sum_j W(i, j) x_hat_j over itself and its
+// neighbours. A round on snapshot x:
+//   q_i = C(x - x_hat_i)                   sent to every neighbour
+//   x_hat_i += q_i;  s_i += sum_j W(i, j) q_j   (j = i and neighbours)
+//   x += gamma (s_i - x_hat_i)             (= gamma sum_j W(i,j)(x_hat_j - x_hat_i))
+// The compressor runs without error feedback: the public copies play that
+// role. Static topologies only (s_i depends on W). Overlapped by default; the
+// consensus delta of snapshot r is added to params at the next
+// communicating step.
+#include <atomic>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/round_algorithm.h"
+#include "gossip/compress/compressor.h"
+#include "gossip/topology/mixing.h"
+
+namespace murmur::gossip::detail {
+namespace {
+
+class Choco final : public RoundAlgorithm {
+ public:
+  Choco(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
+      : RoundAlgorithm("choco", o, comm, /*default_overlap=*/true),
+        graph_(topology.at_round(0)),
+        w_(mixing_matrix(graph_)),
+        encoder_(make_compressor(o.compressor, Feedback::kNone)),
+        self_decoder_(make_compressor(o.compressor, Feedback::kNone)) {
+    if (topology.time_varying())
+      throw std::invalid_argument("choco: topology '" + topology.name() +
+                                  "' is time-varying; CHOCO's public copies need a static graph");
+    if (!(o.gamma > 0 && o.gamma <= 1)) throw std::invalid_argument("choco: gamma must be in (0, 1]");
+    for (std::size_t k = 0; k < graph_.in(rank()).size(); ++k)
+      decoders_.push_back(make_compressor(o.compressor, Feedback::kNone));
+  }
+
+  ~Choco() override { shutdown(); }
+
+ private:
+  void begin_round(std::span<const float> params) override {
+    snapshot_.assign(params.begin(), params.end());
+    if (x_hat_.size() != snapshot_.size()) {
+      x_hat_.assign(snapshot_.size(), 0.0f);
+      s_.assign(snapshot_.size(), 0.0f);
+    }
+  }
+
+  void run_round(std::uint64_t round) override {
+    const int me = rank();
+    const std::size_t n = snapshot_.size();
+    const auto& ins = graph_.in(me);
+    const auto& outs = graph_.out(me);
+    diff_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) diff_[i] = snapshot_[i] - x_hat_[i];
+    const std::size_t cap = encoder_->max_encoded_bytes(n);
+    message_.resize(cap);
+    message_.resize(encoder_->encode(diff_, message_));
+    inbox_.resize(ins.size());
+    std::vector<fabric::RequestPtr> requests;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      inbox_[k].resize(cap);
+      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kChoco, round), std::span<std::byte>(inbox_[k])));
+    }
+    for (const auto& l : outs)
+      requests.push_back(traffic_.send(l.peer, tag(Phase::kChoco, round), std::span<const std::byte>(message_)));
+    // Decode our own message while the others travel.
+    q_.resize(n);
+    self_decoder_->decode(message_, q_);
+    const float wii = static_cast<float>(w_(me, me));
+    double residual = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      x_hat_[i] += q_[i];
+      s_[i] += wii * q_[i];
+    }
+    traffic_.wait_all(requests, options_.timeout_s);
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      decoders_[k]->decode(std::span<const std::byte>(inbox_[k].data(), requests[k]->bytes()), q_);
+      const float wk = static_cast<float>(w_(me, ins[k].peer));
+      for (std::size_t i = 0; i < n; ++i) s_[i] += wk * q_[i];
+    }
+    delta_.resize(n);
+    const float gamma = static_cast<float>(options_.gamma);
+    for (std::size_t i = 0; i < n; ++i) {
+      delta_[i] = gamma * (s_[i] - x_hat_[i]);
+      double e = snapshot_[i] - x_hat_[i];
+      residual += e * e;
+    }
+    residual_norm_.store(std::sqrt(residual));
+  }
+
+  void end_round(std::span<float> params) override {
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] += delta_[i];
+  }
+
+  void add_stats(AlgorithmStats& s) const override { s.residual_norm = residual_norm_.load(); }
+
+  const Graph graph_;
+  const Matrix w_;
+  std::unique_ptr<Compressor> encoder_;
+  std::unique_ptr<Compressor> self_decoder_;
+  std::vector<std::unique_ptr<Compressor>> decoders_;  // one per in-neighbour
+  std::vector<float> snapshot_, x_hat_, s_, diff_, q_, delta_;
+  std::vector<std::byte> message_;
+  std::vector<std::vector<std::byte>> inbox_;
+  std::atomic<double> residual_norm_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_choco(const AlgorithmOptions& o, Communicator& comm, const Topology& topology) {
+  return std::make_unique<Choco>(o, comm, topology);
+}
+
+}  // namespace murmur::gossip::detail

@@ -1,0 +1,68 @@
+// Communicator: the only way gossip algorithms reach the network. Algorithms
+// send, receive, wait and read the clock through it and never touch a
+// fabric::Transport or a Group, so that a simulator with a virtual clock can
+// run the very same algorithm code (it implements this interface).
+//
+// Contract (the Transport's, restated; see fabric/transport.h):
+//   - isend / irecv never block; they return a Request that completes later.
+//     The buffer must stay valid (a send buffer unchanged) until it is done.
+//   - Messages between one (source, destination, tag) triple match in the
+//     order they were posted. Tags come from make_tag() so that phases and
+//     rounds never mix.
+//   - wait_all() blocks (never spins) until every request is done. A failed
+//     request's PeerError is rethrown once all have settled. When `timeout_s`
+//     passes first, the peers still pending are declared failed (so no buffer
+//     stays in use) and a PeerError naming the first of them is thrown: an
+//     algorithm can fail, but it cannot hang.
+//   - now() is seconds on a monotonic clock (steady_clock, or virtual time).
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "fabric/request.h"
+
+namespace murmur::gossip {
+
+// What a message is for. One byte of the tag; values are part of the wire
+// contract between peers of one job, so only append.
+enum class Phase : std::uint8_t {
+  kDpsgd = 1,
+  kChoco = 2,
+  kSgp = 3,
+  kAdpsgd = 4,
+  kAllreduce = 5,
+  kAllgather = 6,
+  kTopkAllgather = 7,
+};
+
+// Tag layout: bits 63..56 channel (one per tensor stream / algorithm
+// instance), 55..48 phase, 47..0 round (mod 2^48). Channel 0 is reserved for
+// raw fabric users, so algorithms use channels 1..255.
+inline fabric::Tag make_tag(std::uint8_t channel, Phase phase, std::uint64_t round) {
+  return (fabric::Tag{channel} << 56) | (fabric::Tag{static_cast<std::uint8_t>(phase)} << 48) |
+         (round & ((fabric::Tag{1} << 48) - 1));
+}
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The peer's host name, for error messages ("rank 3 (node-7)").
+  virtual std::string host(int peer) const = 0;
+
+  virtual fabric::RequestPtr isend(int peer, fabric::Tag tag, std::span<const std::byte> data) = 0;
+  virtual fabric::RequestPtr irecv(int peer, fabric::Tag tag, std::span<std::byte> buffer) = 0;
+
+  // See the header comment. Does nothing for an empty span.
+  virtual void wait_all(std::span<const fabric::RequestPtr> requests, double timeout_s) = 0;
+
+  virtual double now() const = 0;
+};
+
+}  // namespace murmur::gossip

@@ -1,0 +1,93 @@
+// D-PSGD (Lian et al. 2017): x_i <- sum_j W(i, j) x_j with the topology's
+// mixing weights (Metropolis-Hastings for undirected graphs, push-sum shares
+// for directed ones, or the weights of a graph file), over the graph of the
+// round, so time-varying topologies work too. Overlapped by default: the
+// mix of snapshot r is folded in at the next communicating step.
+#include <vector>
+
+#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/round_algorithm.h"
+#include "gossip/topology/mixing.h"
+
+namespace murmur::gossip::detail {
+namespace {
+
+class Dpsgd final : public RoundAlgorithm {
+ public:
+  Dpsgd(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
+      : RoundAlgorithm("dpsgd", o, comm, /*default_overlap=*/true), topology_(topology) {}
+
+  ~Dpsgd() override { shutdown(); }
+
+ private:
+  void begin_round(std::span<const float> params) override { snapshot_.assign(params.begin(), params.end()); }
+
+  void run_round(std::uint64_t round) override {
+    // A static topology's graph and weights are computed once (mixing_matrix
+    // is O(n^2)); a time-varying one's every round.
+    if (!cached_ || topology_.time_varying()) {
+      graph_ = topology_.at_round(round);
+      w_ = mixing_matrix(graph_);
+      cached_ = true;
+    }
+    const Graph& g = graph_;
+    const Matrix& w = w_;
+    const int me = rank();
+    const auto& ins = g.in(me);
+    const auto& outs = g.out(me);
+    const std::size_t n = snapshot_.size();
+    inbox_.resize(ins.size());
+    std::vector<fabric::RequestPtr> requests;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      inbox_[k].resize(n);
+      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kDpsgd, round), std::span<float>(inbox_[k])));
+    }
+    for (const auto& l : outs)
+      requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), std::span<const float>(snapshot_)));
+    traffic_.wait_all(requests, options_.timeout_s);
+    for (std::size_t k = 0; k < ins.size(); ++k) check_size(requests[k], n);
+    // Accumulated in double: the weights are not exact in float, and the
+    // mean's drift under float rounding would be a random walk over rounds.
+    // At consensus (all x equal) the result rounds back to x exactly.
+    acc_.assign(n, 0.0);
+    const double self = w(me, me);
+    for (std::size_t i = 0; i < n; ++i) acc_[i] = self * snapshot_[i];
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      const double wk = w(me, ins[k].peer);
+      const float* in = inbox_[k].data();
+      for (std::size_t i = 0; i < n; ++i) acc_[i] += wk * in[i];
+    }
+    result_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) result_[i] = static_cast<float>(acc_[i]);
+  }
+
+  void end_round(std::span<float> params) override {
+    // params <- W x(snapshot) + (params - snapshot); exactly the mix when the
+    // caller did not move.
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] = result_[i] + (params[i] - snapshot_[i]);
+  }
+
+  void check_size(const fabric::RequestPtr& r, std::size_t n) const {
+    if (r->bytes() != n * sizeof(float))
+      throw std::invalid_argument("dpsgd: rank " + std::to_string(r->peer()) + " (" + comm_.host(r->peer()) +
+                                  ") sent " + std::to_string(r->bytes()) + " bytes, expected " +
+                                  std::to_string(n * sizeof(float)) + ": tensors differ in size across ranks");
+  }
+
+  const Topology& topology_;
+  bool cached_ = false;
+  Graph graph_;
+  Matrix w_;
+  std::vector<float> snapshot_;
+  std::vector<std::vector<float>> inbox_;
+  std::vector<float> result_;
+  std::vector<double> acc_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_dpsgd(const AlgorithmOptions& o, Communicator& comm, const Topology& topology) {
+  return std::make_unique<Dpsgd>(o, comm, topology);
+}
+
+}  // namespace murmur::gossip::detail

@@ -1,0 +1,137 @@
+#include "gossip/algorithm/round_algorithm.h"
+
+#include <stdexcept>
+
+#include "common/check.h"
+#include "common/log.h"
+
+namespace murmur::gossip::detail {
+
+RoundAlgorithm::RoundAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm,
+                               bool default_overlap)
+    : options_(options),
+      comm_(comm),
+      traffic_(comm),
+      name_(std::move(name)),
+      overlap_(options.overlap.value_or(default_overlap)) {
+  if (options_.period < 1)
+    throw std::invalid_argument(name_ + ": period (H) must be >= 1, got " + std::to_string(options_.period));
+  if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+RoundAlgorithm::~RoundAlgorithm() { shutdown(); }
+
+void RoundAlgorithm::shutdown() {
+  if (!worker_.joinable()) return;
+  {
+    std::unique_lock lock(mutex_);
+    // A round in flight ends by itself: every wait in it is bounded by
+    // options.timeout_s, after which its peers are declared failed.
+    cv_.wait(lock, [&] { return !has_job_; });
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void RoundAlgorithm::worker_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || (has_job_ && job_round_ != ~0ULL); });
+    if (stop_) return;
+    std::uint64_t round = job_round_;
+    job_round_ = ~0ULL;  // taken
+    lock.unlock();
+    double start = comm_.now();
+    std::exception_ptr error;
+    try {
+      run_round(round);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    double spent = comm_.now() - start;
+    lock.lock();
+    stats_.comm_seconds += spent;
+    job_error_ = error;
+    has_job_ = false;
+    cv_.notify_all();
+  }
+}
+
+void RoundAlgorithm::check_not_failed() const {
+  std::lock_guard lock(mutex_);
+  if (failed_) std::rethrow_exception(failed_);
+}
+
+void RoundAlgorithm::complete_round(std::span<float> params) {
+  MURMUR_CHECK(in_flight_);
+  double start = comm_.now();
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return !has_job_; });
+    stats_.wait_seconds += comm_.now() - start;
+    error = job_error_;
+    job_error_ = nullptr;
+    if (error) failed_ = error;
+  }
+  in_flight_ = false;
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      gossip_log().error("{}: round failed: {}", name_, e.what());
+    } catch (...) {
+    }
+    std::rethrow_exception(error);
+  }
+  end_round(params);
+  std::lock_guard lock(mutex_);
+  ++stats_.rounds;
+}
+
+void RoundAlgorithm::step(std::span<float> params) {
+  MURMUR_CHECK(!finished_);
+  check_not_failed();
+  std::uint64_t step_number;
+  {
+    std::lock_guard lock(mutex_);
+    step_number = ++stats_.steps;
+  }
+  if (step_number % static_cast<std::uint64_t>(options_.period) != 0) return;
+  if (in_flight_) complete_round(params);
+  begin_round(params);
+  {
+    std::lock_guard lock(mutex_);
+    has_job_ = true;
+    job_round_ = next_round_++;
+  }
+  cv_.notify_all();
+  in_flight_ = true;
+  if (!overlap_) complete_round(params);
+}
+
+void RoundAlgorithm::flush(std::span<float> params) {
+  check_not_failed();
+  if (in_flight_) complete_round(params);
+}
+
+void RoundAlgorithm::finish(std::span<float> params) {
+  if (finished_) return;
+  flush(params);
+  finished_ = true;
+}
+
+AlgorithmStats RoundAlgorithm::stats() const {
+  AlgorithmStats s;
+  {
+    std::lock_guard lock(mutex_);
+    s = stats_;
+  }
+  s.links = traffic_.links();
+  add_stats(s);
+  return s;
+}
+
+}  // namespace murmur::gossip::detail

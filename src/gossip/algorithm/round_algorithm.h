@@ -1,0 +1,86 @@
+// RoundAlgorithm: the shared driver of the synchronous-round algorithms
+// (dpsgd, choco, sgp, allreduce, topk-allreduce, local-sgd). It counts steps,
+// runs one round at a time on its own communication thread, and implements
+// the overlap rules of algorithm.h:
+//
+//   communicating step:  [round r-1 in flight] -> wait, end_round(params)
+//                        begin_round(params)   -> snapshot on the caller thread
+//                        run_round(r)          -> on the communication thread
+//                        [no overlap]          -> wait, end_round(params)
+//
+// Subclasses implement the three hooks. begin_round and end_round run on the
+// caller's thread while no round is in flight; run_round runs on the
+// communication thread and may touch only what begin_round prepared and what
+// end_round will read (the hand-over is ordered by the driver's mutex).
+// Internal to algorithm/.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/traffic.h"
+
+namespace murmur::gossip::detail {
+
+class RoundAlgorithm : public Algorithm {
+ public:
+  ~RoundAlgorithm() override;
+
+  std::string name() const override { return name_; }
+  void step(std::span<float> params) override;
+  void flush(std::span<float> params) override;
+  void finish(std::span<float> params) override;
+  AlgorithmStats stats() const override;
+
+ protected:
+  RoundAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm, bool default_overlap);
+
+  virtual void begin_round(std::span<const float> params) = 0;
+  virtual void run_round(std::uint64_t round) = 0;
+  virtual void end_round(std::span<float> params) = 0;
+  // Waits for the round in flight and stops the communication thread.
+  // Idempotent. Every final subclass calls it first in its destructor, so
+  // that run_round never outlives the members it uses.
+  void shutdown();
+
+  // Adds algorithm-specific numbers; called from stats() on any thread.
+  virtual void add_stats(AlgorithmStats&) const {}
+
+  fabric::Tag tag(Phase phase, std::uint64_t round) const { return make_tag(options_.channel, phase, round); }
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+
+  const AlgorithmOptions options_;
+  Communicator& comm_;
+  Traffic traffic_;
+
+ private:
+  void worker_loop();
+  void complete_round(std::span<float> params);
+  void check_not_failed() const;
+
+  const std::string name_;
+  const bool overlap_;
+  std::uint64_t next_round_ = 0;  // caller thread only
+  bool in_flight_ = false;        // caller thread only
+  bool finished_ = false;         // caller thread only
+
+  // Lock order: mutex_ is taken alone (never while calling out).
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool has_job_ = false;  // a round is queued or running
+  bool stop_ = false;
+  std::uint64_t job_round_ = 0;
+  std::exception_ptr job_error_;
+  std::exception_ptr failed_;  // sticky: rethrown by every later call
+  AlgorithmStats stats_;       // steps, rounds, wait_seconds, comm_seconds
+  std::thread worker_;         // last: started when everything above exists
+};
+
+}  // namespace murmur::gossip::detail

@@ -1,0 +1,117 @@
+// Stochastic Gradient Push (Assran et al. 2019): push-sum over a directed,
+// possibly time-varying graph. Each node keeps a numerator x and a weight w
+// (1 at the start); the caller sees the de-biased z = x / w. A round on
+// snapshot (x, w): keep a share 1 / (1 + outdeg) of both, send one share to
+// each out-neighbour of the round's graph, add what the in-neighbours push.
+// The sum of w over the ranks stays n (exactly, for power-of-two shares), and
+// z converges to the average of the x's.
+//
+// The caller's local update (params - z given at the last step) is applied to
+// the numerator unscaled, as SGP applies gradient steps to x. Overlapped by
+// default: the round of snapshot r is folded in at the next communicating
+// step, keeping the local updates made meanwhile.
+//
+// Message: the weight share as a double, then the numerator share as floats.
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/round_algorithm.h"
+
+namespace murmur::gossip::detail {
+namespace {
+
+class Sgp final : public RoundAlgorithm {
+ public:
+  Sgp(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
+      : RoundAlgorithm("sgp", o, comm, /*default_overlap=*/true), topology_(topology) {}
+
+  ~Sgp() override { shutdown(); }
+
+ private:
+  // Folds the caller's update into the numerator (first call: initialise).
+  void absorb(std::span<const float> params) {
+    if (x_.size() != params.size()) {
+      x_.assign(params.begin(), params.end());
+      given_.assign(params.begin(), params.end());
+      w_ = 1.0;
+      return;
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) x_[i] += params[i] - given_[i];
+  }
+
+  void begin_round(std::span<const float> params) override {
+    absorb(params);
+    snapshot_ = x_;
+    w_snapshot_ = w_;
+    given_.assign(params.begin(), params.end());
+  }
+
+  void run_round(std::uint64_t round) override {
+    Graph g = topology_.at_round(round);
+    const int me = rank();
+    const auto& ins = g.in(me);
+    const auto& outs = g.out(me);
+    const std::size_t n = snapshot_.size();
+    const std::size_t bytes = sizeof(double) + n * sizeof(float);
+    const double share = 1.0 / (1.0 + static_cast<double>(outs.size()));
+    out_.resize(bytes);
+    const double w_share = w_snapshot_ * share;
+    std::memcpy(out_.data(), &w_share, sizeof(double));
+    float* xs = reinterpret_cast<float*>(out_.data() + sizeof(double));
+    const float fshare = static_cast<float>(share);
+    for (std::size_t i = 0; i < n; ++i) xs[i] = fshare * snapshot_[i];
+    inbox_.resize(ins.size());
+    std::vector<fabric::RequestPtr> requests;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      inbox_[k].resize(bytes);
+      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kSgp, round), std::span<std::byte>(inbox_[k])));
+    }
+    for (const auto& l : outs)
+      requests.push_back(traffic_.send(l.peer, tag(Phase::kSgp, round), std::span<const std::byte>(out_)));
+    traffic_.wait_all(requests, options_.timeout_s);
+    result_.assign(xs, xs + n);
+    double w = w_share;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (requests[k]->bytes() != bytes)
+        throw std::invalid_argument("sgp: rank " + std::to_string(ins[k].peer) + " (" + comm_.host(ins[k].peer) +
+                                    ") sent " + std::to_string(requests[k]->bytes()) + " bytes, expected " +
+                                    std::to_string(bytes) + ": tensors differ in size across ranks");
+      double wk;
+      std::memcpy(&wk, inbox_[k].data(), sizeof(double));
+      w += wk;
+      const float* in = reinterpret_cast<const float*>(inbox_[k].data() + sizeof(double));
+      for (std::size_t i = 0; i < n; ++i) result_[i] += in[i];
+    }
+    w_result_ = w;
+  }
+
+  void end_round(std::span<float> params) override {
+    absorb(params);
+    // x <- pushed(snapshot) + (local updates since the snapshot)
+    for (std::size_t i = 0; i < x_.size(); ++i) x_[i] = result_[i] + (x_[i] - snapshot_[i]);
+    w_ = w_result_;
+    weight_.store(w_);
+    const float inv = static_cast<float>(1.0 / w_);
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] = x_[i] * inv;
+    given_.assign(params.begin(), params.end());
+  }
+
+  void add_stats(AlgorithmStats& s) const override { s.push_sum_weight = weight_.load(); }
+
+  const Topology& topology_;
+  std::vector<float> x_, given_, snapshot_, result_;
+  double w_ = 1.0, w_snapshot_ = 1.0, w_result_ = 1.0;
+  std::vector<std::byte> out_;
+  std::vector<std::vector<std::byte>> inbox_;
+  std::atomic<double> weight_{1.0};
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_sgp(const AlgorithmOptions& o, Communicator& comm, const Topology& topology) {
+  return std::make_unique<Sgp>(o, comm, topology);
+}
+
+}  // namespace murmur::gossip::detail

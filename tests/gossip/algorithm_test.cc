@@ -1,0 +1,226 @@
+// In-process tests of the gossip algorithms: N asio transports in one
+// process, each rank's algorithm on its own thread, through
+// FabricCommunicator. No peer processes, no rendezvous.
+#include "gossip/algorithm/algorithm.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "fabric/errors.h"
+#include "fabric/transport_options.h"
+#include "gossip/algorithm/fabric_communicator.h"
+#include "gossip/topology/factory.h"
+#include "tests/gossip/consensus_run.h"
+
+namespace murmur::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using gossip::AlgorithmOptions;
+using gossip::FabricCommunicator;
+
+struct Cluster {
+  std::vector<std::unique_ptr<fabric::Transport>> transports;
+  std::vector<std::unique_ptr<FabricCommunicator>> comms;
+};
+
+Cluster make_cluster(int size) {
+  Cluster c;
+  std::vector<fabric::PeerInfo> peers;
+  for (int r = 0; r < size; ++r) {
+    fabric::TransportOptions o;
+    o.backend = "asio";
+    o.peers_on_this_host = true;
+    o.rank = r;
+    o.size = size;
+    o.connect_timeout = 20s;
+    c.transports.push_back(fabric::make_transport(o));
+    peers.push_back(fabric::PeerInfo{r, "host" + std::to_string(r), c.transports.back()->address()});
+  }
+  std::vector<std::future<void>> connects;
+  for (auto& t : c.transports) connects.push_back(std::async(std::launch::async, [&t, &peers] { t->connect(peers); }));
+  for (auto& f : connects) f.get();
+  for (auto& t : c.transports) c.comms.push_back(std::make_unique<FabricCommunicator>(*t, peers));
+  return c;
+}
+
+std::vector<ConsensusResult> run_all(Cluster& c, const ConsensusSpec& spec) {
+  std::vector<std::future<ConsensusResult>> futures;
+  for (auto& comm : c.comms)
+    futures.push_back(std::async(std::launch::async, [&spec, &comm] { return run_consensus(spec, *comm); }));
+  std::vector<ConsensusResult> out;
+  for (auto& f : futures) out.push_back(f.get());
+  return out;
+}
+
+TEST(Tag, PhasesRoundsAndChannelsNeverCollide) {
+  using gossip::make_tag;
+  using gossip::Phase;
+  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(1, Phase::kChoco, 5));
+  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(2, Phase::kDpsgd, 5));
+  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(1, Phase::kDpsgd, 6));
+  EXPECT_EQ(make_tag(1, Phase::kDpsgd, 0) >> 56, 1u);
+  // Round wraps at 2^48 without touching the phase.
+  EXPECT_EQ(make_tag(1, Phase::kDpsgd, std::uint64_t{1} << 48), make_tag(1, Phase::kDpsgd, 0));
+}
+
+TEST(Factory, RejectsWhatDoesNotFit) {
+  auto c = make_cluster(2);
+  AlgorithmOptions o;
+  EXPECT_THROW(gossip::make_algorithm("nope", o, *c.comms[0], nullptr), std::invalid_argument);
+  EXPECT_THROW(gossip::make_algorithm("dpsgd", o, *c.comms[0], nullptr), std::invalid_argument);
+  auto ring4 = gossip::make_topology({.kind = "ring", .nodes = 4});
+  EXPECT_THROW(gossip::make_algorithm("dpsgd", o, *c.comms[0], ring4.get()), std::invalid_argument);
+  auto ope = gossip::make_topology({.kind = "one-peer-exponential", .nodes = 2});
+  auto ring2 = gossip::make_topology({.kind = "complete", .nodes = 2});
+  o.compressor = "bogus";
+  EXPECT_ANY_THROW(gossip::make_algorithm("choco", o, *c.comms[0], ring2.get()));
+  o.period = 0;
+  EXPECT_THROW(gossip::make_algorithm("allreduce", o, *c.comms[0], nullptr), std::invalid_argument);
+  (void)ope;
+}
+
+TEST(InProcess, DpsgdOnFourRanksReachesTheMean) {
+  auto c = make_cluster(4);
+  ConsensusSpec s;
+  s.algorithm = "dpsgd";
+  s.topology = "ring";
+  s.steps = 200;
+  s.elements = 1000;
+  for (const auto& r : run_all(c, s)) {
+    EXPECT_LT(r.max_error, 1e-6);
+    EXPECT_EQ(r.stats.rounds, 200u);
+    EXPECT_EQ(r.stats.links.size(), 2u);
+    for (const auto& [peer, l] : r.stats.links) {
+      EXPECT_EQ(l.bytes_sent, 200u * 1000 * sizeof(float));
+      EXPECT_EQ(l.bytes_received, 200u * 1000 * sizeof(float));
+    }
+  }
+}
+
+TEST(InProcess, DpsgdGossipsEveryHthStep) {
+  auto c = make_cluster(4);
+  ConsensusSpec s;
+  s.algorithm = "dpsgd";
+  s.topology = "ring";
+  s.options.period = 3;
+  s.steps = 30;
+  s.elements = 100;
+  for (const auto& r : run_all(c, s)) {
+    EXPECT_EQ(r.stats.steps, 30u);
+    EXPECT_EQ(r.stats.rounds, 10u);
+    for (const auto& [peer, l] : r.stats.links) EXPECT_EQ(l.messages_sent, 10u);
+  }
+}
+
+TEST(InProcess, ChocoTopkOnFourRanks) {
+  auto c = make_cluster(4);
+  ConsensusSpec s;
+  s.algorithm = "choco";
+  s.topology = "ring";
+  s.options.compressor = "topk:0.01";
+  s.options.gamma = 0.02;  // 4-ring, k = 10: 2e-6 after 3000 rounds when measured
+  s.steps = 3000;
+  s.elements = 1000;
+  for (const auto& r : run_all(c, s)) EXPECT_LT(r.rel_error, 1e-3);
+}
+
+TEST(InProcess, SgpConservesMass) {
+  auto c = make_cluster(4);
+  ConsensusSpec s;
+  s.algorithm = "sgp";
+  s.topology = "one-peer-exponential";
+  s.steps = 20;
+  s.elements = 1000;
+  double mass = 0;
+  for (const auto& r : run_all(c, s)) {
+    EXPECT_LT(r.max_error, 1e-5);
+    mass += r.weight;
+  }
+  EXPECT_NEAR(mass, 4.0, 1e-9);
+}
+
+TEST(InProcess, AdpsgdMutualPicksFinish) {
+  auto c = make_cluster(4);
+  ConsensusSpec s;
+  s.algorithm = "adpsgd";
+  s.topology = "hypercube";
+  s.options.pick = "mutual";
+  s.steps = 100;
+  s.elements = 1000;
+  for (const auto& r : run_all(c, s)) EXPECT_LT(r.rel_error, 1e-3);
+}
+
+TEST(InProcess, AllreduceSumOnOddLengthAndThreeRanks) {
+  auto c = make_cluster(3);
+  ConsensusSpec s;
+  s.algorithm = "allreduce";
+  s.topology = "none";
+  s.mode = "sum";
+  s.options.average = false;
+  s.steps = 1;
+  s.elements = 7;  // chunks of 2, 2, 3
+  auto rs = run_all(c, s);
+  for (const auto& r : rs) {
+    EXPECT_LT(r.max_error, 1e-5);
+    EXPECT_EQ(r.checksum, rs[0].checksum);
+  }
+}
+
+TEST(InProcess, OverlapFoldsLocalProgress) {
+  // dpsgd with overlap: a constant local update u per step survives the
+  // delayed fold: after T steps and flush, mean(x) = mean(x0) + T u exactly
+  // (up to float), since mixing preserves the mean.
+  auto c = make_cluster(2);
+  auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+  std::vector<std::future<std::vector<float>>> fs;
+  for (int r = 0; r < 2; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r] {
+      AlgorithmOptions o;
+      auto a = gossip::make_algorithm("dpsgd", o, *c.comms[r], topo.get());
+      std::vector<float> x(16, static_cast<float>(r));
+      for (int t = 0; t < 10; ++t) {
+        for (auto& v : x) v += 1.0f;
+        a->step(x);
+      }
+      a->finish(x);
+      return x;
+    }));
+  }
+  auto x0 = fs[0].get();
+  auto x1 = fs[1].get();
+  for (std::size_t i = 0; i < x0.size(); ++i) {
+    EXPECT_NEAR(x0[i] + x1[i], 0 + 1 + 2 * 10, 1e-4);
+    EXPECT_NEAR(x0[i], x1[i], 1e-4);  // complete graph of 2: one round is exact
+  }
+}
+
+TEST(InProcess, DeadPeerSurfacesFromStepNamingIt) {
+  auto c = make_cluster(2);
+  auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+  AlgorithmOptions o;
+  o.timeout_s = 2;  // rank 1 never takes part: a stall
+  auto a = gossip::make_algorithm("dpsgd", o, *c.comms[0], topo.get());
+  std::vector<float> x(8, 1.0f);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    for (int t = 0; t < 3; ++t) a->step(x);
+    a->flush(x);
+    FAIL() << "no error";
+  } catch (const fabric::PeerError& e) {
+    EXPECT_EQ(e.rank(), 1);
+    EXPECT_NE(std::string(e.what()).find("peer rank 1 (host1)"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  // Sticky: the algorithm stays failed.
+  EXPECT_THROW(a->step(x), fabric::PeerError);
+}
+
+}  // namespace
+}  // namespace murmur::testing

@@ -1,0 +1,81 @@
+#include "tests/gossip/gossip_job.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace murmur::testing {
+
+GossipJob::GossipJob(int size, const std::vector<std::string>& args, std::chrono::milliseconds heartbeat_timeout) {
+  char dir_template[] = "/tmp/murmur-gossip-XXXXXX";
+  dir_ = ::mkdtemp(dir_template);
+  fabric::rendezvous::ServerOptions server_options;
+  server_options.bind_host = "127.0.0.1";
+  server_options.token = "test-token";
+  server_options.heartbeat_timeout = heartbeat_timeout;
+  server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
+  for (int rank = 0; rank < size; ++rank) {
+    Subprocess::Options options;
+    options.argv = {std::string(MURMUR_BIN_DIR) + "/tests/gossip/gossip_test_peer",
+                    "--rank",
+                    std::to_string(rank),
+                    "--size",
+                    std::to_string(size),
+                    "--rendezvous-port",
+                    std::to_string(server_->port()),
+                    "--token",
+                    "test-token"};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    options.stdout_path = dir_ + "/rank" + std::to_string(rank) + ".out";
+    options.stderr_path = "=stdout";
+    peers_.emplace_back(options);
+  }
+}
+
+GossipJob::~GossipJob() {
+  peers_.clear();  // kills and reaps any peer still running
+  server_.reset();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+std::optional<int> GossipJob::wait(int rank, std::chrono::steady_clock::time_point deadline) {
+  return peers_.at(rank).wait_until(deadline);
+}
+
+std::vector<std::optional<int>> GossipJob::wait_all(std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<std::optional<int>> statuses;
+  for (auto& p : peers_) statuses.push_back(p.wait_until(deadline));
+  for (auto& p : peers_) p.signal(SIGKILL);
+  return statuses;
+}
+
+void GossipJob::kill(int rank, int signo) { peers_.at(rank).signal(signo); }
+
+std::string GossipJob::output(int rank) const {
+  std::ifstream in(dir_ + "/rank" + std::to_string(rank) + ".out");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool GossipJob::wait_for_output(int rank, const std::string& text, std::chrono::seconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (output(rank).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::string GossipJob::describe(int rank, const std::optional<int>& status) const {
+  return "rank " + std::to_string(rank) + " " +
+         (status ? Subprocess::describe_status(*status) : std::string("did not finish in time")) + "; its output:\n" +
+         output(rank);
+}
+
+}  // namespace murmur::testing

@@ -1,0 +1,43 @@
+// GossipJob: runs N gossip_test_peer processes on this host around an
+// in-process rendezvous server (a copy of tests/fabric/local_job with the
+// gossip peer program; that one hard-codes fabric_test_peer). Each peer's
+// stdout and stderr go to a file that tests read back.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "fabric/rendezvous/server.h"
+
+namespace murmur::testing {
+
+class GossipJob {
+ public:
+  // Starts `size` peers with `args` (plus --rank/--size/--rendezvous-port/
+  // --token). heartbeat_timeout is the rendezvous' failure-detection time.
+  GossipJob(int size, const std::vector<std::string>& args,
+            std::chrono::milliseconds heartbeat_timeout = std::chrono::milliseconds(3000));
+  ~GossipJob();
+
+  // Waits for every peer; returns their raw wait statuses, or nullopt for
+  // those still running at the deadline (which are then killed).
+  std::vector<std::optional<int>> wait_all(std::chrono::seconds timeout);
+  std::optional<int> wait(int rank, std::chrono::steady_clock::time_point deadline);
+  void kill(int rank, int signo);
+  // Everything rank `r` printed so far.
+  std::string output(int rank) const;
+  // Waits until rank `r`'s output contains `text`; false on timeout.
+  bool wait_for_output(int rank, const std::string& text, std::chrono::seconds timeout) const;
+  std::string describe(int rank, const std::optional<int>& status) const;
+
+ private:
+  std::string dir_;
+  std::unique_ptr<fabric::rendezvous::Server> server_;
+  std::vector<Subprocess> peers_;
+};
+
+}  // namespace murmur::testing
