@@ -1,5 +1,8 @@
 #include "fabric/libfabric/endpoint.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include <rdma/fi_errno.h>
 
 #include <cstring>
@@ -81,8 +84,36 @@ bool verbs_available() {
   }
 }
 
+namespace {
+
+// True when the kernel lists an RDMA device; asks no libfabric provider
+// (see tune_rxm_for_tcp: nothing may initialise libfabric before it).
+bool rdma_device_listed() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/sys/class/infiniband", ec);
+  return !ec && it != std::filesystem::directory_iterator();
+}
+
+// rxm sends messages above FI_OFI_RXM_SAR_LIMIT (128 KiB by default) with
+// its rendezvous protocol: the receiver reads the data with an emulated RMA
+// read, a round trip per message before any payload moves. Over tcp that
+// left 4 MiB chunks at 60-80% of plain loopback TCP; raising the limit to
+// the chunk size lets every chunk stream as segmented eager sends (SAR) and
+// measured 100-140% (docs/fabric-performance.md). verbs keeps rendezvous,
+// where the read is a zero-copy RDMA read. rxm reads the variable once,
+// when libfabric first initialises its providers, so this runs before any
+// other libfabric call; a value the user set is left alone.
+void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
+  const bool tcp = asked == "tcp" || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
+  if (!tcp) return;
+  ::setenv("FI_OFI_RXM_SAR_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
+}
+
+}  // namespace
+
 std::string choose_provider(const TransportOptions& options) {
   const std::string& asked = options.provider;
+  tune_rxm_for_tcp(options, asked);
   if (asked == "tcp" || asked == "shm" || asked == "verbs") return asked;
   if (asked != "auto") {
     throw FabricError("unknown libfabric provider '" + asked +
