@@ -41,6 +41,13 @@ struct Group::FailureRelay {
   }
 };
 
+namespace {
+// An address key's value is one of these bytes followed by the address, or
+// by the reason the rank could not open its transport.
+constexpr char kAddressFollows = 'A';
+constexpr char kOpenFailed = 'E';
+}  // namespace
+
 std::string local_host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
@@ -82,30 +89,49 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   transport_options.peers_on_this_host =
       std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == client_options.self_host; });
 
-  std::unique_ptr<Transport> transport = make_transport(transport_options);
-  if (!options.link_profile.empty()) {
-    auto config = options.link_profile.front() == '@'
-                      ? shaper::load_shaper_config(options.link_profile.substr(1))
-                      : shaper::shaper_config_from_flag(options.link_profile);
-    if (config.max_rank() >= options.size) {
-      throw FabricError("link profile " + options.link_profile + " names rank " + std::to_string(config.max_rank()) +
-                        " but the job has " + std::to_string(options.size) + " ranks");
-    }
-    if (!config.is_identity()) {
-      // Seeded per rank so that jitter differs between links but repeats
-      // between runs.
-      transport = shaper::make_shaped_transport(std::move(transport), std::move(config),
-                                                0x6d75726d00000000ULL ^ static_cast<std::uint64_t>(options.rank));
-    }
-  }
-
+  // A rank that cannot open its transport says so under its address key, so
+  // that the others fail at once with its reason instead of waiting out the
+  // join timeout for an address that will never come.
   const std::string key_prefix = "murmur/fabric-address/";
-  group->control_->set(key_prefix + std::to_string(options.rank), transport->address());
+  const std::string own_key = key_prefix + std::to_string(options.rank);
+  std::unique_ptr<Transport> transport;
+  try {
+    transport = make_transport(transport_options);
+    if (!options.link_profile.empty()) {
+      auto config = options.link_profile.front() == '@'
+                        ? shaper::load_shaper_config(options.link_profile.substr(1))
+                        : shaper::shaper_config_from_flag(options.link_profile);
+      if (config.max_rank() >= options.size) {
+        throw FabricError("link profile " + options.link_profile + " names rank " +
+                          std::to_string(config.max_rank()) + " but the job has " + std::to_string(options.size) +
+                          " ranks");
+      }
+      if (!config.is_identity()) {
+        // Seeded per rank so that jitter differs between links but repeats
+        // between runs.
+        transport = shaper::make_shaped_transport(std::move(transport), std::move(config),
+                                                  0x6d75726d00000000ULL ^ static_cast<std::uint64_t>(options.rank));
+      }
+    }
+  } catch (const std::exception& e) {
+    try {
+      group->control_->set(own_key, kOpenFailed + std::string(e.what()));
+    } catch (const std::exception&) {
+      // The original error is the one to report.
+    }
+    throw;
+  }
+  group->control_->set(own_key, kAddressFollows + transport->address());
   group->peers_.resize(options.size);
   for (int r = 0; r < options.size; ++r) {
     group->peers_[r].rank = r;
     group->peers_[r].host = hosts[r];
-    group->peers_[r].address = group->control_->wait(key_prefix + std::to_string(r), options.join_timeout);
+    const std::string value = group->control_->wait(key_prefix + std::to_string(r), options.join_timeout);
+    if (value.empty() || (value[0] != kAddressFollows && value[0] != kOpenFailed)) {
+      throw PeerError(r, hosts[r], "published a malformed fabric address (" + std::to_string(value.size()) + " bytes)");
+    }
+    if (value[0] == kOpenFailed) throw PeerError(r, hosts[r], "could not open its transport: " + value.substr(1));
+    group->peers_[r].address = value.substr(1);
   }
   {
     std::lock_guard<std::mutex> lock(group->relay_->mutex);

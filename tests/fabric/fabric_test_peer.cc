@@ -212,8 +212,11 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode)->check(CLI::IsMember({"exchange", "soak", "transfer"}));
   app.add_option("--bytes", bytes);
   app.add_option("--rounds", rounds);
+  int broken_rank = -1;
+  app.add_option("--broken-rank", broken_rank, "this rank asks for a provider that does not exist");
   CLI11_PARSE(app, argc, argv);
   murmur::set_log_rank(options.rank);
+  if (options.rank == broken_rank) options.transport.provider = "no-such-provider";
   try {
     auto group = murmur::fabric::Group::join(options);
     if (mode == "exchange") return run_exchange(*group, bytes, rounds);

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <thread>
 
+#include "fabric/libfabric/transport.h"
+
 namespace murmur::testing {
 
 LocalJob::LocalJob(int size, const std::vector<std::string>& args, std::chrono::milliseconds heartbeat_timeout) {
@@ -30,7 +32,10 @@ LocalJob::LocalJob(int size, const std::vector<std::string>& args, std::chrono::
 }
 
 LocalJob::~LocalJob() {
+  std::vector<pid_t> pids;
+  for (const auto& p : peers_) pids.push_back(p.pid());
   peers_.clear();  // kills and reaps any peer still running
+  for (pid_t pid : pids) fabric::libfabric::remove_shm_regions_of(pid);
   server_.reset();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);

@@ -94,6 +94,24 @@ std::chrono::steady_clock::duration survivors_report(const Backend& backend, int
   return elapsed;
 }
 
+// A rank that cannot open its transport makes the others fail at once, naming
+// it and its reason, instead of waiting out the join timeout.
+TEST(Join, RankThatCannotOpenItsTransportIsNamedByTheOthers) {
+  LocalJob job(3, {"--backend", "libfabric", "--provider", "tcp", "--broken-rank", "1"});
+  const auto started = std::chrono::steady_clock::now();
+  auto statuses = job.wait_all(60s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(statuses[r] && WIFEXITED(*statuses[r]) && WEXITSTATUS(*statuses[r]) == 1) << job.describe(r, statuses[r]);
+  }
+  EXPECT_NE(job.output(1).find("unknown libfabric provider 'no-such-provider'"), std::string::npos) << job.output(1);
+  for (int r : {0, 2}) {
+    EXPECT_NE(job.output(r).find("peer rank 1 ("), std::string::npos) << job.output(r);
+    EXPECT_NE(job.output(r).find("could not open its transport: unknown libfabric provider"), std::string::npos)
+        << job.output(r);
+  }
+}
+
 class PeerDeath : public ::testing::TestWithParam<Backend> {};
 
 // SIGKILL one of four peers mid-exchange: the other three name it and exit

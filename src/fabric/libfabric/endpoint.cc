@@ -1,7 +1,12 @@
 #include "fabric/libfabric/endpoint.h"
 
+#include <rdma/fi_cm.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 
 #include <rdma/fi_errno.h>
 
@@ -109,7 +114,26 @@ void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked)
   ::setenv("FI_OFI_RXM_SAR_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
 }
 
+// "murmur-<pid>-<64 random bits>": unique across processes and pid reuse.
+std::string unique_shm_name() {
+  std::random_device random;
+  const std::uint64_t nonce = (std::uint64_t{random()} << 32) ^ random();
+  char name[64];
+  std::snprintf(name, sizeof(name), "murmur-%d-%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(nonce));
+  return name;
+}
+
 }  // namespace
+
+void remove_shm_regions_of(int pid) {
+  const std::string prefix = "murmur-" + std::to_string(pid) + "-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) std::filesystem::remove(entry.path(), ec);
+  }
+}
 
 std::string choose_provider(const TransportOptions& options) {
   const std::string& asked = options.provider;
@@ -184,6 +208,14 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
   ep = Fid<fid_ep>(ep_raw, "ep");
   fi_check(fi_ep_bind(ep.get(), &av->fid, 0), "fi_ep_bind(av)");
   fi_check(fi_ep_bind(ep.get(), &cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  if (which == "shm") {
+    // shm names its shared-memory region "<pid>:<domain>:<ep>" by default.
+    // A process killed with SIGKILL never unlinks its region, and once the
+    // kernel reuses its pid the next endpoint of that pid fails fi_enable
+    // with EBUSY. A name no earlier process can have had avoids that.
+    const std::string name = unique_shm_name();
+    fi_check(fi_setname(&ep->fid, const_cast<char*>(name.c_str()), name.size() + 1), "fi_setname(shm)");
+  }
   fi_check(fi_enable(ep.get()), "fi_enable");
 
   fabric_log().info(
