@@ -423,10 +423,15 @@ void Engine::fail_op(Operation& op, std::exception_ptr error, bool peer_gone) {
 void Engine::fail_peer(int peer, std::exception_ptr error) {
   if (peer < 0 || static_cast<std::size_t>(peer) >= failed_.size() || failed_[peer]) return;
   failed_[peer] = error;
-  fabric_log().warn("libfabric: failing every request to peer {}", peer);
   std::vector<Operation*> victims;
   for (auto& op : ops_) {
     if (op->peer == peer && !op->error) victims.push_back(op.get());
+  }
+  // A peer that left cleanly has nothing pending: not worth a warning.
+  if (victims.empty()) {
+    fabric_log().debug("libfabric: peer {} failed or left with no request pending", peer);
+  } else {
+    fabric_log().warn("libfabric: failing {} pending request(s) to peer {}", victims.size(), peer);
   }
   // Later receives of a queue first, so that failing a head does not post
   // the chunk 0 of the next one.
