@@ -98,8 +98,8 @@ void f32_to_f16_sw(const float* in, std::uint16_t* out, std::size_t n);
 void f16_to_f32_sw(const std::uint16_t* in, float* out, std::size_t n);
 }  // namespace detail
 
-// Host-only for now (TODO: CUDA bodies): top-k selection, the random-k draw
-// and the index encodings. The CUDA twins cover the values (gather/scatter).
+// Top-k selection and the random-k draw (CUDA twins below, same results bit
+// for bit); the index encodings are host-only.
 
 // Exactly k entries of largest |x| (among ties at the k-th magnitude, the
 // lowest indices), written in increasing index order. One pass with a
@@ -134,6 +134,19 @@ namespace cuda {
 #define MURMUR_STREAM_PARAM_ , Stream stream
 MURMUR_KERNEL_DECLS(MURMUR_STREAM_PARAM_)
 #undef MURMUR_STREAM_PARAM_
+
+// Twins of cpu::topk_select and cpu::randk_indices: the same index sets (and
+// values) bit for bit, in increasing index order; they only enqueue. topk:
+// a stable radix sort of (|x| bits, index) pairs, scratch about 16n bytes
+// plus CUB's; the seed is accepted for symmetry and does not change the
+// result (on the CPU it only steers a sampling shortcut). randk: Floyd's draw
+// in one device thread (TODO(perf), fine for k up to ~1e5), then a parallel
+// bitmap-to-index pass; scratch about n/4 bytes plus CUB's.
+Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
+                   std::size_t k, std::uint64_t seed, std::uint32_t* idx, float* vals,
+                   Stream stream);
+Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k,
+                     std::uint64_t seed, std::uint32_t* idx, Stream stream);
 }  // namespace cuda
 #endif
 

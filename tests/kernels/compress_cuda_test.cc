@@ -168,6 +168,93 @@ TEST_F(CudaTwin, PowerSgdMatchesCpu) {
   EXPECT_LT(std::sqrt(num / den), 1e-4);
 }
 
+// The bits of a float vector, so that NaN payloads compare equal.
+std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> b(v.size());
+  if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+// Runs both top-k bodies on x and expects the same indices and values.
+void expect_topk_twins(const std::vector<float>& x, std::size_t k, std::uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << "n=" << x.size() << " k=" << k << " seed=" << seed);
+  const std::size_t n = x.size();
+  std::vector<std::uint32_t> hidx(k);
+  std::vector<float> hvals(k);
+  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::topk_select(s, b, x.data(), n, k, seed, hidx.data(), hvals.data()); }), Status::kOk);
+  DeviceBuffer<float> dx(x), dvals(k);
+  DeviceBuffer<std::uint32_t> didx(k);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::topk_select(s, b, dx.ptr, n, k, seed, didx.ptr, dvals.ptr, nullptr); }), Status::kOk);
+  EXPECT_EQ(didx.host(), hidx);
+  EXPECT_EQ(float_bits(dvals.host()), float_bits(hvals));
+}
+
+TEST_F(CudaTwin, TopkMatchesCpu) {
+  const auto x = randn(100003, 7);
+  for (std::size_t k : {std::size_t(1), std::size_t(10), std::size_t(1000), std::size_t(10000), std::size_t(50001), x.size()})
+    expect_topk_twins(x, k, 11);
+  const auto big = randn((std::size_t(1) << 20) + 7, 8);
+  expect_topk_twins(big, 1049, 12);
+  expect_topk_twins(big, big.size() / 100, 13);
+  expect_topk_twins({-3.5f}, 1, 1);
+  const auto small = randn(65, 9);
+  for (std::size_t k = 0; k <= small.size(); k += 8) expect_topk_twins(small, k, 2);
+}
+
+TEST_F(CudaTwin, TopkTiesMatchCpu) {
+  // Few distinct magnitudes of both signs: the k-th key is shared by many
+  // entries, and the lowest indices among them must win on both bodies.
+  std::mt19937 gen(10);
+  std::uniform_int_distribution<int> level(-3, 3);
+  std::vector<float> x(200003);
+  for (auto& v : x) v = 0.5f * static_cast<float>(level(gen));
+  for (std::size_t k : {std::size_t(1), std::size_t(777), std::size_t(30000), std::size_t(100000), std::size_t(150001)})
+    expect_topk_twins(x, k, 21);
+  // All magnitudes equal, +0.0 and -0.0 the same key.
+  std::vector<float> same(5000);
+  for (std::size_t i = 0; i < same.size(); ++i) same[i] = (i % 3 == 0) ? -1.25f : 1.25f;
+  expect_topk_twins(same, 1, 22);
+  expect_topk_twins(same, 2500, 22);
+  std::vector<float> zeros(4099);
+  for (std::size_t i = 0; i < zeros.size(); ++i) zeros[i] = (i & 1) ? -0.0f : 0.0f;
+  expect_topk_twins(zeros, 17, 23);
+  // inf and NaN: NaN counts above inf, inf above any number.
+  auto special = randn(30011, 24);
+  for (std::size_t i = 0; i < special.size(); i += 97) special[i] = -INFINITY;
+  for (std::size_t i = 5; i < special.size(); i += 131) special[i] = std::nanf("");
+  expect_topk_twins(special, 100, 25);
+  expect_topk_twins(special, 500, 25);
+}
+
+TEST_F(CudaTwin, TopkRejectsLikeCpu) {
+  DeviceBuffer<float> dx(16), dvals(16);
+  DeviceBuffer<std::uint32_t> didx(16);
+  EXPECT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::topk_select(s, b, dx.ptr, 16, 17, 0, didx.ptr, dvals.ptr, nullptr); }), Status::kInvalidArgument);
+  std::size_t bytes = 0;
+  ASSERT_EQ(mk::cuda::topk_select(nullptr, bytes, dx.ptr, 16, 4, 0, didx.ptr, dvals.ptr, nullptr), Status::kOk);
+  ASSERT_GT(bytes, 0u);
+  DeviceBuffer<std::byte> scratch(bytes);
+  std::size_t small = bytes - 1;
+  EXPECT_EQ(mk::cuda::topk_select(scratch.ptr, small, dx.ptr, 16, 4, 0, didx.ptr, dvals.ptr, nullptr), Status::kScratchTooSmall);
+}
+
+TEST_F(CudaTwin, RandkMatchesCpu) {
+  struct Case { std::size_t n, k; std::uint64_t seed; };
+  const Case cases[] = {{1, 1, 0},        {64, 64, 1},         {65, 33, 2},           {1000, 0, 3},
+                        {1000, 1, 4},     {1000, 999, 5},      {100003, 1000, 6},     {100003, 50000, 0xdeadbeefcafef00dull},
+                        {(std::size_t(1) << 20) + 3, 100000, 7}, {5000000, 4096, 8}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "n=" << c.n << " k=" << c.k << " seed=" << c.seed);
+    std::vector<std::uint32_t> hidx(c.k);
+    ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::randk_indices(s, b, c.n, c.k, c.seed, hidx.data()); }), Status::kOk);
+    DeviceBuffer<std::uint32_t> didx(c.k);
+    ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::randk_indices(s, b, c.n, c.k, c.seed, didx.ptr, nullptr); }), Status::kOk);
+    EXPECT_EQ(didx.host(), hidx);
+  }
+  DeviceBuffer<std::uint32_t> didx(8);
+  EXPECT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::randk_indices(s, b, 7, 8, 1, didx.ptr, nullptr); }), Status::kInvalidArgument);
+}
+
 #else
 
 TEST(CudaTwin, Skipped) { GTEST_SKIP() << "built without CUDA (MURMUR_HAVE_CUDA off)"; }
