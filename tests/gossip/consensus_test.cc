@@ -85,6 +85,9 @@ struct ChocoCase {
   int rounds;
 };
 
+// So that ctest and gtest name the case rather than dump its bytes.
+void PrintTo(const ChocoCase& c, std::ostream* os) { *os << c.name; }
+
 class Choco : public ::testing::TestWithParam<ChocoCase> {};
 
 TEST_P(Choco, GetsWithinOnePermilleRelativeError) {
