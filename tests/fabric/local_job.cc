@@ -11,7 +11,8 @@
 
 namespace murmur::testing {
 
-LocalJob::LocalJob(int size, const std::vector<std::string>& args, std::chrono::milliseconds heartbeat_timeout) {
+LocalJob::LocalJob(const std::string& program, int size, const std::vector<std::string>& args,
+                   std::chrono::milliseconds heartbeat_timeout) {
   char dir_template[] = "/tmp/murmur-test-XXXXXX";
   dir_ = ::mkdtemp(dir_template);
   fabric::rendezvous::ServerOptions server_options;
@@ -21,7 +22,7 @@ LocalJob::LocalJob(int size, const std::vector<std::string>& args, std::chrono::
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
   for (int rank = 0; rank < size; ++rank) {
     Subprocess::Options options;
-    options.argv = {std::string(MURMUR_BIN_DIR) + "/tests/fabric/fabric_test_peer", "--rank", std::to_string(rank),
+    options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program, "--rank", std::to_string(rank),
                     "--size", std::to_string(size), "--rendezvous-port", std::to_string(server_->port()),
                     "--token", "test-token"};
     options.argv.insert(options.argv.end(), args.begin(), args.end());

@@ -1,7 +1,7 @@
-// LocalJob: runs N fabric_test_peer processes on this host around an
+// LocalJob: runs N processes of a test peer program on this host around an
 // in-process rendezvous server, for multi-process tests (gloo's
 // MultiProcTest in spirit). Each peer's stdout and stderr go to a file that
-// tests read back.
+// tests read back. Used by the fabric and the gossip tests.
 #pragma once
 
 #include <chrono>
@@ -17,9 +17,11 @@ namespace murmur::testing {
 
 class LocalJob {
  public:
-  // Starts `size` peers with `args` (plus --rank/--size/--rendezvous-port/
-  // --token). heartbeat_timeout is the rendezvous' failure-detection time.
-  LocalJob(int size, const std::vector<std::string>& args,
+  // Starts `size` peers of `program` (a path under the build directory, e.g.
+  // "tests/fabric/fabric_test_peer") with `args` (plus --rank/--size/
+  // --rendezvous-port/--token). heartbeat_timeout is the rendezvous'
+  // failure-detection time.
+  LocalJob(const std::string& program, int size, const std::vector<std::string>& args,
            std::chrono::milliseconds heartbeat_timeout = std::chrono::milliseconds(3000));
   ~LocalJob();
 

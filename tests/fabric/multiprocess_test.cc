@@ -16,6 +16,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
+const std::string kPeerProgram = "tests/fabric/fabric_test_peer";
+
 struct Backend {
   std::string name;      // for test names
   std::string backend;   // --backend
@@ -50,7 +52,7 @@ TEST_P(Exchange, EveryByteArrives) {
                            // A small chunk size makes 1 MiB messages travel as
                            // several pipelined chunks too.
                            "--chunk-bytes", bytes == (std::size_t{1} << 20) ? "262144" : "4194304"});
-  LocalJob job(peers, args);
+  LocalJob job(kPeerProgram, peers, args);
   auto statuses = job.wait_all(300s);
   for (int r = 0; r < peers; ++r) {
     EXPECT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
@@ -77,7 +79,7 @@ std::chrono::steady_clock::duration survivors_report(const Backend& backend, int
                                                      std::chrono::milliseconds heartbeat) {
   auto args = backend_args(backend);
   args.insert(args.end(), {"--mode", "soak", "--heartbeat-ms", std::to_string(heartbeat.count())});
-  LocalJob job(4, args, timeout);
+  LocalJob job(kPeerProgram, 4, args, timeout);
   for (int r = 0; r < 4; ++r) EXPECT_TRUE(job.wait_for_output(r, "ready", 60s)) << job.output(r);
   job.kill(victim, signo);
   const auto hit_at = std::chrono::steady_clock::now();
@@ -97,7 +99,7 @@ std::chrono::steady_clock::duration survivors_report(const Backend& backend, int
 // A rank that cannot open its transport makes the others fail at once, naming
 // it and its reason, instead of waiting out the join timeout.
 TEST(Join, RankThatCannotOpenItsTransportIsNamedByTheOthers) {
-  LocalJob job(3, {"--backend", "libfabric", "--provider", "tcp", "--broken-rank", "1"});
+  LocalJob job(kPeerProgram, 3, {"--backend", "libfabric", "--provider", "tcp", "--broken-rank", "1"});
   const auto started = std::chrono::steady_clock::now();
   auto statuses = job.wait_all(60s);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
@@ -136,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(Loopback, PeerDeath, ::testing::ValuesIn(kBackends),
 // The shaper over a real backend: 10 MiB over lat=2ms,bw=100mbit takes
 // 10 * 2^20 * 8 / 1e8 s + 2 ms = 0.841 s.
 TEST(ShapedLink, TenMebibytesAtHundredMegabitTakesExpectedTime) {
-  LocalJob job(2, {"--backend", "libfabric", "--provider", "tcp", "--mode", "transfer", "--bytes",
+  LocalJob job(kPeerProgram, 2, {"--backend", "libfabric", "--provider", "tcp", "--mode", "transfer", "--bytes",
                    std::to_string(10 << 20), "--profile", "lat=2ms,bw=100mbit"});
   auto statuses = job.wait_all(120s);
   for (int r = 0; r < 2; ++r) ASSERT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/gossip/gossip_job.h"
+#include "tests/fabric/local_job.h"
 
 namespace murmur::testing {
 namespace {
@@ -33,7 +33,7 @@ std::vector<Result> run(std::vector<std::string> args, const std::string& backen
                         const std::string& provider = "tcp", int peers = kPeers) {
   std::vector<std::string> all = {"--backend", backend, "--provider", provider};
   all.insert(all.end(), args.begin(), args.end());
-  GossipJob job(peers, all);
+  LocalJob job("tests/gossip/gossip_test_peer", peers, all);
   auto statuses = job.wait_all(120s);
   std::vector<Result> results(peers);
   for (int r = 0; r < peers; ++r) {
@@ -201,8 +201,8 @@ class Failure : public ::testing::TestWithParam<std::string> {};
 TEST_P(Failure, KilledPeerSurfacesAsPeerErrorNamingIt) {
   const auto heartbeat_timeout = 3000ms;
   const std::string algorithm = GetParam();
-  GossipJob job(
-      kPeers,
+  LocalJob job(
+      "tests/gossip/gossip_test_peer", kPeers,
       {"--backend", "libfabric", "--provider", "tcp", "--heartbeat-ms", "500", "--algorithm", algorithm, "--topology",
        algorithm == "allreduce" ? "none" : "ring", "--steps", "100000000", "--elements", "1000", "--timeout-s", "20"},
       heartbeat_timeout);
