@@ -24,6 +24,17 @@ inline Status launched() {
 
 inline cudaStream_t native(Stream s) { return reinterpret_cast<cudaStream_t>(s); }
 
+// Waits for `st` and reads the device flag that a validating kernel sets
+// when its input is malformed: kMalformed if set, kCudaError if the copy or
+// the stream failed.
+inline Status malformed_flag(const int* device_flag, cudaStream_t st) {
+  int host_flag = 0;
+  if (cudaMemcpyAsync(&host_flag, device_flag, sizeof(int), cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+      cudaStreamSynchronize(st) != cudaSuccess)
+    return Status::kCudaError;
+  return host_flag ? Status::kMalformed : Status::kOk;
+}
+
 // Block-wide sum of a double (blockDim.x == kThreads).
 __device__ inline double block_sum(double v) {
   __shared__ double partial[kThreads / 32];

@@ -91,11 +91,7 @@ Status qsgd_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t
   if (cudaMemsetAsync(bad, 0, sizeof(int), st) != cudaSuccess) return Status::kCudaError;
   dequantize<<<detail::blocks_for((n + 7) / 8), detail::kThreads, 0, st>>>(
       packed, n, s, qsgd_bits(s), norm / static_cast<float>(s), out, bad);
-  int host_bad = 0;
-  if (cudaMemcpyAsync(&host_bad, bad, sizeof(int), cudaMemcpyDeviceToHost, st) != cudaSuccess ||
-      cudaStreamSynchronize(st) != cudaSuccess)
-    return Status::kCudaError;
-  return host_bad ? Status::kMalformed : Status::kOk;
+  return detail::malformed_flag(bad, st);
 }
 
 }  // namespace murmur::kernels::cuda

@@ -42,11 +42,7 @@ Status scatter(void* scratch, std::size_t& scratch_bytes, const std::uint32_t* i
     return Status::kCudaError;
   if (k > 0)
     scatter_kernel<<<detail::blocks_for(k), detail::kThreads, 0, st>>>(idx, vals, k, out, n, bad);
-  int host_bad = 0;
-  if (cudaMemcpyAsync(&host_bad, bad, sizeof(int), cudaMemcpyDeviceToHost, st) != cudaSuccess ||
-      cudaStreamSynchronize(st) != cudaSuccess)
-    return Status::kCudaError;
-  return host_bad ? Status::kMalformed : Status::kOk;
+  return detail::malformed_flag(bad, st);
 }
 
 }  // namespace murmur::kernels::cuda
