@@ -7,6 +7,20 @@ find_package(CapnProto CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+find_package(nlohmann_json 3.10 CONFIG REQUIRED)
+find_package(ZLIB REQUIRED)
+# The CPU models call CBLAS. OpenBLAS is preferred (Debian's reference BLAS
+# is an order of magnitude slower); it runs one thread per peer unless
+# MURMUR_BLAS_THREADS says otherwise (src/peer/model/blas_threads.h).
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(MURMUR_CBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas
+  REQUIRED)
+add_library(murmur_blas INTERFACE)
+add_library(murmur::blas ALIAS murmur_blas)
+target_link_libraries(murmur_blas INTERFACE BLAS::BLAS)
+target_include_directories(murmur_blas SYSTEM INTERFACE ${MURMUR_CBLAS_INCLUDE_DIR})
 
 # Boost 1.74 Asio under g++ 12 in C++20 uses std::exchange in awaitable.hpp
 # without including <utility> (toolchain-notes.md, pitfall 2). Targets that

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libfabric-dev libfabric-bin libibverbs-dev rdma-core
   libboost-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev
   dataset-fashion-mnist
 )
 
