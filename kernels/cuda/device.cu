@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/compress.h"
+#include "kernels/memory.h"
 
 namespace murmur::kernels {
 
@@ -14,6 +15,24 @@ bool cuda_device_available() {
     return false;
   }
   return count > 0;
+}
+
+bool is_device_pointer(const void* p) {
+  if (p == nullptr) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // no driver / no device: nothing is device memory
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+Status copy_device_to_host(void* host, const void* device, std::size_t bytes) {
+  return cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost) == cudaSuccess ? Status::kOk : Status::kCudaError;
+}
+
+Status copy_host_to_device(void* device, const void* host, std::size_t bytes) {
+  return cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? Status::kOk : Status::kCudaError;
 }
 
 }  // namespace murmur::kernels

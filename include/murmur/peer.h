@@ -1,0 +1,148 @@
+// murmur::Peer: the embeddable face of murmur. A trainer hands murmur its
+// parameter tensors, calls step() after each local update, and murmur
+// gossips them with the peer's neighbours in the background. Nothing else of
+// murmur (models, data loaders, launchers) is needed.
+//
+//   murmur::PeerConfig config;             // rank, size, rendezvous: from the
+//   config.algorithm = "choco";            // environment murmur-run, Slurm or
+//   config.compressor = "topk:0.01";       // Open MPI set, unless given here
+//   murmur::Peer peer(config);
+//   peer.add_tensor("weights", w.data(), w.size());
+//   for (...) { sgd_update(w); peer.step(); }
+//   peer.finish();
+//   peer.average(w.data(), w.size());      // exact mean over all peers
+//
+// Membership (each field, when unset in PeerConfig, is taken from the
+// environment in this order):
+//   rank, world size   MURMUR_RANK / MURMUR_WORLD_SIZE, then SLURM_PROCID /
+//                      SLURM_NTASKS, then OMPI_COMM_WORLD_RANK /
+//                      OMPI_COMM_WORLD_SIZE; none of them: a job of one.
+//   rendezvous         MURMUR_RENDEZVOUS ("host:port"). A job of one needs
+//                      none; with host_rendezvous, rank 0 serves it itself.
+//   token, host name   MURMUR_TOKEN, MURMUR_HOST (else gethostname()).
+//   link profile       MURMUR_LINK_PROFILE.
+//
+// Tensors: float32, host or CUDA device memory (told by `kind`, or found out
+// with kAuto). Gossip runs on the concatenation of the registered tensors in
+// registration order; every rank must register the same sizes in the same
+// order (the first step() checks this across ranks and throws naming the
+// ranks that differ). The memory must stay valid until finish() or the
+// destructor, and is read and written only inside Peer calls, on the
+// caller's thread: the background round works on murmur's own copy.
+//
+// Blocking: the constructor blocks until every rank has joined (or
+// join_timeout_s passes). step() blocks only where the algorithm needs its
+// neighbours (see docs/embedding.md). average(), consensus_distance() and
+// averaged_model() are collectives: every rank calls them in the same order.
+//
+// Errors: std::invalid_argument for a configuration that cannot work (named
+// field and value); std::runtime_error for faults of the job: a lost peer
+// (message names its rank and host), a join that timed out, a rendezvous
+// that cannot be reached. After a peer failure every later call rethrows.
+//
+// Thread safety: one thread drives a Peer; stats() may be called from any
+// thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace murmur {
+
+enum class MemoryKind { kAuto, kHost, kDevice };
+
+struct PeerConfig {
+  // Membership (see above). Negative or empty: from the environment.
+  int rank = -1;
+  int world_size = -1;
+  std::string rendezvous;   // "host:port"
+  bool host_rendezvous = false;  // rank 0 serves the rendezvous at that port
+  std::string token;
+  std::string host_name;
+  double join_timeout_s = 120;
+
+  // Gossip.
+  std::string topology = "exponential";  // a generator name (murmur-topo) or a .topo file path
+  int topology_degree = 4;               // random regular graphs
+  double topology_probability = 0.25;    // erdos-renyi
+  std::uint64_t topology_seed = 1;
+  std::string algorithm = "choco";       // dpsgd choco sgp adpsgd allreduce topk-allreduce local-sgd
+  std::string compressor = "topk:0.01";  // choco, topk-allreduce
+  int period = 1;                        // gossip every H-th step
+  double gamma = 0.5;                    // choco consensus step size
+  std::optional<bool> overlap;           // unset: the algorithm's default
+  std::uint64_t seed = 1;
+
+  // Data plane.
+  std::string backend = "libfabric";  // libfabric | asio
+  std::string provider = "auto";      // auto | tcp | shm | verbs
+  std::string link_profile;           // emulated links, e.g. "10gbe"; docs/link-profiles.md
+  double timeout_s = 60;              // a peer silent this long is declared failed
+};
+
+struct PeerLinkStats {
+  int rank = 0;
+  std::string host;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
+};
+
+struct PeerStats {
+  std::uint64_t steps = 0;
+  std::uint64_t rounds = 0;       // gossip rounds completed
+  double wait_seconds = 0;        // caller time blocked in step()/flush()
+  double comm_seconds = 0;        // background time inside rounds
+  std::uint64_t bytes_sent = 0;   // gossip payload, all links (collectives not included)
+  std::uint64_t bytes_received = 0;
+  std::uint64_t collective_bytes_sent = 0;  // average(), consensus_distance(), ...
+  int period = 1;
+  std::string algorithm;
+  std::string compressor;
+  std::vector<PeerLinkStats> links;  // one per peer this rank exchanged with
+};
+
+class Peer final {
+ public:
+  explicit Peer(const PeerConfig& config);
+  // Finishes if finish() was not called (errors are logged, not thrown) and
+  // leaves the job.
+  ~Peer();
+  Peer(const Peer&) = delete;
+  Peer& operator=(const Peer&) = delete;
+
+  int rank() const;
+  int world_size() const;
+  std::string host(int rank) const;
+
+  // Before the first step() only. `count` floats at `data`.
+  void add_tensor(const std::string& name, float* data, std::size_t count, MemoryKind kind = MemoryKind::kAuto);
+  std::size_t parameter_count() const;
+
+  void step();    // after each local update
+  void flush();   // wait for the round in flight and fold it into the tensors
+  void finish();  // leave the gossip; tensors hold this rank's final model
+
+  // Collectives (exact, blocking, outside the gossip).
+  void average(float* data, std::size_t count, MemoryKind kind = MemoryKind::kAuto);
+  double average(double value);
+  // The mean of every rank's registered tensors, into `out` (host memory,
+  // parameter_count() floats). The registered tensors are unchanged.
+  void averaged_model(float* out);
+  // sqrt(mean over ranks of ||x_i - x_mean||^2): how far the peers' models
+  // have drifted apart. Zero for identical models.
+  double consensus_distance();
+
+  PeerStats stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace murmur

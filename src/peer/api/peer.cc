@@ -1,0 +1,302 @@
+// murmur::Peer over Group + FabricCommunicator + a gossip Algorithm, plus an
+// exact ring all-reduce on a second channel for the collectives.
+#include "murmur/peer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "common/log.h"
+#include "fabric/group.h"
+#include "fabric/rendezvous/client.h"
+#include "fabric/rendezvous/server.h"
+#include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/fabric_communicator.h"
+#include "gossip/topology/factory.h"
+#include "peer/api/job_environment.h"
+#include "peer/api/tensor_set.h"
+
+namespace murmur {
+
+namespace {
+
+// Tag channels (gossip/algorithm/communicator.h): one per algorithm instance.
+constexpr std::uint8_t kGossipChannel = 1;
+constexpr std::uint8_t kCollectiveChannel = 2;
+
+bool is_centralized(const std::string& algorithm) {
+  return algorithm == "allreduce" || algorithm == "topk-allreduce" || algorithm == "local-sgd";
+}
+
+std::unique_ptr<gossip::Topology> make_peer_topology(const PeerConfig& config, int world_size) {
+  if (gossip::is_generator(config.topology)) {
+    gossip::TopologySpec spec;
+    spec.kind = config.topology;
+    spec.nodes = world_size;
+    spec.degree = config.topology_degree;
+    spec.probability = config.topology_probability;
+    spec.seed = config.topology_seed;
+    return gossip::make_topology(spec);
+  }
+  return gossip::load_topology(config.topology);
+}
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+}  // namespace
+
+class Peer::Impl {
+ public:
+  explicit Impl(const PeerConfig& config)
+      : config_(config), env_(peer::resolve_job_environment(config, peer::process_environment())) {
+    if (config_.period < 1) throw std::invalid_argument("period " + std::to_string(config_.period) + " must be >= 1");
+    if (env_.world_size == 1) {
+      // A job of one: nothing to gossip with, no network at all. Still build
+      // the algorithm's topology check so that a bad --topology fails here.
+      if (!is_centralized(config_.algorithm) && !gossip::is_generator(config_.topology)) {
+        gossip::load_topology(config_.topology);
+      }
+      return;
+    }
+    if (config_.host_rendezvous && env_.rank == 0) {
+      fabric::rendezvous::ServerOptions server_options;
+      server_options.port = env_.rendezvous_port;
+      server_options.token = env_.token;
+      server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
+    }
+    // Build the topology before joining: a bad file fails fast on every rank.
+    if (!is_centralized(config_.algorithm)) topology_ = make_peer_topology(config_, env_.world_size);
+
+    fabric::GroupOptions group_options;
+    group_options.rank = env_.rank;
+    group_options.size = env_.world_size;
+    group_options.rendezvous_host = env_.rendezvous_host;
+    group_options.rendezvous_port = env_.rendezvous_port;
+    group_options.token = env_.token;
+    group_options.self_host = env_.host_name;
+    group_options.transport.backend = config_.backend;
+    group_options.transport.provider = config_.provider;
+    group_options.link_profile = env_.link_profile;
+    group_options.join_timeout = to_ms(config_.join_timeout_s);
+    group_ = fabric::Group::join(group_options);
+    communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
+
+    gossip::AlgorithmOptions options;
+    options.period = config_.period;
+    options.overlap = config_.overlap;
+    options.compressor = config_.compressor;
+    options.gamma = config_.gamma;
+    options.channel = kGossipChannel;
+    options.timeout_s = config_.timeout_s;
+    options.seed = config_.seed;
+    gossip_ = gossip::make_algorithm(config_.algorithm, options, *communicator_, topology_.get());
+
+    gossip::AlgorithmOptions exact;
+    exact.channel = kCollectiveChannel;
+    exact.average = true;
+    exact.overlap = false;
+    exact.timeout_s = config_.timeout_s;
+    collective_ = gossip::make_algorithm("allreduce", exact, *communicator_, nullptr);
+    peer_log().info("joined as rank {} of {} on {}: {} on {}, compressor {}, period {}", env_.rank, env_.world_size,
+                    env_.host_name, config_.algorithm, topology_ ? topology_->name() : "(all ranks)",
+                    config_.compressor, config_.period);
+  }
+
+  ~Impl() {
+    if (!finished_ && gossip_) {
+      try {
+        finish();
+      } catch (const std::exception& e) {
+        peer_log().warn("leaving without a clean finish: {}", e.what());
+      }
+    }
+    // Algorithms stop their threads before the communicator and the group
+    // they talk through go away.
+    collective_.reset();
+    gossip_.reset();
+    communicator_.reset();
+    group_.reset();
+    server_.reset();
+  }
+
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  std::string host(int rank) const {
+    if (rank < 0 || rank >= env_.world_size) throw std::invalid_argument("no rank " + std::to_string(rank));
+    return group_ ? group_->peers()[rank].host : env_.host_name;
+  }
+
+  void add_tensor(const std::string& name, float* data, std::size_t count, MemoryKind kind) {
+    if (started_) throw std::logic_error("add_tensor('" + name + "') after the first step()");
+    tensors_.add(name, data, count, kind);
+  }
+  std::size_t parameter_count() const { return tensors_.count(); }
+
+  void step() {
+    start();
+    ++steps_;
+    if (!gossip_) return;
+    tensors_.gather();
+    gossip_->step(tensors_.flat());
+    tensors_.scatter();
+  }
+
+  void flush() {
+    start();
+    if (!gossip_) return;
+    tensors_.gather();
+    gossip_->flush(tensors_.flat());
+    tensors_.scatter();
+  }
+
+  void finish() {
+    if (finished_) return;
+    start();
+    finished_ = true;
+    if (!gossip_) return;
+    tensors_.gather();
+    gossip_->finish(tensors_.flat());
+    tensors_.scatter();
+  }
+
+  void average(float* data, std::size_t count, MemoryKind kind) {
+    if (!collective_ || count == 0) return;
+    const bool on_device = peer::resolve_on_device(data, kind, "average()");
+    if (!on_device) {
+      collective_->step({data, count});
+      return;
+    }
+    std::vector<float> host(count);
+    peer::copy_to_host(host.data(), data, count, true);
+    collective_->step(host);
+    peer::copy_from_host(data, host.data(), count, true);
+  }
+
+  // Exact in double: every rank publishes its value under a key of this
+  // collective's sequence number and sums all of them in rank order, so that
+  // every rank gets the identical result.
+  double average(double value) {
+    if (!group_) return value;
+    const std::string prefix = "murmur/peer/mean/" + std::to_string(mean_sequence_++) + "/";
+    char text[64];
+    std::snprintf(text, sizeof(text), "%a", value);
+    auto& control = group_->control();
+    control.set(prefix + std::to_string(env_.rank), text);
+    double sum = 0;
+    for (int r = 0; r < env_.world_size; ++r) {
+      const std::string reply = control.wait(prefix + std::to_string(r), to_ms(config_.timeout_s));
+      char* end = nullptr;
+      const double v = std::strtod(reply.c_str(), &end);
+      if (end == reply.c_str() || *end != '\0' || !std::isfinite(v)) {
+        throw std::runtime_error("rank " + std::to_string(r) + " (" + host(r) + ") sent a malformed value '" + reply +
+                                 "' to average()");
+      }
+      sum += v;
+    }
+    return sum / env_.world_size;
+  }
+
+  void averaged_model(float* out) {
+    start();
+    tensors_.gather();
+    auto flat = tensors_.flat();
+    std::copy(flat.begin(), flat.end(), out);
+    average(out, flat.size(), MemoryKind::kHost);
+  }
+
+  double consensus_distance() {
+    std::vector<float> mean(tensors_.count());
+    averaged_model(mean.data());
+    auto flat = tensors_.flat();
+    double squared = 0;
+    for (std::size_t i = 0; i < flat.size(); ++i) {
+      const double d = static_cast<double>(flat[i]) - mean[i];
+      squared += d * d;
+    }
+    return std::sqrt(average(squared));
+  }
+
+  PeerStats stats() const {
+    PeerStats s;
+    s.steps = steps_;
+    s.period = config_.period;
+    s.algorithm = config_.algorithm;
+    s.compressor = config_.compressor;
+    if (gossip_) {
+      const auto g = gossip_->stats();
+      s.rounds = g.rounds;
+      s.wait_seconds = g.wait_seconds;
+      s.comm_seconds = g.comm_seconds;
+      for (const auto& [rank, link] : g.links) {
+        s.bytes_sent += link.bytes_sent;
+        s.bytes_received += link.bytes_received;
+        s.links.push_back({rank, group_->peers()[rank].host, link.bytes_sent, link.bytes_received,
+                           link.messages_sent, link.messages_received});
+      }
+    }
+    if (collective_) {
+      for (const auto& [rank, link] : collective_->stats().links) s.collective_bytes_sent += link.bytes_sent;
+    }
+    return s;
+  }
+
+ private:
+  // The first step checks that every rank registered the same layout and
+  // runs the same algorithm: a mismatch would otherwise surface as a
+  // truncated message or a silent wrong average.
+  void start() {
+    if (started_) return;
+    if (tensors_.empty()) throw std::logic_error("step() before any add_tensor()");
+    started_ = true;
+    if (!group_) return;
+    const std::string layout = std::to_string(tensors_.count()) + " floats, " + config_.algorithm + ", " +
+                               config_.compressor + ", period " + std::to_string(config_.period);
+    auto& control = group_->control();
+    const std::string prefix = "murmur/peer/layout/";
+    control.set(prefix + std::to_string(env_.rank), layout);
+    for (int r = 0; r < env_.world_size; ++r) {
+      const std::string theirs = control.wait(prefix + std::to_string(r), to_ms(config_.join_timeout_s));
+      if (theirs != layout) {
+        throw std::invalid_argument("rank " + std::to_string(r) + " (" + host(r) + ") registered " + theirs +
+                                    " but rank " + std::to_string(env_.rank) + " registered " + layout +
+                                    " (tensors: " + tensors_.describe() + ")");
+      }
+    }
+  }
+
+  PeerConfig config_;
+  peer::JobEnvironment env_;
+  peer::TensorSet tensors_;
+  std::unique_ptr<fabric::rendezvous::Server> server_;
+  std::unique_ptr<fabric::Group> group_;
+  std::unique_ptr<gossip::FabricCommunicator> communicator_;
+  std::unique_ptr<gossip::Topology> topology_;
+  std::unique_ptr<gossip::Algorithm> gossip_;
+  std::unique_ptr<gossip::Algorithm> collective_;
+  bool started_ = false;
+  bool finished_ = false;
+  std::uint64_t steps_ = 0;
+  std::uint64_t mean_sequence_ = 0;
+};
+
+Peer::Peer(const PeerConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+Peer::~Peer() = default;
+int Peer::rank() const { return impl_->rank(); }
+int Peer::world_size() const { return impl_->world_size(); }
+std::string Peer::host(int rank) const { return impl_->host(rank); }
+void Peer::add_tensor(const std::string& name, float* data, std::size_t count, MemoryKind kind) {
+  impl_->add_tensor(name, data, count, kind);
+}
+std::size_t Peer::parameter_count() const { return impl_->parameter_count(); }
+void Peer::step() { impl_->step(); }
+void Peer::flush() { impl_->flush(); }
+void Peer::finish() { impl_->finish(); }
+void Peer::average(float* data, std::size_t count, MemoryKind kind) { impl_->average(data, count, kind); }
+double Peer::average(double value) { return impl_->average(value); }
+void Peer::averaged_model(float* out) { impl_->averaged_model(out); }
+double Peer::consensus_distance() { return impl_->consensus_distance(); }
+PeerStats Peer::stats() const { return impl_->stats(); }
+
+}  // namespace murmur

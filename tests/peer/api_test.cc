@@ -1,0 +1,175 @@
+// The embeddable Peer: its environment rules and tensor staging in-process,
+// and whole jobs of api_test_peer processes on loopback.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <map>
+#include <regex>
+
+#include "peer/api/job_environment.h"
+#include "peer/api/tensor_set.h"
+#include "tests/fabric/local_job.h"
+
+namespace murmur::peer {
+namespace {
+
+using namespace std::chrono_literals;
+
+EnvironmentLookup from(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(JobEnvironment, AloneWithoutAnyVariables) {
+  auto env = resolve_job_environment({}, from({}));
+  EXPECT_EQ(env.rank, 0);
+  EXPECT_EQ(env.world_size, 1);
+  EXPECT_TRUE(env.rendezvous_host.empty());
+}
+
+TEST(JobEnvironment, MurmurVariablesWinOverSlurmAndOpenMpi) {
+  auto env = resolve_job_environment({}, from({{"MURMUR_RANK", "2"},
+                                               {"MURMUR_WORLD_SIZE", "4"},
+                                               {"SLURM_PROCID", "7"},
+                                               {"SLURM_NTASKS", "8"},
+                                               {"MURMUR_RENDEZVOUS", "node-1:29500"},
+                                               {"MURMUR_TOKEN", "t"},
+                                               {"MURMUR_HOST", "node-3"}}));
+  EXPECT_EQ(env.rank, 2);
+  EXPECT_EQ(env.world_size, 4);
+  EXPECT_EQ(env.rendezvous_host, "node-1");
+  EXPECT_EQ(env.rendezvous_port, 29500);
+  EXPECT_EQ(env.token, "t");
+  EXPECT_EQ(env.host_name, "node-3");
+}
+
+TEST(JobEnvironment, SlurmThenOpenMpi) {
+  auto slurm = resolve_job_environment(
+      {}, from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"MURMUR_RENDEZVOUS", "h:1"}}));
+  EXPECT_EQ(slurm.rank, 5);
+  EXPECT_EQ(slurm.world_size, 8);
+  auto mpi = resolve_job_environment({}, from({{"OMPI_COMM_WORLD_RANK", "1"},
+                                               {"OMPI_COMM_WORLD_SIZE", "2"},
+                                               {"MURMUR_RENDEZVOUS", "h:1"}}));
+  EXPECT_EQ(mpi.rank, 1);
+  EXPECT_EQ(mpi.world_size, 2);
+}
+
+TEST(JobEnvironment, ConfigurationWinsOverEnvironment) {
+  PeerConfig config;
+  config.rank = 0;
+  config.world_size = 2;
+  config.rendezvous = "[::1]:7000";
+  auto env = resolve_job_environment(config, from({{"MURMUR_RANK", "1"}, {"MURMUR_WORLD_SIZE", "2"}}));
+  EXPECT_EQ(env.rank, 0);
+  EXPECT_EQ(env.rendezvous_host, "::1");
+  EXPECT_EQ(env.rendezvous_port, 7000);
+}
+
+void expect_refused(std::map<std::string, std::string> vars, const std::string& expected) {
+  try {
+    resolve_job_environment({}, from(vars));
+    ADD_FAILURE() << "accepted; expected an error containing '" << expected << "'";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+TEST(JobEnvironment, RefusesWhatCannotWorkNamingTheVariable) {
+  expect_refused({{"MURMUR_RANK", "x"}, {"MURMUR_WORLD_SIZE", "2"}}, "MURMUR_RANK='x' is not an integer");
+  expect_refused({{"MURMUR_RANK", "1"}}, "MURMUR_RANK is set but MURMUR_WORLD_SIZE is not");
+  expect_refused({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}, {"MURMUR_RENDEZVOUS", "h:1"}},
+                 "rank 4 is outside 0..3 (from SLURM_PROCID/SLURM_NTASKS)");
+  expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "0"}}, "world size 0");
+  expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "2"}}, "needs a rendezvous");
+  expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "2"}, {"MURMUR_RENDEZVOUS", "nohost"}},
+                 "MURMUR_RENDEZVOUS='nohost': expected host:port");
+  expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "2"}, {"MURMUR_RENDEZVOUS", "h:70000"}},
+                 "port out of range");
+}
+
+TEST(TensorSet, OneHostTensorIsUsedInPlace) {
+  std::vector<float> w(5, 1.0f);
+  TensorSet set;
+  set.add("w", w.data(), w.size(), MemoryKind::kHost);
+  EXPECT_EQ(set.flat().data(), w.data());
+}
+
+TEST(TensorSet, SeveralTensorsGatherAndScatterInOrder) {
+  std::vector<float> a = {1, 2, 3}, b = {4, 5};
+  TensorSet set;
+  set.add("a", a.data(), a.size(), MemoryKind::kAuto);
+  set.add("b", b.data(), b.size(), MemoryKind::kHost);
+  set.gather();
+  auto flat = set.flat();
+  ASSERT_EQ(flat.size(), 5u);
+  EXPECT_EQ(std::vector<float>(flat.begin(), flat.end()), (std::vector<float>{1, 2, 3, 4, 5}));
+  for (auto& x : flat) x *= 10;
+  set.scatter();
+  EXPECT_EQ(a, (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(b, (std::vector<float>{40, 50}));
+  EXPECT_EQ(set.describe(), "a[3] b[2]");
+}
+
+TEST(TensorSet, RefusesBadRegistrations) {
+  std::vector<float> a(3);
+  TensorSet set;
+  EXPECT_THROW(set.add("n", nullptr, 3, MemoryKind::kHost), std::invalid_argument);
+  EXPECT_THROW(set.add("z", a.data(), 0, MemoryKind::kHost), std::invalid_argument);
+  set.add("a", a.data(), 3, MemoryKind::kHost);
+  EXPECT_THROW(set.add("a", a.data(), 3, MemoryKind::kHost), std::invalid_argument);
+}
+
+bool exited_ok(const std::optional<int>& status) { return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0; }
+
+std::map<std::string, std::string> fields(const std::string& output) {
+  std::map<std::string, std::string> out;
+  std::smatch m;
+  std::regex line("ok (.*)");
+  if (!std::regex_search(output, m, line)) return out;
+  std::regex kv("(\\w+)=(\\S+)");
+  std::string rest = m[1];
+  for (std::sregex_iterator it(rest.begin(), rest.end(), kv), end; it != end; ++it) out[(*it)[1]] = (*it)[2];
+  return out;
+}
+
+class PeerJob : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PeerJob, GossipsTwoTensorsToTheMeanAndRunsTheCollectives) {
+  constexpr int kPeers = 4;
+  const std::string algorithm = GetParam();
+  testing::LocalJob job("tests/peer/api_test_peer", kPeers, {"--algorithm", algorithm, "--steps", "300"});
+  auto statuses = job.wait_all(120s);
+  for (int r = 0; r < kPeers; ++r) {
+    ASSERT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
+    auto f = fields(job.output(r));
+    ASSERT_FALSE(f.empty()) << job.output(r);
+    EXPECT_GT(std::stod(f["spread_before"]), 1.0);
+    EXPECT_LT(std::stod(f["spread_after"]), 1e-4) << algorithm;
+    EXPECT_LT(std::stod(f["worst"]), 1e-4) << algorithm;
+    EXPECT_LT(std::stod(f["worst_averaged"]), 1e-4);
+    EXPECT_EQ(std::stod(f["mean_of_ranks"]), 1.5);
+    EXPECT_GT(std::stoull(f["bytes_sent"]), 0u);
+    EXPECT_EQ(f["steps"], "300");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, PeerJob, ::testing::Values("dpsgd", "allreduce"),
+                         [](const auto& info) { return info.param; });
+
+TEST(PeerJob, ALayoutMismatchFailsEveryRankNamingTheRank) {
+  constexpr int kPeers = 3;
+  testing::LocalJob job("tests/peer/api_test_peer", kPeers, {"--mismatch-rank", "2", "--steps", "5"});
+  auto statuses = job.wait_all(120s);
+  for (int r = 0; r < kPeers; ++r) {
+    EXPECT_FALSE(exited_ok(statuses[r])) << job.output(r);
+    EXPECT_NE(job.output(r).find("registered 1011 floats"), std::string::npos) << job.output(r);
+  }
+  EXPECT_NE(job.output(0).find("rank 2 ("), std::string::npos) << job.output(0);
+}
+
+}  // namespace
+}  // namespace murmur::peer

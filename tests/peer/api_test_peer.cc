@@ -1,0 +1,76 @@
+// One rank of a Peer API test job (started by tests/peer/api_test.cc through
+// LocalJob). Uses only the public header murmur/peer.h, as an embedding
+// program would. Each rank holds two tensors filled from its rank, gossips
+// them with --algorithm for --steps steps, and checks the collectives.
+// Prints "ok ..." lines the driver checks; exits 1 with the reason otherwise.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "murmur/peer.h"
+
+int main(int argc, char** argv) {
+  int rank = 0, size = 1, port = 0, steps = 200;
+  std::string token, algorithm = "dpsgd", topology = "ring", compressor = "identity";
+  int mismatch_rank = -1;
+  CLI::App app{"Peer API test peer"};
+  app.add_option("--rank", rank);
+  app.add_option("--size", size);
+  app.add_option("--rendezvous-port", port);
+  app.add_option("--token", token);
+  app.add_option("--algorithm", algorithm);
+  app.add_option("--topology", topology);
+  app.add_option("--compressor", compressor);
+  app.add_option("--steps", steps);
+  app.add_option("--mismatch-rank", mismatch_rank, "this rank registers one float more");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    murmur::PeerConfig config;
+    config.rank = rank;
+    config.world_size = size;
+    config.rendezvous = "127.0.0.1:" + std::to_string(port);
+    config.token = token;
+    config.algorithm = algorithm;
+    config.topology = topology;
+    config.compressor = compressor;
+    config.timeout_s = 30;
+    murmur::Peer peer(config);
+
+    // Rank r holds weights = r + i/1000 and bias = -r: the mean is known.
+    std::vector<float> weights(1000 + (rank == mismatch_rank ? 1 : 0)), bias(10);
+    for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(rank) + i / 1000.0f;
+    for (auto& b : bias) b = -static_cast<float>(rank);
+    peer.add_tensor("weights", weights.data(), weights.size());
+    peer.add_tensor("bias", bias.data(), bias.size(), murmur::MemoryKind::kHost);
+
+    const double spread_before = peer.consensus_distance();
+    for (int s = 0; s < steps; ++s) peer.step();
+    peer.finish();
+    const double spread_after = peer.consensus_distance();
+
+    const double mean_rank = (size - 1) / 2.0;
+    double worst = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) worst = std::max(worst, std::fabs(weights[i] - (mean_rank + i / 1000.0)));
+    for (float b : bias) worst = std::max(worst, std::fabs(b + mean_rank));
+
+    std::vector<float> averaged(peer.parameter_count());
+    peer.averaged_model(averaged.data());
+    double worst_averaged = 0;
+    for (std::size_t i = 0; i < 1000; ++i)
+      worst_averaged = std::max(worst_averaged, std::fabs(averaged[i] - (mean_rank + i / 1000.0)));
+
+    const double mean_of_ranks = peer.average(static_cast<double>(rank));
+    const auto stats = peer.stats();
+    std::printf("ok rank=%d spread_before=%.6g spread_after=%.6g worst=%.3g worst_averaged=%.3g mean_of_ranks=%.17g "
+                "bytes_sent=%llu links=%zu steps=%llu host0=%s\n",
+                peer.rank(), spread_before, spread_after, worst, worst_averaged, mean_of_ranks,
+                static_cast<unsigned long long>(stats.bytes_sent), stats.links.size(),
+                static_cast<unsigned long long>(stats.steps), peer.host(0).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "api_test_peer rank %d: %s\n", rank, e.what());
+    return 1;
+  }
+}
