@@ -1,0 +1,52 @@
+// run_job: murmur-run's work once its flags are parsed. It hosts the
+// rendezvous, starts every rank (here, or through the ssh template), relays
+// their output, follows their events, and stops them all when one fails,
+// when the timeout passes or when murmur-run gets SIGINT/SIGTERM/SIGHUP.
+//
+// Blocking: runs until every peer has been reaped and its pipes closed.
+// Signals: blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD in the calling thread
+// and reads them from a signalfd; call it before any other thread starts
+// (each thread must have them blocked, or the default action may kill the
+// process while peers run). SIGPIPE is ignored so that a closed stdout is an
+// error, not an orphaned job. Peers start with the default dispositions.
+// Ownership: every peer leads its own process group; no path out of run_job
+// leaves a group member behind that the launcher could reach (remote
+// programs lose their ssh connection and the rendezvous instead).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "peer/launcher/hostfile.h"
+#include "peer/launcher/remote_command.h"
+
+namespace murmur::launcher {
+
+struct LaunchOptions {
+  int np = 1;
+  std::vector<HostSlots> hosts;   // empty: np peers on this host
+  std::string hosts_source;       // names the host list in messages
+  std::string profile;            // MURMUR_LINK_PROFILE; empty: not set
+  std::string summary_path;       // empty: no summary file
+  std::string ssh_template = kDefaultSshTemplate;
+  std::string rendezvous_host;    // advertised to remote peers; empty: this host's name
+  double timeout_seconds = 0;     // whole job; 0: none
+  double kill_grace_seconds = 3;  // SIGTERM, then SIGKILL after this
+  std::string token;              // empty: a random one
+  std::vector<std::string> command;
+  bool live_progress = false;     // one redrawn progress line (stdout is a terminal)
+};
+
+// murmur-run's exit statuses besides 128 + signal number.
+namespace exit_status {
+inline constexpr int kOk = 0;
+inline constexpr int kPeerFailed = 1;
+inline constexpr int kUsage = 2;
+inline constexpr int kTimeout = 124;
+}  // namespace exit_status
+
+// Runs the job; returns murmur-run's exit status. Throws SlotError (np over
+// the slots) and TemplateError (bad --ssh) before starting anything.
+int run_job(const LaunchOptions& options);
+
+}  // namespace murmur::launcher

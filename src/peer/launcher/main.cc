@@ -1,0 +1,127 @@
+// murmur-run: starts a murmur job (like mpirun or horovodrun).
+//
+//   murmur-run -np 4 -- ./murmur-peer --epochs 5
+//   murmur-run -np 8 --hostfile hosts.txt --summary run.json -- ./murmur-peer
+//
+// See docs/launcher.md.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "peer/launcher/hostfile.h"
+#include "peer/launcher/job.h"
+#include "peer/launcher/job_plan.h"
+#include "peer/launcher/remote_command.h"
+
+namespace {
+
+using murmur::launcher::exit_status::kUsage;
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "murmur-run: %s\n", message.c_str());
+  return kUsage;
+}
+
+// mpirun and horovodrun spell it "-np"; CLI11 wants one letter after a single
+// dash, so "-np" becomes "--np" (only before the program).
+std::vector<std::string> normalise_arguments(int argc, char** argv) {
+  std::vector<std::string> args;
+  bool program = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") program = true;
+    if (!program && (a == "-np" || a.rfind("-np=", 0) == 0)) a = "-" + a;
+    args.push_back(a);
+  }
+  return args;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  murmur::launcher::LaunchOptions options;
+  std::string hostfile, host_list;
+  CLI::App app{"murmur-run -np N [options] -- PROGRAM ARGS...\n"
+               "Starts a murmur job: N peers here or on the hosts given, a rendezvous for them, their output\n"
+               "prefixed by rank, progress, a result table and an optional JSON summary.",
+               "murmur-run"};
+  app.add_option("-n,--np", options.np, "number of peers (ranks); -np works too. Default: the slots of the hosts")
+      ->check(CLI::Range(1, 1 << 20));
+  auto* file_opt = app.add_option("--hostfile", hostfile,
+                                  "hostfile: 'host slots=N', 'host:N' or 'host' per line, '#' comments. "
+                                  "Default: all peers on this host");
+  app.add_option("-H,--hosts", host_list, "hosts as h1:4,h2:4 (slots after ':', default 1)")->excludes(file_opt);
+  app.add_option("--profile", options.profile,
+                 "link emulation profile for every peer (MURMUR_LINK_PROFILE), e.g. 10gbe. Default: none");
+  app.add_option("--summary", options.summary_path, "write a JSON summary of the results here. Default: none");
+  app.add_option("--ssh", options.ssh_template,
+                 "command that starts a peer on another host; {host} and {command} are replaced")
+      ->capture_default_str();
+  app.add_option("--rendezvous-host", options.rendezvous_host,
+                 "address remote peers reach this launcher at. Default: this host's name");
+  app.add_option("--timeout", options.timeout_seconds, "stop the whole job after this many seconds; 0: never")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--kill-grace", options.kill_grace_seconds,
+                 "seconds between SIGTERM and SIGKILL when stopping peers")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--token", options.token, "rendezvous token (MURMUR_TOKEN). Default: a random one");
+  // The program and its arguments: everything after "--" (or after the first
+  // word that is not one of ours).
+  app.prefix_command();
+  app.footer("Exit status: 0 when every peer succeeded, 1 when a peer failed or could not start, 2 for bad\n"
+             "flags or hosts, 124 after --timeout, 128+N after signal N. See docs/launcher.md.");
+
+  auto args = normalise_arguments(argc, argv);
+  std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(std::string(e.what()) + " (see --help)");
+  }
+  // prefix_command() also stops at a flag it does not know: that is a typo
+  // unless "--" came first.
+  options.command = app.remaining();
+  if (!options.command.empty() && options.command.front() == "--") {
+    options.command.erase(options.command.begin());
+  } else if (!options.command.empty() && options.command.front().starts_with("-")) {
+    return usage_error("unknown flag '" + options.command.front() + "' (the program and its arguments go after --)");
+  }
+  if (options.command.empty()) {
+    return usage_error("no program to run (usage: murmur-run -np N [options] -- PROGRAM ARGS...)");
+  }
+
+  try {
+    if (!hostfile.empty()) {
+      options.hosts = murmur::launcher::read_hostfile(hostfile);
+      options.hosts_source = hostfile;
+    } else if (!host_list.empty()) {
+      options.hosts = murmur::launcher::parse_host_list(host_list);
+      options.hosts_source = "-H";
+    }
+    if (app.count("--np") == 0) {
+      if (options.hosts.empty()) return usage_error("-np is required when no --hostfile or -H is given");
+      options.np = 0;
+      for (const auto& h : options.hosts) options.np += h.slots;
+    }
+    options.live_progress = ::isatty(STDOUT_FILENO) == 1;
+    return murmur::launcher::run_job(options);
+  } catch (const murmur::launcher::HostfileError& e) {
+    return usage_error(e.what());
+  } catch (const murmur::launcher::SlotError& e) {
+    return usage_error(e.what());
+  } catch (const murmur::launcher::TemplateError& e) {
+    return usage_error(e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "murmur-run: %s\n", e.what());
+    return murmur::launcher::exit_status::kPeerFailed;
+  }
+}

@@ -1,0 +1,80 @@
+// Machine-readable event lines between a murmur peer and murmur-run.
+//
+// A peer prints one line "@murmur <json object>" on stdout (or stderr) per
+// event; murmur-run reads them from the peer's pipe, does not echo them, and
+// builds its progress display, result table and --summary from them.
+//
+//   {"event":"progress","rank":r,"epoch":e,"epochs":E,"step":s,"steps":S,
+//    "loss":x,"accuracy":a,"bytes_sent":b}
+//   {"event":"result","rank":r,"test_accuracy":a,
+//    "average_model_test_accuracy":a_or_null,"bytes_sent":b,
+//    "bytes_received":b,"wall_seconds":t, ...any other keys}
+//
+// Epochs and steps count from 1 (step s of S finished); accuracies are
+// fractions in [0, 1]; bytes are payload bytes this peer sent or received;
+// loss and accuracy may be null (NaN) when there is nothing to report yet.
+// Pipes are block-buffered: peers flush after each event (emit_event does).
+//
+// Pure functions except emit_event (writes and flushes a FILE*); all are
+// thread-safe on distinct arguments.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace murmur::launcher {
+
+inline constexpr std::string_view kEventPrefix = "@murmur ";
+
+// A line that starts with the prefix but does not hold a valid event.
+class EventError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ProgressEvent {
+  int rank = 0;
+  int epoch = 0;
+  int epochs = 0;
+  std::int64_t step = 0;
+  std::int64_t steps = 0;
+  double loss = 0;      // NaN when unknown
+  double accuracy = 0;  // NaN when unknown
+  std::uint64_t bytes_sent = 0;
+};
+
+// The result keys murmur-run reads; the object itself may hold more.
+struct ResultEvent {
+  int rank = 0;
+  double test_accuracy = 0;                  // NaN when absent or null
+  double average_model_test_accuracy = 0;    // NaN when null
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  double wall_seconds = 0;
+};
+
+// "@murmur " followed by the compact JSON of `event`, without a newline.
+// Throws std::invalid_argument unless `event` is an object with a string
+// "event" key.
+std::string format_event(const nlohmann::json& event);
+// Writes format_event(event) and '\n' to `out` and flushes it.
+void emit_event(const nlohmann::json& event, std::FILE* out = stdout);
+
+nlohmann::json to_json(const ProgressEvent& progress);
+// Without extra keys; add them to the returned object before emitting.
+nlohmann::json to_json(const ResultEvent& result);
+
+bool is_event_line(std::string_view line);
+// Parses an event line (prefix included). Throws EventError saying what is
+// wrong (not JSON, not an object, no "event" key).
+nlohmann::json parse_event(std::string_view line);
+// Read the typed fields; throw EventError naming the missing or mistyped key.
+ProgressEvent progress_from_json(const nlohmann::json& event);
+ResultEvent result_from_json(const nlohmann::json& event);
+
+}  // namespace murmur::launcher

@@ -1,0 +1,143 @@
+// The peer program of the murmur-run tests (launcher_test.cc). It reads the
+// MURMUR_* environment murmur-run gives it and, as its flags ask:
+//   prints "hello from rank R of W local LR/LS host H launcher L cwd C
+//   profile P" on stdout and "stderr line from rank R" on stderr;
+//   --pid-dir D      writes its pid to D/rank<R>.pid (and with --spawn-child
+//                    starts `sleep 60` in its process group, pid in
+//                    D/child<R>.pid);
+//   --join           joins the real group through MURMUR_RENDEZVOUS and
+//                    MURMUR_TOKEN and passes a barrier;
+//   --events         emits two epochs of progress events and a result event;
+//   --fail-rank R    rank R prints "rank R failing on purpose" on stderr and
+//                    exits with --exit-code (after the join, when asked);
+//   --sleep S        then sleeps S seconds (--ignore-term: through SIGTERM);
+// and ends with "bye from rank R" without a newline.
+#include <CLI/CLI.hpp>
+
+#include <spawn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "fabric/group.h"
+#include "peer/launcher/peer_events.h"
+
+extern char** environ;
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+int env_int(const char* name) {
+  auto v = env(name);
+  if (v.empty()) throw std::runtime_error(std::string(name) + " is not set");
+  return std::stoi(v);
+}
+
+// Written whole under its final name, so a test never reads half a pid.
+void write_pid(const std::string& dir, const std::string& name, pid_t pid) {
+  auto path = dir + "/" + name, temp = path + ".tmp";
+  std::ofstream(temp) << pid << "\n";
+  std::filesystem::rename(temp, path);
+}
+
+pid_t spawn_sleeper() {
+  pid_t pid = -1;
+  char* argv[] = {const_cast<char*>("sleep"), const_cast<char*>("60"), nullptr};
+  if (posix_spawnp(&pid, "sleep", nullptr, nullptr, argv, environ) != 0) throw std::runtime_error("cannot spawn sleep");
+  return pid;
+}
+
+void join_group(int rank, int size) {
+  auto address = env("MURMUR_RENDEZVOUS");
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos) throw std::runtime_error("MURMUR_RENDEZVOUS='" + address + "' is not host:port");
+  murmur::fabric::GroupOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.rendezvous_host = address.substr(0, colon);
+  options.rendezvous_port = static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1)));
+  options.token = env("MURMUR_TOKEN");
+  options.join_timeout = std::chrono::seconds(20);
+  auto group = murmur::fabric::Group::join(options);
+  group->barrier("launcher-test/joined", std::chrono::seconds(20));
+  std::printf("joined group of %d\n", group->size());
+}
+
+void emit_events(int rank) {
+  using murmur::launcher::emit_event;
+  for (int epoch = 1; epoch <= 2; ++epoch) {
+    for (int step = 1; step <= 3; ++step) {
+      murmur::launcher::ProgressEvent p{rank, epoch, 2, step, 3, 1.0 / (epoch * step), 0.1 * step,
+                                        static_cast<std::uint64_t>(1000 * (rank + 1) * step)};
+      emit_event(to_json(p));
+    }
+  }
+  // Rank 0 has no averaged model (null); the others agree on 0.9.
+  murmur::launcher::ResultEvent r{rank, 0.5 + rank / 100.0,
+                                  rank == 0 ? std::numeric_limits<double>::quiet_NaN() : 0.9,
+                                  static_cast<std::uint64_t>(1000 * (rank + 1)),
+                                  static_cast<std::uint64_t>(2000 * (rank + 1)), 0.25};
+  auto event = to_json(r);
+  event["model"] = "test";
+  emit_event(event);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"launcher_test_peer"};
+  std::string pid_dir;
+  bool spawn_child = false, join = false, events = false, ignore_term = false;
+  int fail_rank = -1, exit_code = 3;
+  double sleep_seconds = 0;
+  app.add_option("--pid-dir", pid_dir);
+  app.add_flag("--spawn-child", spawn_child);
+  app.add_flag("--join", join);
+  app.add_flag("--events", events);
+  app.add_option("--fail-rank", fail_rank);
+  app.add_option("--exit-code", exit_code);
+  app.add_option("--sleep", sleep_seconds);
+  app.add_flag("--ignore-term", ignore_term);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (ignore_term) std::signal(SIGTERM, SIG_IGN);
+    const int rank = env_int("MURMUR_RANK"), size = env_int("MURMUR_WORLD_SIZE");
+    std::printf("hello from rank %d of %d local %d/%d host %s launcher %s cwd %s profile %s\n", rank, size,
+                env_int("MURMUR_LOCAL_RANK"), env_int("MURMUR_LOCAL_SIZE"), env("MURMUR_HOST").c_str(),
+                env("MURMUR_LAUNCHER").c_str(), std::filesystem::current_path().c_str(),
+                std::getenv("MURMUR_LINK_PROFILE") ? env("MURMUR_LINK_PROFILE").c_str() : "(unset)");
+    std::fflush(stdout);
+    std::fprintf(stderr, "stderr line from rank %d\n", rank);
+    if (!pid_dir.empty()) {
+      if (spawn_child) write_pid(pid_dir, "child" + std::to_string(rank) + ".pid", spawn_sleeper());
+      write_pid(pid_dir, "rank" + std::to_string(rank) + ".pid", ::getpid());
+    }
+    if (join) join_group(rank, size);
+    if (events) emit_events(rank);
+    if (rank == fail_rank) {
+      std::fprintf(stderr, "rank %d failing on purpose\n", rank);
+      return exit_code;
+    }
+    if (sleep_seconds > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(sleep_seconds));
+    }
+    std::printf("bye from rank %d", rank);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "launcher_test_peer: %s\n", e.what());
+    return 1;
+  }
+}
