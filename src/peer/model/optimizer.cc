@@ -1,0 +1,26 @@
+#include "peer/model/optimizer.h"
+
+#include "common/check.h"
+#include "peer/model/ops.h"
+
+namespace murmur::model {
+
+SgdOptimizer::SgdOptimizer(std::size_t parameters, Device device, SgdOptions options)
+    : options_(options), ops_(detail::make_ops(device)) {
+  momentum_ = {ops_->allocate_array<float>(parameters), parameters};
+}
+
+SgdOptimizer::~SgdOptimizer() = default;
+
+void SgdOptimizer::step(std::span<float> params, std::span<const float> grads, double learning_rate) {
+  MURMUR_CHECK_EQ(params.size(), momentum_.size());
+  MURMUR_CHECK_EQ(grads.size(), momentum_.size());
+  ops_->sgd_momentum(params.data(), grads.data(), momentum_.data(), momentum_.size(),
+                     static_cast<float>(learning_rate), static_cast<float>(options_.momentum),
+                     static_cast<float>(options_.weight_decay), options_.nesterov);
+  ops_->synchronize();
+}
+
+std::span<float> SgdOptimizer::momentum() { return momentum_; }
+
+}  // namespace murmur::model
