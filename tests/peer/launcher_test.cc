@@ -249,6 +249,14 @@ TEST_F(Launcher, TheTimeoutStopsPeersThatIgnoreSigterm) {
   expect_all_dead(2);
 }
 
+TEST_F(Launcher, ABackgroundChildHoldingTheOutputIsKilledAfterTheGrace) {
+  // The peer exits 0 at once; the child it leaves keeps the stdout pipe open.
+  auto script = "sleep 30 & echo $! > '" + pid_dir() + "/child0.pid'; echo started";
+  EXPECT_EQ(run({"-np", "1", "--kill-grace", "0.3", "--", "/bin/sh", "-c", script}), 0) << err();
+  EXPECT_NE(out().find("[0] started\n"), std::string::npos) << out();
+  expect_all_dead(1);
+}
+
 TEST_F(Launcher, FlagErrorsAreOneLineAndExitTwo) {
   EXPECT_EQ(run({"-np", "2"}), 2);
   EXPECT_EQ(err(), "murmur-run: no program to run (usage: murmur-run -np N [options] -- PROGRAM ARGS...)\n");

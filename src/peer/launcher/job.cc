@@ -1,7 +1,6 @@
 #include "peer/launcher/job.h"
 
 #include <poll.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include "peer/launcher/line_buffer.h"
 #include "peer/launcher/peer_events.h"
 #include "peer/launcher/report.h"
+#include "peer/launcher/signal_fd.h"
 
 namespace murmur::launcher {
 
@@ -43,36 +43,6 @@ std::string random_token() {
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
-
-// Blocks the signals run_job reads from a signalfd; restores the mask and
-// closes the fd on the way out.
-class SignalFd {
- public:
-  SignalFd() {
-    sigemptyset(&set_);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set_, s);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    fd_ = ::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (fd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
-  }
-  ~SignalFd() {
-    ::close(fd_);
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SignalFd(const SignalFd&) = delete;
-  SignalFd& operator=(const SignalFd&) = delete;
-  int fd() const { return fd_; }
-  // The next pending signal, or 0.
-  int next() {
-    signalfd_siginfo info{};
-    ssize_t n = ::read(fd_, &info, sizeof(info));
-    return n == static_cast<ssize_t>(sizeof(info)) ? static_cast<int>(info.ssi_signo) : 0;
-  }
-
- private:
-  sigset_t set_{}, old_{};
-  int fd_ = -1;
-};
 
 class Job {
  public:
@@ -116,6 +86,10 @@ class Job {
   void signal_all(int signo);
   bool any_running() const;
   bool has_open_stream(const Peer& peer) const { return peer.out.fd >= 0 || peer.err.fd >= 0; }
+  std::optional<Clock::time_point> next_wake() const;
+  // Waits (poll) for output, a signal or the next deadline, and handles them.
+  void poll_once(SignalFd& signals, std::optional<Clock::time_point> wake);
+  void check_deadlines(Clock::time_point now);
   int finish(Clock::time_point start);
 
   const LaunchOptions& options_;
@@ -126,8 +100,13 @@ class Job {
   std::string token_;
   Stop stop_ = Stop::kNone;
   int stop_signal_ = 0;
-  std::optional<Clock::time_point> kill_at_;
+  std::optional<Clock::time_point> job_deadline_;  // --timeout
+  std::optional<Clock::time_point> kill_at_;       // SIGKILL after the grace
   bool killed_ = false;
+  // Peers gone but pipes still open (a descendant holds them): when to kill
+  // their groups, then when to stop waiting for the pipes.
+  std::optional<Clock::time_point> drain_deadline_;
+  bool drain_killed_ = false;
 };
 
 void Job::start_rendezvous() {
@@ -289,8 +268,70 @@ void Job::read_stream(Peer& peer, Stream& stream) {
   while (auto line = stream.lines.next_line()) handle_line(peer, stream, *line);
 }
 
+std::optional<Clock::time_point> Job::next_wake() const {
+  std::optional<Clock::time_point> wake = console_.redraw_due();
+  auto earliest = [&](std::optional<Clock::time_point> t) {
+    if (t && (!wake || *t < *wake)) wake = t;
+  };
+  if (stop_ == Stop::kNone) earliest(job_deadline_);
+  if (!killed_) earliest(kill_at_);
+  earliest(drain_deadline_);
+  return wake;
+}
+
+void Job::poll_once(SignalFd& signals, std::optional<Clock::time_point> wake) {
+  std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
+  std::vector<std::pair<Peer*, Stream*>> owners{{nullptr, nullptr}};
+  for (auto& p : peers_) {
+    for (Stream* s : {&p.out, &p.err}) {
+      if (s->fd < 0) continue;
+      fds.push_back({s->fd, POLLIN, 0});
+      owners.emplace_back(&p, s);
+    }
+  }
+  int timeout_ms = -1;
+  if (wake) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake - Clock::now()).count();
+    timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
+  }
+  int n = ::poll(fds.data(), fds.size(), timeout_ms);
+  if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+  if (n <= 0) return;
+  if (fds[0].revents) {
+    bool child = false;
+    while (int signo = signals.next()) {
+      if (signo == SIGCHLD) child = true;
+      else stop(Stop::kSignal, signo);
+    }
+    if (child) reap();
+  }
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents) read_stream(*owners[i].first, *owners[i].second);
+  }
+}
+
+void Job::check_deadlines(Clock::time_point now) {
+  if (stop_ == Stop::kNone && job_deadline_ && now >= *job_deadline_) stop(Stop::kTimeout, SIGTERM);
+  if (!killed_ && kill_at_ && now >= *kill_at_) {
+    signal_all(SIGKILL);
+    killed_ = true;
+  }
+  if (!drain_deadline_ || now < *drain_deadline_) return;
+  if (!drain_killed_) {
+    signal_all(SIGKILL);
+    drain_killed_ = true;
+    drain_deadline_ = now + std::chrono::seconds(1);
+    return;
+  }
+  for (auto& p : peers_) {  // nothing more will come that is worth waiting for
+    for (Stream* s : {&p.out, &p.err}) {
+      if (s->fd >= 0) close_stream(p, *s);
+    }
+  }
+}
+
 int Job::run() {
-  SignalFd signals;
+  SignalFd signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
   std::signal(SIGPIPE, SIG_IGN);
   start_rendezvous();
   const auto start = Clock::now();
@@ -300,78 +341,18 @@ int Job::run() {
       break;
     }
   }
-  std::optional<Clock::time_point> job_deadline;
-  if (options_.timeout_seconds > 0) job_deadline = start + seconds(options_.timeout_seconds);
-  // Peers gone but pipes still open (a descendant holds them): how long to
-  // wait before killing their groups, then before giving up on the pipes.
-  std::optional<Clock::time_point> drain_deadline;
-  bool drain_killed = false;
-
+  if (options_.timeout_seconds > 0) job_deadline_ = start + seconds(options_.timeout_seconds);
   for (;;) {
     bool open = false;
     for (const auto& p : peers_) open = open || has_open_stream(p);
     const bool running = any_running();
     if (!running && !open) break;
-    if (!running && !drain_deadline) drain_deadline = Clock::now() + seconds(options_.kill_grace_seconds);
-
-    std::optional<Clock::time_point> wake = console_.redraw_due();
-    auto earliest = [&](std::optional<Clock::time_point> t) {
-      if (t && (!wake || *t < *wake)) wake = t;
-    };
-    if (stop_ == Stop::kNone) earliest(job_deadline);
-    if (!killed_) earliest(kill_at_);
-    earliest(drain_deadline);
-
-    std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
-    std::vector<std::pair<Peer*, Stream*>> owners{{nullptr, nullptr}};
-    for (auto& p : peers_) {
-      for (Stream* s : {&p.out, &p.err}) {
-        if (s->fd < 0) continue;
-        fds.push_back({s->fd, POLLIN, 0});
-        owners.emplace_back(&p, s);
-      }
-    }
-    int timeout_ms = -1;
-    if (wake) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake - Clock::now()).count();
-      timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
-    }
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
-
-    if (n > 0 && fds[0].revents) {
-      bool child = false;
-      while (int signo = signals.next()) {
-        if (signo == SIGCHLD) child = true;
-        else stop(Stop::kSignal, signo);
-      }
-      if (child) reap();
-    }
-    for (std::size_t i = 1; n > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents) read_stream(*owners[i].first, *owners[i].second);
-    }
-
+    if (!running && !drain_deadline_) drain_deadline_ = Clock::now() + seconds(options_.kill_grace_seconds);
+    poll_once(signals, next_wake());
     console_.flush();
     const auto now = Clock::now();
     console_.redraw(now);
-    if (stop_ == Stop::kNone && job_deadline && now >= *job_deadline) stop(Stop::kTimeout, SIGTERM);
-    if (!killed_ && kill_at_ && now >= *kill_at_) {
-      signal_all(SIGKILL);
-      killed_ = true;
-    }
-    if (drain_deadline && now >= *drain_deadline) {
-      if (!drain_killed) {
-        signal_all(SIGKILL);
-        drain_killed = true;
-        drain_deadline = now + std::chrono::seconds(1);
-      } else {
-        for (auto& p : peers_) {
-          for (Stream* s : {&p.out, &p.err}) {
-            if (s->fd >= 0) close_stream(p, *s);
-          }
-        }
-      }
-    }
+    check_deadlines(now);
   }
   return finish(start);
 }
