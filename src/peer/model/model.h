@@ -7,7 +7,10 @@
 // call allocates. parameters() and gradients() are views into the model's
 // own memory, valid for the model's lifetime.
 // Blocking: every call runs to completion on the calling thread (the CUDA
-// model waits for its stream before returning results).
+// model works on its own stream and waits for it before returning, so its
+// buffers are complete for any other stream afterwards). The CUDA model
+// lives on the device current when make_model is called (cudaSetDevice
+// first to choose another).
 // Threads: a Model is not thread-safe; use one from one thread at a time.
 #pragma once
 

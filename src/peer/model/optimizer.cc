@@ -8,6 +8,7 @@ namespace murmur::model {
 SgdOptimizer::SgdOptimizer(std::size_t parameters, Device device, SgdOptions options)
     : options_(options), ops_(detail::make_ops(device)) {
   momentum_ = {ops_->allocate_array<float>(parameters), parameters};
+  ops_->synchronize();  // zero before a checkpoint reads it
 }
 
 SgdOptimizer::~SgdOptimizer() = default;

@@ -58,6 +58,7 @@ class SequentialModel final : public Model {
     // The first layer's input gradient is never computed, so its input size
     // does not count.
     for (auto& g : grad_) g = ops_->allocate_array<float>(batch * largest);
+    ops_->synchronize();  // the zero fills are done before anyone reads the buffers
   }
 
   std::string name() const override { return spec_.name; }
