@@ -73,7 +73,7 @@ struct PeerConfig {
   std::string algorithm = "choco";       // dpsgd choco sgp adpsgd allreduce topk-allreduce local-sgd
   std::string compressor = "topk:0.01";  // choco, topk-allreduce
   int period = 1;                        // gossip every H-th step
-  double gamma = 0.5;                    // choco consensus step size
+  double gamma = 0.1;                    // choco consensus step size, (0, 1]
   std::optional<bool> overlap;           // unset: the algorithm's default
   std::uint64_t seed = 1;
 

@@ -190,8 +190,8 @@ class Peer::Impl {
       char* end = nullptr;
       const double v = std::strtod(reply.c_str(), &end);
       if (end == reply.c_str() || *end != '\0' || !std::isfinite(v)) {
-        throw std::runtime_error("rank " + std::to_string(r) + " (" + host(r) + ") sent a malformed value '" + reply +
-                                 "' to average()");
+        throw std::runtime_error("rank " + std::to_string(r) + " (" + host(r) + ") contributed '" + reply +
+                                 "' to average(), not a finite number");
       }
       sum += v;
     }

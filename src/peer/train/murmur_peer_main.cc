@@ -1,0 +1,107 @@
+// murmur-peer: one training peer. Launch N of them with murmur-run (or srun,
+// or mpirun); each reads its rank from its flags or its launcher's
+// environment (include/murmur/peer.h says which variables, in which order).
+//
+//   murmur-run -np 8 -- murmur-peer --algorithm choco --compress topk:0.01 \
+//       --topology exponential --model mlp --epochs 5
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "gossip/algorithm/algorithm.h"
+#include "peer/model/blas_threads.h"
+#include "peer/train/trainer.h"
+
+int main(int argc, char** argv) {
+  murmur::train::TrainOptions o;
+  auto& p = o.peer;
+  std::string schedule = "fixed";
+  int blas_threads = 0;
+  CLI::App app{"murmur-peer: one peer of a murmur training job (docs/training.md)"};
+  app.get_formatter()->column_width(34);
+
+  auto* gossip = "Gossip";
+  app.add_option("--topology", p.topology, "graph: a generator (murmur-topo --help) or a .topo file")
+      ->capture_default_str()->group(gossip);
+  app.add_option("--degree", p.topology_degree, "degree of --topology random")->capture_default_str()->group(gossip);
+  app.add_option("--topology-seed", p.topology_seed, "seed of random topologies")->capture_default_str()->group(gossip);
+  app.add_option("--algorithm", p.algorithm, "dpsgd, choco, sgp, adpsgd, allreduce, topk-allreduce, local-sgd")
+      ->capture_default_str()->group(gossip);
+  app.add_option("--compress", p.compressor, "compressor for choco / topk-allreduce (docs/compressors.md)")
+      ->capture_default_str()->group(gossip);
+  app.add_option("--period", p.period, "gossip every H-th step")->check(CLI::Range(1, 1000000))
+      ->capture_default_str()->group(gossip);
+  app.add_option("--gamma", p.gamma, "choco consensus step size, in (0, 1]")->capture_default_str()->group(gossip);
+  app.add_option("--schedule", schedule, "period and compression schedule: fixed (the flags above)")
+      ->check(CLI::IsMember({"fixed"}))->capture_default_str()->group(gossip);
+
+  auto* training = "Training";
+  app.add_option("--model", o.model, "mlp, mlp:H1,H2,..., cnn or logreg")->capture_default_str()->group(training);
+  app.add_option("--device", o.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str()->group(training);
+  app.add_option("--data-dir", o.data_dir,
+                 "Fashion-MNIST IDX .gz files (default: $MURMUR_DATA_DIR, else /usr/share/datasets/fashion-mnist)")
+      ->group(training);
+  app.add_option("--partition", o.partition, "iid or dirichlet:<alpha>")->capture_default_str()->group(training);
+  app.add_option("--train-examples", o.train_examples, "cap each peer's shard (0: all)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(training);
+  app.add_option("--epochs", o.epochs)->check(CLI::Range(1, 100000))->capture_default_str()->group(training);
+  app.add_option("--batch", o.batch, "examples per step per peer")->check(CLI::Range(1, 4096))
+      ->capture_default_str()->group(training);
+  app.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str()
+      ->group(training);
+  app.add_option("--momentum", o.momentum)->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(training);
+  app.add_option("--weight-decay", o.weight_decay)->check(CLI::NonNegativeNumber)->capture_default_str()
+      ->group(training);
+  app.add_flag("--nesterov", o.nesterov, "Nesterov momentum")->group(training);
+  app.add_option("--warmup-epochs", o.warmup_epochs, "linear learning-rate warm-up")
+      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(training);
+  app.add_option("--lr-decay", o.lr_decay, "learning-rate decay after warm-up (docs/models.md)")
+      ->capture_default_str()->group(training);
+  app.add_option("--seed", o.seed, "model initialisation and shuffling")->capture_default_str()->group(training);
+  app.add_option("--blas-threads", blas_threads, "BLAS threads (0: $MURMUR_BLAS_THREADS, else 1)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(training);
+
+  auto* output = "Output";
+  app.add_option("--metrics", o.metrics, "JSON-lines metrics file; {rank} becomes the rank")->group(output);
+  app.add_option("--checkpoint-dir", o.checkpoint_dir, "write rank-N.ckpt after every epoch")->group(output);
+  app.add_flag("--resume", o.resume, "start from the checkpoints in --checkpoint-dir")->group(output);
+  app.add_option("--log-every", o.log_every, "steps between step metrics and progress events")
+      ->check(CLI::Range(1, 1000000))->capture_default_str()->group(output);
+
+  auto* job = "Job (default: from murmur-run, Slurm or Open MPI)";
+  app.add_option("--rank", p.rank, "this peer's rank")->group(job);
+  app.add_option("--world-size", p.world_size, "number of peers")->group(job);
+  app.add_option("--rendezvous", p.rendezvous, "rendezvous host:port ($MURMUR_RENDEZVOUS)")->group(job);
+  app.add_flag("--host-rendezvous", p.host_rendezvous, "rank 0 serves the rendezvous at --rendezvous")->group(job);
+  app.add_option("--token", p.token, "cluster token ($MURMUR_TOKEN)")->group(job);
+  app.add_option("--link-profile", p.link_profile, "emulated links, e.g. 10gbe ($MURMUR_LINK_PROFILE)")->group(job);
+  app.add_option("--backend", p.backend, "libfabric or asio")->check(CLI::IsMember({"libfabric", "asio"}))
+      ->capture_default_str()->group(job);
+  app.add_option("--provider", p.provider, "libfabric provider: auto, tcp, shm, verbs")
+      ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs"}))->capture_default_str()->group(job);
+  app.add_option("--timeout", p.timeout_s, "seconds before a silent peer is declared failed")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group(job);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, so that murmur-run's "last stderr line" is the reason.
+    std::fprintf(stderr, "murmur-peer: %s (murmur-peer --help lists the flags)\n", e.what());
+    return 2;
+  }
+
+  murmur::model::set_blas_threads(blas_threads > 0 ? blas_threads : murmur::model::blas_threads_from_environment());
+  try {
+    murmur::train::train(o);
+    return 0;
+  } catch (const std::exception& e) {
+    const char* rank = std::getenv("MURMUR_RANK");
+    std::fprintf(stderr, "murmur-peer%s%s: %s\n", p.rank >= 0 || rank ? " rank " : "",
+                 p.rank >= 0 ? std::to_string(p.rank).c_str() : (rank ? rank : ""), e.what());
+    return 1;
+  }
+}

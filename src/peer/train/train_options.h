@@ -1,0 +1,39 @@
+// What one training peer runs: the gossip (a PeerConfig) plus model, data,
+// optimizer, schedule, metrics and checkpoints. murmur-peer fills it from
+// its flags (murmur_peer_main.cc lists them with their defaults).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "murmur/peer.h"
+
+namespace murmur::train {
+
+struct TrainOptions {
+  PeerConfig peer;
+
+  std::string model = "mlp";    // mlp, mlp:H1,H2,..., cnn, logreg (docs/models.md)
+  std::string device = "cpu";   // cpu | cuda | auto (cuda when a device is present)
+  std::string data_dir;         // empty: $MURMUR_DATA_DIR, else Debian's dataset-fashion-mnist
+  std::string partition = "iid";  // iid | dirichlet:<alpha>
+  long train_examples = 0;      // > 0: cap each peer's shard (quick runs)
+
+  int epochs = 5;
+  int batch = 64;               // per peer
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 1e-4;
+  bool nesterov = false;
+  double warmup_epochs = 0.5;
+  std::string lr_decay = "cosine";
+  std::uint64_t seed = 1;       // model initialisation (identical on every rank) and shuffling
+
+  std::string metrics;          // JSON lines path; "{rank}" becomes the rank
+  std::string checkpoint_dir;   // a checkpoint per rank after every epoch
+  bool resume = false;          // start from checkpoint_dir's checkpoints
+  int log_every = 50;           // steps between step metrics lines / progress events
+  bool events = true;           // "@murmur" event lines on stdout for murmur-run
+};
+
+}  // namespace murmur::train

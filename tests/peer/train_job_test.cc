@@ -1,0 +1,151 @@
+// Whole training jobs: murmur-run launching murmur-peer processes on this
+// host, as users do. Short runs (a capped shard, one epoch) so that the
+// suite stays quick; the full-size numbers live in docs/training.md.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+std::string bin(const std::string& relative) { return std::string(MURMUR_BIN_DIR) + "/" + relative; }
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Run run(const std::vector<std::string>& argv) {
+  std::string command;
+  for (const auto& a : argv) command += quote(a) + " ";
+  command += "2>&1";
+  Run r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+class TrainJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("murmur-train-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::vector<std::string> launch(int np, std::vector<std::string> peer_args) {
+    std::vector<std::string> argv = {bin("src/peer/launcher/murmur-run"), "-np", std::to_string(np), "--timeout",
+                                     "240", "--summary", (dir_ / "summary.json").string(), "--",
+                                     bin("src/peer/train/murmur-peer")};
+    argv.insert(argv.end(), peer_args.begin(), peer_args.end());
+    return argv;
+  }
+
+  nlohmann::json summary() {
+    std::ifstream in(dir_ / "summary.json");
+    return nlohmann::json::parse(in);
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TrainJob, ChocoTopkTrainsAndTheSummaryHasTheKeys) {
+  auto r = run(launch(4, {"--algorithm", "choco", "--compress", "topk:0.05", "--topology", "exponential",
+                          "--model", "mlp:64", "--epochs", "1", "--train-examples", "1500", "--metrics",
+                          (dir_ / "m-{rank}.jsonl").string()}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto s = summary();
+  ASSERT_TRUE(s["average_model_test_accuracy"].is_number()) << s.dump();
+  // 6,000 examples seen once: well above chance (0.1), far below converged.
+  EXPECT_GT(s["average_model_test_accuracy"].get<double>(), 0.6) << s.dump();
+  ASSERT_EQ(s["peer_test_accuracy"].size(), 4u);
+  EXPECT_GT(s["bytes_sent"].get<double>(), 0);
+  EXPECT_GT(s["wall_seconds"].get<double>(), 0);
+  // Per-peer metrics: a start line, step lines, an epoch line with the test
+  // accuracy and consensus distance, and a summary.
+  std::ifstream in(dir_ / "m-2.jsonl");
+  std::string line;
+  std::map<std::string, nlohmann::json> last;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    last[j["event"].get<std::string>()] = j;
+  }
+  ASSERT_TRUE(last.count("start") && last.count("step") && last.count("epoch") && last.count("summary"));
+  EXPECT_TRUE(last["epoch"]["consensus_distance"].is_number());
+  EXPECT_TRUE(last["epoch"]["links"].is_object());
+  EXPECT_GT(last["summary"]["peak_rss_bytes"].get<double>(), 0);
+}
+
+TEST_F(TrainJob, DirichletPartitionCompletesAndReportsEveryPeer) {
+  auto r = run(launch(4, {"--algorithm", "dpsgd", "--topology", "ring", "--model", "logreg", "--epochs", "1",
+                          "--train-examples", "500", "--partition", "dirichlet:0.3"}));
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto s = summary();
+  EXPECT_EQ(s["peer_test_accuracy"].size(), 4u);
+  EXPECT_TRUE(s["average_model_test_accuracy"].is_number());
+}
+
+TEST_F(TrainJob, AnUnknownFlagFailsTheJobNamingIt) {
+  auto r = run(launch(2, {"--epochs", "1", "--no-such-flag"}));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--no-such-flag"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank"), std::string::npos) << r.output;
+}
+
+TEST_F(TrainJob, AMissingDatasetDirectoryIsNamed) {
+  auto r = run(launch(2, {"--epochs", "1", "--data-dir", "/nonexistent/fashion"}));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("/nonexistent/fashion"), std::string::npos) << r.output;
+}
+
+TEST_F(TrainJob, AMissingPeerBinaryIsNamed) {
+  auto r = run({bin("src/peer/launcher/murmur-run"), "-np", "2", "--", (dir_ / "no-such-peer").string()});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("no-such-peer"), std::string::npos) << r.output;
+}
+
+TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
+  const auto ckpt = (dir_ / "ckpt").string();
+  auto first = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "1", "--train-examples",
+                              "300", "--checkpoint-dir", ckpt}));
+  ASSERT_EQ(first.status, 0) << first.output;
+  ASSERT_TRUE(std::filesystem::exists(ckpt + "/rank-0.ckpt"));
+  ASSERT_TRUE(std::filesystem::exists(ckpt + "/rank-1.ckpt"));
+  auto resumed = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "2",
+                                "--train-examples", "300", "--checkpoint-dir", ckpt, "--resume", "--metrics",
+                                (dir_ / "m-{rank}.jsonl").string()}));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  // Only epoch 2 ran.
+  std::ifstream in(dir_ / "m-0.jsonl");
+  std::string line;
+  std::vector<int> epochs;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j["event"] == "epoch") epochs.push_back(j["epoch"]);
+  }
+  EXPECT_EQ(epochs, std::vector<int>{2});
+  // A checkpoint of another model is refused, naming the file.
+  auto wrong = run(launch(2, {"--algorithm", "allreduce", "--model", "mlp:16", "--epochs", "3", "--train-examples",
+                              "300", "--checkpoint-dir", ckpt, "--resume"}));
+  EXPECT_NE(wrong.status, 0);
+  EXPECT_NE(wrong.output.find("rank-0.ckpt"), std::string::npos) << wrong.output;
+}
+
+}  // namespace
