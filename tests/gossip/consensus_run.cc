@@ -58,24 +58,25 @@ ConsensusResult run_consensus(const ConsensusSpec& spec, gossip::Communicator& c
     algo->finish(x);
     if (spec.mode == "sum") target = sum;
   } else if (spec.mode == "ef") {
-    std::vector<double> cum(n, 0.0);
+    // Sparse S-SGD on a model: rank r starts at v_r and adds the update v_r
+    // before every step. The model all ranks hold after T steps has moved
+    // from the mean of the starts by the compressed updates, which add up to
+    // T sum_r v_r less what the residuals still hold.
     for (int t = 0; t < spec.steps; ++t) {
-      std::vector<float> g = all[me];
-      algo->step(g);
-      algo->flush(g);
-      for (std::size_t i = 0; i < n; ++i) cum[i] += g[i];
+      for (std::size_t i = 0; i < n; ++i) x[i] += all[me][i];
+      algo->step(x);
+      algo->flush(x);
     }
     algo->finish(x);
     const double scale = spec.options.average ? p : 1.0;
     double gap = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      double d = scale * cum[i] - spec.steps * sum[i];
+      const double start = spec.options.average ? mean[i] : sum[i];
+      double d = scale * (x[i] - start) - spec.steps * sum[i];
       gap += d * d;
     }
     res.ef_gap = std::sqrt(gap);
-    x.assign(n, 0.0f);
-    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(cum[i] / spec.steps);
-    target = spec.options.average ? mean : sum;
+    for (std::size_t i = 0; i < n; ++i) target[i] = mean[i] * (1 + spec.steps);
   } else if (spec.mode == "drift") {
     // Closed form: every H-th step all ranks hold the mean; in between each
     // adds its own drift. max_error tracks the worst step.

@@ -159,9 +159,10 @@ TEST(Allreduce, EqualsTheExactSum) {
   for (const auto& r : rs) EXPECT_EQ(r.at("checksum"), rs[0].at("checksum"));
 }
 
-// topk-allreduce with error feedback on a fixed input: every rank gets the
-// same output, and the outputs over T steps add up to T * the exact sum minus
-// what the residuals still hold: ||p sum_t out_t - T sum_r v_r|| <= sum_r ||e_r||.
+// topk-allreduce with error feedback, each rank adding a fixed update v_r to
+// its model before each step: every rank holds the same model, and it has
+// moved from the mean start by T * the mean update less what the residuals
+// still hold: ||p (x_T - mean x_0) - T sum_r v_r|| <= sum_r ||e_r||.
 TEST(TopkAllreduce, ErrorFeedbackAccountsForEverything) {
   auto rs = run({"--algorithm", "topk-allreduce", "--topology", "none", "--mode", "ef", "--compressor", "topk:0.05",
                  "--steps", "40", "--elements", "10000"});

@@ -3,12 +3,17 @@
 //                   2 (p - 1) steps of n / p elements to the right neighbour;
 //                   every rank ends with bitwise the same sum (or mean).
 //   local-sgd       the same exact mean of the parameters, every H steps.
-//   topk-allreduce  sparse S-SGD (e.g. Shi et al. 2019): each rank encodes its
-//                   tensor with the compressor (top-k with error feedback by
-//                   default), the messages are all-gathered (sent to every
-//                   other rank: sizes differ, k is small) and every rank
-//                   decodes and sums them in rank order, so all ranks agree
-//                   bitwise.
+//   topk-allreduce  sparse S-SGD (e.g. Shi et al. 2019) on the model: every
+//                   rank keeps the same reference model (the exact mean of
+//                   the first round's snapshots), encodes its update since
+//                   then, snapshot - reference, with the compressor (top-k
+//                   with error feedback by default), the messages are
+//                   all-gathered (sent to every other rank: sizes differ, k
+//                   is small), and every rank decodes them, sums them in
+//                   rank order and adds the mean to the reference, so all
+//                   ranks agree bitwise. Compressing the update rather than
+//                   the parameters is what makes this S-SGD: the top-k of a
+//                   model's weights is not a model.
 // Overlap is off by default: step() returns with the exact result in params.
 // With options.overlap the result of snapshot r is folded in at the next
 // communicating step: params <- result(snapshot) + (params - snapshot).
@@ -99,12 +104,20 @@ class TopkAllreduce final : public RoundAlgorithm {
   ~TopkAllreduce() override { shutdown(); }
 
  private:
-  void begin_round(std::span<const float> params) override { snapshot_.assign(params.begin(), params.end()); }
+  void begin_round(std::span<const float> params) override {
+    snapshot_.assign(params.begin(), params.end());
+    taken_ = snapshot_;
+  }
 
   void run_round(std::uint64_t round) override {
+    if (reference_.empty()) {
+      start_reference(round);
+      return;
+    }
     const int p = size();
     const int me = rank();
     const std::size_t n = snapshot_.size();
+    for (std::size_t i = 0; i < n; ++i) snapshot_[i] -= reference_[i];  // the update to send
     const std::size_t cap = encoder_->max_encoded_bytes(n);
     inbox_.resize(p);
     inbox_[me].resize(cap);
@@ -124,16 +137,14 @@ class TopkAllreduce final : public RoundAlgorithm {
         requests.push_back(traffic_.send(k, tag(Phase::kTopkAllgather, round), std::span<const std::byte>(inbox_[me])));
     traffic_.wait_all(requests, options_.timeout_s);
     for (std::size_t i = 0; i < from.size(); ++i) inbox_[from[i]].resize(requests[i]->bytes());
-    result_.assign(n, 0.0f);
+    update_.assign(n, 0.0f);
     decoded_.resize(n);
     for (int k = 0; k < p; ++k) {  // rank order: the same float sum everywhere
       decoders_[k]->decode(inbox_[k], decoded_);
-      for (std::size_t i = 0; i < n; ++i) result_[i] += decoded_[i];
+      for (std::size_t i = 0; i < n; ++i) update_[i] += decoded_[i];
     }
-    if (options_.average) {
-      const float inv = 1.0f / static_cast<float>(p);
-      for (float& v : result_) v *= inv;
-    }
+    const float scale = options_.average ? 1.0f / static_cast<float>(p) : 1.0f;
+    for (std::size_t i = 0; i < n; ++i) reference_[i] += update_[i] * scale;
     if (auto* ef = dynamic_cast<ErrorFeedback*>(encoder_.get())) {
       double sum = 0;
       for (float e : ef->residual()) sum += double(e) * e;
@@ -141,15 +152,43 @@ class TopkAllreduce final : public RoundAlgorithm {
     }
   }
 
+  // The first round: every rank sends its whole snapshot to every other and
+  // the reference becomes their exact mean (or sum), summed in rank order.
+  void start_reference(std::uint64_t round) {
+    const int p = size();
+    const int me = rank();
+    const std::size_t n = snapshot_.size();
+    std::vector<std::vector<float>> all(p);
+    std::vector<fabric::RequestPtr> requests;
+    for (int k = 0; k < p; ++k) {
+      if (k == me) continue;
+      all[k].resize(n);
+      requests.push_back(traffic_.recv(k, tag(Phase::kAllgather, round), std::span<float>(all[k])));
+    }
+    for (int k = 0; k < p; ++k)
+      if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kAllgather, round), std::span<const float>(snapshot_)));
+    traffic_.wait_all(requests, options_.timeout_s);
+    all[me] = snapshot_;
+    reference_.assign(n, 0.0f);
+    for (int k = 0; k < p; ++k)
+      for (std::size_t i = 0; i < n; ++i) reference_[i] += all[k][i];
+    if (options_.average) {
+      const float inv = 1.0f / static_cast<float>(p);
+      for (float& v : reference_) v *= inv;
+    }
+  }
+
   void end_round(std::span<float> params) override {
-    for (std::size_t i = 0; i < params.size(); ++i) params[i] = result_[i] + (params[i] - snapshot_[i]);
+    // snapshot_ holds the update sent (or, after the first round, the
+    // snapshot itself); what the caller did since is params - that snapshot.
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] = reference_[i] + (params[i] - taken_[i]);
   }
 
   void add_stats(AlgorithmStats& s) const override { s.residual_norm = residual_norm_.load(); }
 
   std::unique_ptr<Compressor> encoder_;
   std::vector<std::unique_ptr<Compressor>> decoders_;  // by source rank
-  std::vector<float> snapshot_, result_, decoded_;
+  std::vector<float> snapshot_, taken_, reference_, update_, decoded_;
   std::vector<std::vector<std::byte>> inbox_;  // by source rank
   std::atomic<double> residual_norm_{0};
 };
