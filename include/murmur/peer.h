@@ -39,6 +39,8 @@
 // field and value); std::runtime_error for faults of the job: a lost peer
 // (message names its rank and host), a join that timed out, a rendezvous
 // that cannot be reached. After a peer failure every later call rethrows.
+// std::logic_error for misuse: add_tensor() after the first step(), step()
+// before any add_tensor().
 //
 // Thread safety: one thread drives a Peer; stats() may be called from any
 // thread.

@@ -216,6 +216,28 @@ TEST(Rendezvous, FourClientsSetGetWaitBarrierMembers) {
   EXPECT_EQ(server.rejected_count(), 0u);
 }
 
+// One server, one job after another: the second job must not read the
+// first one's keys (a stale fabric address hangs the second job), and
+// member_count() follows joins and leaves.
+TEST(Rendezvous, TheNextJobStartsWithAnEmptyStore) {
+  Server server(server_options());
+  {
+    Client a(client_options(server, 0, 2));
+    Client b(client_options(server, 1, 2));
+    a.set("addr/0", "first job");
+    const auto deadline = Clock::now() + 2s;
+    while (server.member_count() != 2 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(server.member_count(), 2u);
+    a.leave();
+    b.leave();
+  }
+  const auto deadline = Clock::now() + 2s;
+  while (server.member_count() != 0 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(server.member_count(), 0u);
+  Client c(client_options(server, 0, 3));
+  EXPECT_FALSE(c.get("addr/0").has_value());
+}
+
 TEST(Rendezvous, WaitAndBarrierTimeOutNamingTheKeyAndTheMissingRanks) {
   Server server(server_options());
   Client a(client_options(server, 0, 3));

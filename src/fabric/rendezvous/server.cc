@@ -57,6 +57,7 @@ class Server::Impl {
 
   std::uint16_t port() const { return port_; }
   std::size_t rejected_count() const { return rejected_.load(); }
+  std::size_t member_count() const { return member_count_.load(); }
 
  private:
   // A client blocked in wait(key) or barrier(name), answered later.
@@ -93,6 +94,7 @@ class Server::Impl {
   tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;
   std::atomic<std::size_t> rejected_{0};
+  std::atomic<std::size_t> member_count_{0};  // members_.size(), for other threads
 
   // Io thread only from here on.
   std::set<SessionPtr> sessions_;      // every open connection
@@ -260,6 +262,7 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
   s->rank = hello.rank;
   s->host = hello.host;
   members_[hello.rank] = s;
+  member_count_ = members_.size();
   world_size_ = hello.size;
   s->watchdog.cancel();  // re-arm with the heartbeat timeout
   send(s, wire::Welcome{});
@@ -444,7 +447,13 @@ void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool lef
     }
   }
   barriers_.clear();
-  if (members_.empty()) world_size_ = 0;
+  member_count_ = members_.size();
+  if (members_.empty()) {
+    // The job is over: its keys go with it, so that the next job on this
+    // server does not read the last one's addresses.
+    world_size_ = 0;
+    store_.clear();
+  }
   if (left_cleanly) {
     s->conn->close_after_flush();
   } else {
@@ -457,5 +466,6 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 Server::~Server() = default;
 std::uint16_t Server::port() const { return impl_->port(); }
 std::size_t Server::rejected_count() const { return impl_->rejected_count(); }
+std::size_t Server::member_count() const { return impl_->member_count(); }
 
 }  // namespace murmur::fabric::rendezvous

@@ -7,6 +7,8 @@
 //
 // Threads: the server serves on one thread of its own (one io_context); the
 // constructor returns once it listens. All methods are thread-safe.
+// The key/value store belongs to the job: when the last member leaves or is
+// lost, its keys are dropped, so one server can host one job after another.
 // Malformed, oversized or unauthenticated input closes that one connection,
 // is logged (warn, naming the remote endpoint and rank when known) and counted
 // in rejected_count(); the server keeps serving everyone else.
@@ -46,6 +48,8 @@ class Server final {
   // Connections and messages refused so far (bad framing, bad token,
   // duplicate rank, requests before Hello, ...).
   std::size_t rejected_count() const;
+  // Members joined now (ranks that said Hello and have not left or been lost).
+  std::size_t member_count() const;
 
  private:
   class Impl;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #include "common/log.h"
 #include "fabric/group.h"
@@ -118,7 +119,16 @@ class Peer::Impl {
     gossip_.reset();
     communicator_.reset();
     group_.reset();
-    server_.reset();
+    if (server_) {
+      // Rank 0 hosts the job's rendezvous: closing it while another rank is
+      // still in its last collective would fail that rank. Wait for everyone
+      // to leave, bounded by the failure timeout.
+      const auto deadline = std::chrono::steady_clock::now() + to_ms(config_.timeout_s);
+      while (server_->member_count() > 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      server_.reset();
+    }
   }
 
   int rank() const { return env_.rank; }
