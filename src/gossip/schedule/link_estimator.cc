@@ -1,0 +1,196 @@
+#include "gossip/schedule/link_estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/check.h"
+
+namespace murmur::gossip::schedule {
+
+namespace {
+// Weight of a sample one arrival older than another, in the fit. 0.9 gives
+// the oldest of 16 samples a fifth of the newest one's say: a gradual drift
+// is followed within a window, while noise is still averaged over most of it.
+constexpr double kAgeDecay = 0.9;
+// Sizes must span this factor for the line fit to separate latency from
+// bandwidth; below it the fallback (probe latency, median bandwidth) is used.
+constexpr double kMinSizeSpan = 2.0;
+// A sample of size within this factor of the suspects, agreeing with the fit,
+// shows that the suspects were noise.
+constexpr double kComparableSize = 4.0;
+
+double median(std::vector<double> v) {
+  MURMUR_CHECK(!v.empty());
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (v.size() % 2 == 1) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lo + hi) / 2;
+}
+}  // namespace
+
+LinkEstimator::LinkEstimator(LinkEstimatorOptions options) : options_(options) {
+  MURMUR_CHECK_GE(options_.window, std::size_t{2});
+  MURMUR_CHECK_GT(options_.probe_interval_s, 0.0);
+  MURMUR_CHECK_GT(options_.change_factor, 1.0);
+  MURMUR_CHECK_GE(options_.change_min_s, 0.0);
+  MURMUR_CHECK_GE(options_.change_run, std::size_t{1});
+  MURMUR_CHECK_LE(options_.change_run, options_.window);
+  MURMUR_CHECK_GE(options_.small_message_bytes, 0.0);
+}
+
+double LinkEstimator::predict(double bytes) const {
+  if (!estimate_.known()) return 0;
+  return estimate_.latency_s + (estimate_.bandwidth_known() ? bytes / estimate_.bandwidth_Bps : 0.0);
+}
+
+bool LinkEstimator::needs_probe(double now) const {
+  return !last_sample_time_ || now - *last_sample_time_ > options_.probe_interval_s;
+}
+
+LinkEstimator::Verdict LinkEstimator::judge(const Sample& s) const {
+  if (!estimate_.known()) return Verdict::kUnjudged;
+  // A large message says nothing against a fit that has no bandwidth yet.
+  if (s.bytes > options_.small_message_bytes && !estimate_.bandwidth_known()) return Verdict::kUnjudged;
+  const double p = predict(s.bytes);
+  if (!(p > 0)) return Verdict::kUnjudged;
+  if (std::abs(s.seconds - p) <= options_.change_min_s) return Verdict::kAgrees;
+  if (s.seconds > p * options_.change_factor) return Verdict::kSlower;
+  if (s.seconds * options_.change_factor < p) return Verdict::kFaster;
+  return Verdict::kAgrees;
+}
+
+void LinkEstimator::observe(double bytes, double seconds, double now) {
+  MURMUR_CHECK(std::isfinite(bytes) && std::isfinite(seconds) && std::isfinite(now));
+  MURMUR_CHECK_GE(bytes, 0.0);
+  MURMUR_CHECK_GE(seconds, 0.0);
+  last_sample_time_ = now;
+  ++estimate_.observed;
+  const Sample s{bytes, seconds, next_seq_++};
+  const Verdict v = judge(s);
+  if (v == Verdict::kSlower || v == Verdict::kFaster) {
+    if (!run_.empty() && run_direction_ != v) run_.clear();
+    run_.push_back(s);
+    run_direction_ = v;
+    if (run_.size() >= options_.change_run) restart_from_run(now);
+    return;
+  }
+  if (!run_.empty()) {
+    const double a = std::max(s.bytes, run_.back().bytes);
+    const double b = std::min(s.bytes, run_.back().bytes);
+    const bool both_small = a <= options_.small_message_bytes;
+    if (both_small || a <= b * kComparableSize) run_.clear();
+  }
+  admit(s);
+  refit();
+}
+
+void LinkEstimator::admit(const Sample& s) {
+  window_.push_back(s);
+  while (window_.size() > options_.window) window_.pop_front();
+  if (s.bytes <= options_.small_message_bytes) {
+    small_.push_back(s);
+    while (small_.size() > options_.window) small_.pop_front();
+  }
+}
+
+void LinkEstimator::restart_from_run(double now) {
+  // Keep what arrived since the run began (it agreed with the old fit but was
+  // measured under the new conditions), drop everything before.
+  const std::uint64_t first = run_.front().seq;
+  std::vector<Sample> merged;
+  for (const Sample& s : window_)
+    if (s.seq >= first) merged.push_back(s);
+  merged.insert(merged.end(), run_.begin(), run_.end());
+  std::sort(merged.begin(), merged.end(), [](const Sample& a, const Sample& b) { return a.seq < b.seq; });
+  const bool latency_moved = std::any_of(run_.begin(), run_.end(),
+                                         [&](const Sample& s) { return s.bytes <= options_.small_message_bytes; });
+  window_.assign(merged.begin(), merged.end());
+  while (window_.size() > options_.window) window_.pop_front();
+  if (latency_moved) {
+    // Old probes measured the old latency.
+    small_.clear();
+    for (const Sample& s : merged)
+      if (s.bytes <= options_.small_message_bytes) small_.push_back(s);
+  }
+  run_.clear();
+  run_direction_ = Verdict::kUnjudged;
+  ++estimate_.changes;
+  estimate_.last_change_time = now;
+  refit();
+}
+
+void LinkEstimator::refit() {
+  estimate_.samples = window_.size();
+  if (window_.empty()) return;
+  const double small = options_.small_message_bytes;
+  // The fit set: the window, and the probes that fell out of it.
+  std::vector<Sample> fit;
+  for (const Sample& s : small_)
+    if (s.seq < window_.front().seq) fit.push_back(s);
+  fit.insert(fit.end(), window_.begin(), window_.end());
+
+  double min_x = std::numeric_limits<double>::infinity(), max_x = 0, min_y = min_x;
+  for (const Sample& s : fit) {
+    min_x = std::min(min_x, s.bytes);
+    max_x = std::max(max_x, s.bytes);
+    min_y = std::min(min_y, s.seconds);
+  }
+  std::optional<double> probe_latency;
+  for (const Sample& s : small_) probe_latency = std::min(probe_latency.value_or(s.seconds), s.seconds);
+  if (max_x <= small) {
+    // Only latency is visible; the bandwidth stays what it was (an idle link
+    // probed for a while keeps its last known bandwidth).
+    estimate_.latency_s = probe_latency.value_or(min_y);
+    return;
+  }
+  if (max_x >= kMinSizeSpan * std::max(min_x, 1.0)) {
+    // Weighted least squares of seconds on bytes, bytes scaled to [0, 1] for
+    // conditioning. Probes older than the window count as its oldest sample.
+    const std::uint64_t newest = window_.back().seq;
+    const double max_age = static_cast<double>(options_.window - 1);
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const Sample& s : fit) {
+      const double y_floor = std::max(s.seconds, 1e-9);
+      const double age = std::min(static_cast<double>(newest - s.seq), max_age);
+      const double w = std::pow(kAgeDecay, age) / (y_floor * y_floor);
+      const double x = s.bytes / max_x;
+      sw += w;
+      sx += w * x;
+      sy += w * s.seconds;
+      sxx += w * x * x;
+      sxy += w * x * s.seconds;
+    }
+    const double det = sw * sxx - sx * sx;
+    if (det > 1e-12 * sw * sxx) {
+      double slope = (sw * sxy - sx * sy) / det;
+      double intercept = (sy - slope * sx) / sw;
+      if (intercept < probe_latency.value_or(0.0)) {
+        // No link is faster than its probes: take theirs (or none) and fit
+        // the slope alone, so small messages are not predicted free.
+        intercept = std::min(probe_latency.value_or(0.0), min_y);
+        slope = (sxy - intercept * sx) / sxx;
+      }
+      if (slope > 0) {
+        estimate_.latency_s = std::min(intercept, min_y);
+        estimate_.bandwidth_Bps = max_x / slope;
+        return;
+      }
+    }
+  }
+  // Sizes too alike (or a fit without a positive slope): latency from the
+  // probes, bandwidth from the large messages alone.
+  double latency = probe_latency.value_or(0.0);
+  for (const Sample& s : window_)
+    // A stale probe latency must not make a large message look infinitely fast.
+    if (s.bytes > small) latency = std::min(latency, s.seconds / 2);
+  std::vector<double> rates;
+  for (const Sample& s : window_)
+    if (s.bytes > small) rates.push_back(s.bytes / std::max(s.seconds - latency, 1e-12));
+  estimate_.latency_s = latency;
+  estimate_.bandwidth_Bps = median(std::move(rates));
+}
+
+}  // namespace murmur::gossip::schedule

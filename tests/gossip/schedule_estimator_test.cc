@@ -1,0 +1,207 @@
+// LinkEstimator and ComputeEstimator on synthetic transfers: times computed
+// from a known latency and bandwidth, with multiplicative noise from a seeded
+// generator (deterministic).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "common/check.h"
+#include "gossip/schedule/compute_estimator.h"
+#include "gossip/schedule/link_estimator.h"
+
+namespace murmur::gossip::schedule {
+namespace {
+
+constexpr double k10Gbit = 10e9 / 8;   // bytes per second
+constexpr double k100Mbit = 100e6 / 8;
+
+// A link with a true latency and bandwidth, and +-noise relative jitter.
+struct TrueLink {
+  double latency_s;
+  double bandwidth_Bps;
+  double seconds(double bytes) const { return latency_s + bytes / bandwidth_Bps; }
+};
+
+class Noise {
+ public:
+  Noise(double amplitude, unsigned seed) : rng_(seed), u_(1 - amplitude, 1 + amplitude) {}
+  double operator()() { return u_(rng_); }
+
+ private:
+  std::mt19937 rng_;
+  std::uniform_real_distribution<double> u_;
+};
+
+TEST(LinkEstimator, RecoversLatencyAndBandwidthFromMixedSizes) {
+  const TrueLink link{50e-6, k10Gbit};
+  Noise noise(0.05, 1);
+  LinkEstimator est;
+  const double sizes[] = {256, 64e3, 1e6, 4e6};
+  double now = 0;
+  for (int i = 0; i < 32; ++i) {
+    const double bytes = sizes[i % 4];
+    now += 0.01;
+    est.observe(bytes, link.seconds(bytes) * noise(), now);
+  }
+  const LinkEstimate e = est.estimate();
+  EXPECT_EQ(e.samples, 16u);
+  EXPECT_EQ(e.observed, 32u);
+  EXPECT_EQ(e.changes, 0u);
+  EXPECT_NEAR(e.latency_s, link.latency_s, 0.2 * link.latency_s);
+  EXPECT_NEAR(e.bandwidth_Bps, link.bandwidth_Bps, 0.1 * link.bandwidth_Bps);
+  EXPECT_NEAR(est.predict(2e6), link.seconds(2e6), 0.1 * link.seconds(2e6));
+}
+
+TEST(LinkEstimator, OneMessageSizeIsPinnedByProbes) {
+  // A gossip link carries one size per round: the probes give the line its
+  // second point, however long ago they were sent.
+  const TrueLink link{200e-6, k100Mbit};
+  Noise noise(0.1, 2);
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 3; ++i) est.observe(64, link.seconds(64) * noise(), now += 0.001);
+  for (int i = 0; i < 20; ++i) est.observe(1e6, link.seconds(1e6) * noise(), now += 0.1);
+  const LinkEstimate e = est.estimate();
+  EXPECT_NEAR(e.latency_s, link.latency_s, 0.1 * link.latency_s);
+  EXPECT_NEAR(e.bandwidth_Bps, link.bandwidth_Bps, 0.1 * link.bandwidth_Bps);
+}
+
+TEST(LinkEstimator, OneMessageSizeWithoutProbesStillPredictsThatSize) {
+  // No second point: all of the time is put on the bandwidth (latency 0), so
+  // the one size in use is still predicted right.
+  const TrueLink link{200e-6, k100Mbit};
+  Noise noise(0.1, 6);
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 20; ++i) est.observe(1e6, link.seconds(1e6) * noise(), now += 0.1);
+  EXPECT_EQ(est.estimate().latency_s, 0);
+  EXPECT_NEAR(est.predict(1e6), link.seconds(1e6), 0.1 * link.seconds(1e6));
+}
+
+TEST(LinkEstimator, LatencyIsNeverBelowWhatProbesMeasured) {
+  // Two close sizes with noise pin the latency poorly (the line's intercept
+  // may come out negative); the probes' latency keeps small messages from
+  // being predicted free.
+  const TrueLink link{25e-6, k10Gbit};
+  Noise noise(0.1, 5);
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 3; ++i) est.observe(64, link.seconds(64) * noise(), now += 0.001);
+  double lowest_probe = 1;
+  for (int i = 0; i < 3; ++i) lowest_probe = std::min(lowest_probe, link.seconds(64) * 0.9);
+  for (int i = 0; i < 32; ++i) {
+    const double bytes = i % 2 ? 2e6 : 1e6;
+    est.observe(bytes, link.seconds(bytes) * noise(), now += 0.01);
+  }
+  EXPECT_GE(est.estimate().latency_s, lowest_probe);
+  EXPECT_NEAR(est.predict(6000), link.seconds(6000), 0.15 * link.seconds(6000));
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.1 * k10Gbit);
+}
+
+TEST(LinkEstimator, SmallMessagesAloneGiveLatencyButNoBandwidth) {
+  LinkEstimator est;
+  EXPECT_FALSE(est.estimate().known());
+  EXPECT_EQ(est.predict(1e6), 0);
+  est.observe(64, 30e-6, 1);
+  est.observe(128, 32e-6, 2);
+  const LinkEstimate e = est.estimate();
+  EXPECT_TRUE(e.known());
+  EXPECT_FALSE(e.bandwidth_known());
+  EXPECT_DOUBLE_EQ(e.latency_s, 30e-6);
+  EXPECT_DOUBLE_EQ(est.predict(1e6), 30e-6);  // latency alone until a large message is seen
+}
+
+// Feeds `link` until the bandwidth estimate is within 1.5x of the truth;
+// returns how many samples that took (or 100 if never). Sizes alternate
+// between 1 MB and 4 MB with a probe every third sample; +-10% noise.
+int samples_until_tracked(LinkEstimator& est, const TrueLink& link, Noise& noise, double& now) {
+  for (int i = 1; i <= 100; ++i) {
+    const double bytes = i % 3 == 0 ? 64 : (i % 2 == 0 ? 1e6 : 4e6);
+    est.observe(bytes, link.seconds(bytes) * noise(), now += 0.01);
+    const double bw = est.estimate().bandwidth_Bps;
+    if (bw > link.bandwidth_Bps / 1.5 && bw < link.bandwidth_Bps * 1.5) return i;
+  }
+  return 100;
+}
+
+TEST(LinkEstimator, HundredfoldDropAndRecoveryShowWithinFiveSamples) {
+  const TrueLink fast{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  Noise noise(0.1, 3);
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 20; ++i) {
+    const double bytes = i % 2 ? 4e6 : 1e6;
+    est.observe(bytes, fast.seconds(bytes) * noise(), now += 0.01);
+  }
+  ASSERT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.15 * k10Gbit);
+
+  const double drop_time = now;
+  const int to_drop = samples_until_tracked(est, slow, noise, now);
+  EXPECT_LE(to_drop, 5);
+  EXPECT_EQ(est.estimate().changes, 1u);
+  ASSERT_TRUE(est.estimate().last_change_time.has_value());
+  EXPECT_GT(*est.estimate().last_change_time, drop_time);
+  // Settles on the new bandwidth, not just near it.
+  for (int i = 0; i < 10; ++i) est.observe(2e6, slow.seconds(2e6) * noise(), now += 0.2);
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k100Mbit, 0.1 * k100Mbit);
+
+  const int to_recover = samples_until_tracked(est, fast, noise, now);
+  EXPECT_LE(to_recover, 5);
+  EXPECT_EQ(est.estimate().changes, 2u);
+}
+
+TEST(LinkEstimator, SingleSlowTransferIsIgnored) {
+  const TrueLink link{25e-6, k10Gbit};
+  Noise noise(0.05, 4);
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(4e6, link.seconds(4e6) * noise(), now += 0.01);
+  const double before = est.estimate().bandwidth_Bps;
+  est.observe(4e6, link.seconds(4e6) * 20, now += 0.01);  // one stall
+  EXPECT_EQ(est.estimate().bandwidth_Bps, before);        // held back as a suspect
+  est.observe(4e6, link.seconds(4e6) * noise(), now += 0.01);
+  EXPECT_EQ(est.estimate().changes, 0u);
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.05 * k10Gbit);
+}
+
+TEST(LinkEstimator, SuspectsInOppositeDirectionsAreNoChange) {
+  const TrueLink link{25e-6, k10Gbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 8; ++i) est.observe(4e6, link.seconds(4e6), now += 0.01);
+  const double before = est.estimate().bandwidth_Bps;
+  // Slow, fast, slow, fast: jitter both ways, never three in a row one way.
+  for (int i = 0; i < 8; ++i) est.observe(4e6, link.seconds(4e6) * (i % 2 ? 10 : 0.1), now += 0.01);
+  EXPECT_EQ(est.estimate().changes, 0u);
+  EXPECT_EQ(est.estimate().bandwidth_Bps, before);  // none entered the window
+}
+
+TEST(LinkEstimator, NeedsProbeWhenIdle) {
+  LinkEstimator est({.probe_interval_s = 1.0});
+  EXPECT_TRUE(est.needs_probe(0));  // never measured
+  est.observe(64, 30e-6, 10.0);
+  EXPECT_FALSE(est.needs_probe(10.5));
+  EXPECT_TRUE(est.needs_probe(11.5));
+}
+
+TEST(LinkEstimator, RejectsImpossibleSamples) {
+  LinkEstimator est;
+  EXPECT_THROW(est.observe(-1, 1e-3, 0), InvariantError);
+  EXPECT_THROW(est.observe(100, -1e-3, 0), InvariantError);
+  EXPECT_THROW(LinkEstimator({.window = 4, .change_run = 5}), InvariantError);
+}
+
+TEST(ComputeEstimator, MedianIgnoresOccasionalSlowSteps) {
+  ComputeEstimator compute(5);
+  EXPECT_EQ(compute.seconds_per_step(), 0);
+  for (double s : {0.010, 0.011, 0.250, 0.009, 0.010}) compute.observe(s);  // 0.25: an evaluation pass
+  EXPECT_DOUBLE_EQ(compute.seconds_per_step(), 0.010);
+  for (int i = 0; i < 5; ++i) compute.observe(0.020);  // the window slides: a slower phase shows
+  EXPECT_DOUBLE_EQ(compute.seconds_per_step(), 0.020);
+  EXPECT_EQ(compute.samples(), 5u);
+}
+
+}  // namespace
+}  // namespace murmur::gossip::schedule
