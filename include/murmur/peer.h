@@ -48,6 +48,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,6 +80,16 @@ struct PeerConfig {
   std::optional<bool> overlap;           // unset: the algorithm's default
   std::uint64_t seed = 1;
 
+  // Scheduling (docs/scheduler.md): "fixed" keeps period and compressor as
+  // given; "adaptive[:key=value,...]" or "@file" lets the latency-aware
+  // scheduler retune the period and (choco with topk/randk) the ratio from
+  // its own measurements, every schedule_interval steps. Each decision is
+  // handed to on_schedule_decision as one JSON object (text), on the thread
+  // that calls step().
+  std::string schedule = "fixed";
+  int schedule_interval = 5;
+  std::function<void(const std::string& json)> on_schedule_decision;
+
   // Data plane.
   std::string backend = "libfabric";  // libfabric | asio
   std::string provider = "auto";      // auto | tcp | shm | verbs
@@ -103,7 +114,8 @@ struct PeerStats {
   std::uint64_t bytes_sent = 0;   // gossip payload, all links (collectives not included)
   std::uint64_t bytes_received = 0;
   std::uint64_t collective_bytes_sent = 0;  // average(), consensus_distance(), ...
-  int period = 1;
+  int period = 1;                 // now (the scheduler may change it)
+  double ratio = 1;               // compression ratio now (1: as configured / not a sparse compressor)
   std::string algorithm;
   std::string compressor;
   std::vector<PeerLinkStats> links;  // one per peer this rank exchanged with

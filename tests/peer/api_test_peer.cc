@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "murmur/peer.h"
@@ -15,6 +17,9 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1, port = 0, steps = 200;
   std::string token, algorithm = "dpsgd", topology = "ring", compressor = "identity";
   int mismatch_rank = -1;
+  std::string schedule = "fixed", link_profile;
+  double compute_ms = 0;
+  std::string decisions_file, provider = "auto";
   CLI::App app{"Peer API test peer"};
   app.add_option("--rank", rank);
   app.add_option("--size", size);
@@ -25,6 +30,11 @@ int main(int argc, char** argv) {
   app.add_option("--compressor", compressor);
   app.add_option("--steps", steps);
   app.add_option("--mismatch-rank", mismatch_rank, "this rank registers one float more");
+  app.add_option("--schedule", schedule);
+  app.add_option("--link-profile", link_profile);
+  app.add_option("--compute-ms", compute_ms, "sleep this long per step, as a trainer computes");
+  app.add_option("--provider", provider);
+  app.add_option("--decisions-file", decisions_file, "append the scheduler's decisions here (debugging)");
   CLI11_PARSE(app, argc, argv);
   try {
     murmur::PeerConfig config;
@@ -36,6 +46,15 @@ int main(int argc, char** argv) {
     config.topology = topology;
     config.compressor = compressor;
     config.timeout_s = 30;
+    config.schedule = schedule;
+    config.provider = provider;
+    config.link_profile = link_profile;
+    int decisions = 0;
+    std::FILE* decisions_out = decisions_file.empty() ? nullptr : std::fopen(decisions_file.c_str(), "a");
+    config.on_schedule_decision = [&decisions, decisions_out](const std::string& d) {
+      ++decisions;
+      if (decisions_out != nullptr) std::fprintf(decisions_out, "%s\n", d.c_str());
+    };
     murmur::Peer peer(config);
 
     // Rank r holds weights = r + i/1000 and bias = -r: the mean is known.
@@ -46,7 +65,11 @@ int main(int argc, char** argv) {
     peer.add_tensor("bias", bias.data(), bias.size(), murmur::MemoryKind::kHost);
 
     const double spread_before = peer.consensus_distance();
-    for (int s = 0; s < steps; ++s) peer.step();
+    for (int s = 0; s < steps; ++s) {
+      if (compute_ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(compute_ms * 1000)));
+      peer.step();
+    }
+    const auto tuned = peer.stats();  // before finish: what the scheduler chose last
     peer.finish();
     const double spread_after = peer.consensus_distance();
 
@@ -64,10 +87,11 @@ int main(int argc, char** argv) {
     const double mean_of_ranks = peer.average(static_cast<double>(rank));
     const auto stats = peer.stats();
     std::printf("ok rank=%d spread_before=%.6g spread_after=%.6g worst=%.3g worst_averaged=%.3g mean_of_ranks=%.17g "
-                "bytes_sent=%llu links=%zu steps=%llu host0=%s\n",
+                "bytes_sent=%llu links=%zu steps=%llu host0=%s period=%d ratio=%g decisions=%d\n",
                 peer.rank(), spread_before, spread_after, worst, worst_averaged, mean_of_ranks,
                 static_cast<unsigned long long>(stats.bytes_sent), stats.links.size(),
-                static_cast<unsigned long long>(stats.steps), peer.host(0).c_str());
+                static_cast<unsigned long long>(stats.steps), peer.host(0).c_str(), tuned.period, tuned.ratio,
+                decisions);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "api_test_peer rank %d: %s\n", rank, e.what());

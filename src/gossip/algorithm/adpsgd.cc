@@ -145,6 +145,7 @@ class Adpsgd final : public Algorithm {
     if (server_.joinable()) server_.join();
   }
 
+  int period() const override { return options_.period; }
   AlgorithmStats stats() const override {
     AlgorithmStats s;
     {

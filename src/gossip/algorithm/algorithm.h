@@ -68,6 +68,9 @@ struct AlgorithmOptions {
   // rank ^ 2^(s mod log2 n) when that is a neighbour, as on a hypercube: every
   // pair picks each other at the same time; else random).
   std::string pick = "random";
+  // Largest compression ratio retune() may set (receive buffers are sized
+  // for it); 0: the ratio of `compressor`, which then cannot grow.
+  double max_ratio = 0;
 };
 
 struct LinkStats {
@@ -89,6 +92,28 @@ struct AlgorithmStats {
   std::uint64_t crossings = 0;     // adpsgd: exchanges where both ends asked each other at once
 };
 
+// What the scheduler (gossip/schedule) may change while an algorithm runs.
+// Zero fields are left as they are.
+struct Tuning {
+  // Communicate every `period`-th step, counted from the last communicating
+  // step. Every rank must apply the same period at the same step (rounds
+  // pair up across ranks); the scheduler agrees on it before calling.
+  int period = 0;
+  // Compression ratio of a sparse compressor (topk:r, randk:r). Chosen by
+  // each sender alone: receivers decode whatever ratio arrives, up to
+  // AlgorithmOptions::max_ratio.
+  double ratio = 0;
+};
+
+// One completed send: how long `bytes` took from posting to completion. The
+// scheduler estimates each link's latency and bandwidth from these.
+struct TransferSample {
+  int peer = -1;
+  double bytes = 0;
+  double seconds = 0;
+  double end_time = 0;  // Communicator::now() at completion
+};
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
@@ -97,6 +122,21 @@ class Algorithm {
   virtual void flush(std::span<float> params) = 0;
   virtual void finish(std::span<float> params) = 0;
   virtual AlgorithmStats stats() const = 0;
+
+  // Scheduling hooks (caller thread, like step). retune() applies from the
+  // next step on; what an algorithm cannot tune it ignores, and says so
+  // through tunes_period() / tunes_ratio().
+  virtual bool tunes_period() const { return false; }
+  virtual bool tunes_ratio() const { return false; }
+  virtual void retune(const Tuning&) {}
+  virtual int period() const = 0;
+  // The sends completed since the last call (bounded: the oldest are
+  // dropped when nobody asks). Any thread.
+  virtual std::vector<TransferSample> take_transfer_samples() { return {}; }
+  // sqrt(mean square) of what the last round changed in params: how far
+  // this rank's model was from its neighbours'. A local, free proxy for the
+  // consensus distance, for the scheduler's guard. Any thread.
+  virtual double last_mixing_rms() const { return 0; }
 };
 
 // Throws std::invalid_argument naming the algorithm or option that does not

@@ -9,8 +9,10 @@
 // role. Static topologies only (s_i depends on W). Overlapped by default; the
 // consensus delta of snapshot r is added to params at the next
 // communicating step.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <vector>
 
@@ -36,12 +38,32 @@ class Choco final : public RoundAlgorithm {
     if (!(o.gamma > 0 && o.gamma <= 1)) throw std::invalid_argument("choco: gamma must be in (0, 1]");
     for (std::size_t k = 0; k < graph_.in(rank()).size(); ++k)
       decoders_.push_back(make_compressor(o.compressor, Feedback::kNone));
+    if (o.compressor.rfind("topk:", 0) == 0) sparse_kind_ = "topk";
+    if (o.compressor.rfind("randk:", 0) == 0) sparse_kind_ = "randk";
+    if (sparse_kind_ != nullptr && o.max_ratio > 0) {
+      max_ratio_ = std::min(1.0, o.max_ratio);
+      capacity_ = make_compressor(std::string(sparse_kind_) + ":" + std::to_string(max_ratio_), Feedback::kNone);
+    }
   }
 
   ~Choco() override { shutdown(); }
 
+  // Sparse compressors only: one message goes to every neighbour (the
+  // public copy x_hat is the same for all of them), so the ratio is the
+  // sender's, not a link's.
+  bool tunes_ratio() const override { return sparse_kind_ != nullptr && max_ratio_ > 0; }
+
  private:
+  void set_ratio(double ratio) override { pending_ratio_ = std::min(ratio, max_ratio_); }
+
   void begin_round(std::span<const float> params) override {
+    if (pending_ratio_ > 0) {
+      char spec[64];
+      std::snprintf(spec, sizeof spec, "%s:%.9g", sparse_kind_, pending_ratio_);
+      encoder_ = make_compressor(spec, Feedback::kNone);
+      self_decoder_ = make_compressor(spec, Feedback::kNone);
+      pending_ratio_ = 0;
+    }
     snapshot_.assign(params.begin(), params.end());
     if (x_hat_.size() != snapshot_.size()) {
       x_hat_.assign(snapshot_.size(), 0.0f);
@@ -60,9 +82,11 @@ class Choco final : public RoundAlgorithm {
     message_.resize(cap);
     message_.resize(encoder_->encode(diff_, message_));
     inbox_.resize(ins.size());
+    // Neighbours may send at any ratio up to max_ratio.
+    const std::size_t inbox_cap = std::max(cap, capacity_ ? capacity_->max_encoded_bytes(n) : 0);
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k].resize(cap);
+      inbox_[k].resize(inbox_cap);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kChoco, round), std::span<std::byte>(inbox_[k])));
     }
     for (const auto& l : outs)
@@ -100,6 +124,10 @@ class Choco final : public RoundAlgorithm {
 
   const Graph graph_;
   const Matrix w_;
+  const char* sparse_kind_ = nullptr;  // "topk" / "randk" when the ratio can be tuned
+  double max_ratio_ = 0;               // 0: the ratio cannot grow past the configured one
+  double pending_ratio_ = 0;           // set_ratio -> next begin_round
+  std::unique_ptr<Compressor> capacity_;  // sizes receive buffers for max_ratio_
   std::unique_ptr<Compressor> encoder_;
   std::unique_ptr<Compressor> self_decoder_;
   std::vector<std::unique_ptr<Compressor>> decoders_;  // one per in-neighbour

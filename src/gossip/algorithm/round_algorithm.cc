@@ -1,5 +1,6 @@
 #include "gossip/algorithm/round_algorithm.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "common/check.h"
@@ -13,7 +14,8 @@ RoundAlgorithm::RoundAlgorithm(std::string name, const AlgorithmOptions& options
       comm_(comm),
       traffic_(comm),
       name_(std::move(name)),
-      overlap_(options.overlap.value_or(default_overlap)) {
+      overlap_(options.overlap.value_or(default_overlap)),
+      period_(options.period) {
   if (options_.period < 1)
     throw std::invalid_argument(name_ + ": period (H) must be >= 1, got " + std::to_string(options_.period));
   if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
@@ -86,20 +88,36 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
     }
     std::rethrow_exception(error);
   }
+  // What the round changed is how far this model was from the others: the
+  // scheduler's local consensus signal.
+  before_end_.assign(params.begin(), params.end());
   end_round(params);
+  double squares = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double d = static_cast<double>(params[i]) - before_end_[i];
+    squares += d * d;
+  }
+  mixing_rms_.store(params.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(params.size())));
   std::lock_guard lock(mutex_);
   ++stats_.rounds;
+}
+
+void RoundAlgorithm::retune(const Tuning& tuning) {
+  if (tuning.period > 0) period_.store(tuning.period);
+  if (tuning.ratio > 0 && tunes_ratio()) set_ratio(tuning.ratio);
 }
 
 void RoundAlgorithm::step(std::span<float> params) {
   MURMUR_CHECK(!finished_);
   check_not_failed();
-  std::uint64_t step_number;
   {
     std::lock_guard lock(mutex_);
-    step_number = ++stats_.steps;
+    ++stats_.steps;
   }
-  if (step_number % static_cast<std::uint64_t>(options_.period) != 0) return;
+  // Counted from the last communicating step, so that a retuned period takes
+  // effect at the same step on every rank that applies it at the same step.
+  if (++steps_since_round_ < period_.load()) return;
+  steps_since_round_ = 0;
   if (in_flight_) complete_round(params);
   begin_round(params);
   {

@@ -15,6 +15,7 @@
 // Internal to algorithm/.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -22,6 +23,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/traffic.h"
@@ -38,6 +40,13 @@ class RoundAlgorithm : public Algorithm {
   void finish(std::span<float> params) override;
   AlgorithmStats stats() const override;
 
+  bool tunes_period() const override { return true; }
+  // Period now; ratio through set_ratio() when tunes_ratio().
+  void retune(const Tuning& tuning) override;
+  int period() const override { return period_.load(); }
+  std::vector<TransferSample> take_transfer_samples() override { return traffic_.take_send_samples(); }
+  double last_mixing_rms() const override { return mixing_rms_.load(); }
+
  protected:
   RoundAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm, bool default_overlap);
 
@@ -51,6 +60,9 @@ class RoundAlgorithm : public Algorithm {
 
   // Adds algorithm-specific numbers; called from stats() on any thread.
   virtual void add_stats(AlgorithmStats&) const {}
+  // A new compression ratio from retune(), on the caller thread; subclasses
+  // that tunes_ratio() apply it from their next begin_round.
+  virtual void set_ratio(double) {}
 
   fabric::Tag tag(Phase phase, std::uint64_t round) const { return make_tag(options_.channel, phase, round); }
   int rank() const { return comm_.rank(); }
@@ -67,6 +79,10 @@ class RoundAlgorithm : public Algorithm {
 
   const std::string name_;
   const bool overlap_;
+  std::atomic<int> period_;         // written on the caller thread, read anywhere
+  int steps_since_round_ = 0;       // caller thread only
+  std::vector<float> before_end_;   // caller thread only: params before end_round
+  std::atomic<double> mixing_rms_{0};
   std::uint64_t next_round_ = 0;  // caller thread only
   bool in_flight_ = false;        // caller thread only
   bool finished_ = false;         // caller thread only

@@ -1,5 +1,7 @@
 #include "gossip/algorithm/traffic.h"
 
+#include <chrono>
+
 namespace murmur::gossip::detail {
 namespace {
 
@@ -19,7 +21,27 @@ void add(std::mutex& mutex, std::map<int, LinkStats>& links, const fabric::Reque
 }  // namespace
 
 fabric::RequestPtr Traffic::send(int peer, fabric::Tag tag, std::span<const std::byte> data) {
-  return comm_.isend(peer, tag, data);
+  using Clock = std::chrono::steady_clock;
+  const auto posted = Clock::now();
+  auto request = comm_.isend(peer, tag, data);
+  request->on_done([c = counters_, posted](fabric::Request& done) {
+    if (!done.test() || done.error()) return;
+    const auto now = Clock::now();
+    TransferSample sample{done.peer(), static_cast<double>(done.bytes()),
+                          std::chrono::duration<double>(now - posted).count(),
+                          std::chrono::duration<double>(now.time_since_epoch()).count()};
+    std::lock_guard lock(c->mutex);
+    c->sends.push_back(sample);
+    if (c->sends.size() > kMaxSendSamples) c->sends.pop_front();
+  });
+  return request;
+}
+
+std::vector<TransferSample> Traffic::take_send_samples() {
+  std::lock_guard lock(counters_->mutex);
+  std::vector<TransferSample> out(counters_->sends.begin(), counters_->sends.end());
+  counters_->sends.clear();
+  return out;
 }
 
 fabric::RequestPtr Traffic::recv(int peer, fabric::Tag tag, std::span<std::byte> buffer) {

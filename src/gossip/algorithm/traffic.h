@@ -2,11 +2,15 @@
 // and messages per peer. Requests are counted when wait_all() returns them
 // (so stats read after a round include all of it: on_done callbacks may run
 // after a waiter wakes), or explicitly with count() / count_on_done() for
-// requests nobody waits on (adpsgd). Internal to algorithm/.
+// requests nobody waits on (adpsgd). Every completed send is also timed, from
+// posting to completion, for the scheduler's link estimates (wall-clock
+// steady time: a simulator feeds its scheduler its own samples). Internal to
+// algorithm/.
 // Thread safety: all methods thread-safe; the counters' mutex is a leaf lock,
 // also taken in on_done callbacks (on the backend's progress thread).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +44,10 @@ class Traffic {
   // Counts the request when it completes, from its on_done callback.
   void count_on_done(const fabric::RequestPtr& request);
   std::map<int, LinkStats> links() const;
+  // The timed sends since the last call, oldest first; at most
+  // kMaxSendSamples are kept between calls.
+  std::vector<TransferSample> take_send_samples();
+  static constexpr std::size_t kMaxSendSamples = 4096;
 
  private:
   // Shared with the on_done callbacks, which may outlive this object when an
@@ -47,6 +55,7 @@ class Traffic {
   struct Counters {
     std::mutex mutex;  // leaf lock
     std::map<int, LinkStats> links;
+    std::deque<TransferSample> sends;
   };
   Communicator& comm_;
   std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();

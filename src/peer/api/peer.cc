@@ -13,6 +13,8 @@
 #include "fabric/rendezvous/server.h"
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/fabric_communicator.h"
+#include "gossip/schedule/controller.h"
+#include "gossip/schedule/schedule_file.h"
 #include "gossip/topology/factory.h"
 #include "peer/api/job_environment.h"
 #include "peer/api/tensor_set.h"
@@ -84,8 +86,20 @@ class Peer::Impl {
     group_ = fabric::Group::join(group_options);
     communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
 
+    const auto schedule = gossip::schedule::parse_schedule_flag(config_.schedule);
+    const bool adaptive = schedule.mode == gossip::schedule::ScheduleMode::kAdaptive;
+    if (adaptive && config_.algorithm == "adpsgd") {
+      throw std::invalid_argument("schedule '" + config_.schedule +
+                                  "': adpsgd has no rounds to schedule (use --schedule fixed)");
+    }
+    if (config_.schedule_interval < 1) {
+      throw std::invalid_argument("schedule interval " + std::to_string(config_.schedule_interval) +
+                                  " must be >= 1");
+    }
+
     gossip::AlgorithmOptions options;
     options.period = config_.period;
+    if (adaptive) options.max_ratio = schedule.bounds.max_ratio;
     options.overlap = config_.overlap;
     options.compressor = config_.compressor;
     options.gamma = config_.gamma;
@@ -100,6 +114,7 @@ class Peer::Impl {
     exact.overlap = false;
     exact.timeout_s = config_.timeout_s;
     collective_ = gossip::make_algorithm("allreduce", exact, *communicator_, nullptr);
+    if (adaptive) schedule_config_ = schedule;
     peer_log().info("joined as rank {} of {} on {}: {} on {}, compressor {}, period {}", env_.rank, env_.world_size,
                     env_.host_name, config_.algorithm, topology_ ? topology_->name() : "(all ranks)",
                     config_.compressor, config_.period);
@@ -115,6 +130,7 @@ class Peer::Impl {
     }
     // Algorithms stop their threads before the communicator and the group
     // they talk through go away.
+    controller_.reset();
     collective_.reset();
     gossip_.reset();
     communicator_.reset();
@@ -147,10 +163,16 @@ class Peer::Impl {
   void step() {
     start();
     ++steps_;
-    if (!gossip_) return;
-    tensors_.gather();
-    gossip_->step(tensors_.flat());
-    tensors_.scatter();
+    // The caller's computation is the time between our calls.
+    const auto entered = std::chrono::steady_clock::now();
+    const double compute_seconds = std::chrono::duration<double>(entered - left_step_).count();
+    if (gossip_) {
+      tensors_.gather();
+      gossip_->step(tensors_.flat());
+      tensors_.scatter();
+      if (controller_) controller_->on_step(compute_seconds);
+    }
+    left_step_ = std::chrono::steady_clock::now();
   }
 
   void flush() {
@@ -184,28 +206,35 @@ class Peer::Impl {
     peer::copy_from_host(data, host.data(), count, true);
   }
 
-  // Exact in double: every rank publishes its value under a key of this
-  // collective's sequence number and sums all of them in rank order, so that
-  // every rank gets the identical result.
+  // Exact in double: every rank's value, through the rendezvous' store,
+  // summed in rank order so that every rank gets the identical result.
   double average(double value) {
     if (!group_) return value;
-    const std::string prefix = "murmur/peer/mean/" + std::to_string(mean_sequence_++) + "/";
+    double sum = 0;
+    for (double v : all_gather(value, "average()")) sum += v;
+    return sum / env_.world_size;
+  }
+
+  // Every rank publishes its value under a key of this collective's
+  // sequence number and reads everyone's. Values are untrusted text.
+  std::vector<double> all_gather(double value, const char* what) {
+    const std::string prefix = "murmur/peer/gather/" + std::to_string(gather_sequence_++) + "/";
     char text[64];
     std::snprintf(text, sizeof(text), "%a", value);
     auto& control = group_->control();
     control.set(prefix + std::to_string(env_.rank), text);
-    double sum = 0;
+    std::vector<double> values;
     for (int r = 0; r < env_.world_size; ++r) {
       const std::string reply = control.wait(prefix + std::to_string(r), to_ms(config_.timeout_s));
       char* end = nullptr;
       const double v = std::strtod(reply.c_str(), &end);
       if (end == reply.c_str() || *end != '\0' || !std::isfinite(v)) {
-        throw std::runtime_error("rank " + std::to_string(r) + " (" + host(r) + ") contributed '" + reply +
-                                 "' to average(), not a finite number");
+        throw std::runtime_error("rank " + std::to_string(r) + " (" + host(r) + ") contributed '" + reply + "' to " +
+                                 what + ", not a finite number");
       }
-      sum += v;
+      values.push_back(v);
     }
-    return sum / env_.world_size;
+    return values;
   }
 
   void averaged_model(float* out) {
@@ -231,7 +260,8 @@ class Peer::Impl {
   PeerStats stats() const {
     PeerStats s;
     s.steps = steps_;
-    s.period = config_.period;
+    s.period = gossip_ ? gossip_->period() : config_.period;
+    s.ratio = controller_ ? controller_->current_ratio() : 1.0;
     s.algorithm = config_.algorithm;
     s.compressor = config_.compressor;
     if (gossip_) {
@@ -274,6 +304,19 @@ class Peer::Impl {
                                     " (tensors: " + tensors_.describe() + ")");
       }
     }
+    if (schedule_config_) {
+      auto agree_max = [this](int proposal) {
+        double most = proposal;
+        for (double v : all_gather(proposal, "the schedule's period agreement")) most = std::max(most, v);
+        return static_cast<int>(most);
+      };
+      auto record = [this](const nlohmann::json& decision) {
+        if (config_.on_schedule_decision) config_.on_schedule_decision(decision.dump());
+      };
+      controller_ = std::make_unique<gossip::schedule::ScheduleController>(
+          *schedule_config_, *gossip_, tensors_.count(), config_.schedule_interval, agree_max, record);
+    }
+    left_step_ = std::chrono::steady_clock::now();
   }
 
   PeerConfig config_;
@@ -288,7 +331,10 @@ class Peer::Impl {
   bool started_ = false;
   bool finished_ = false;
   std::uint64_t steps_ = 0;
-  std::uint64_t mean_sequence_ = 0;
+  std::uint64_t gather_sequence_ = 0;
+  std::optional<gossip::schedule::ScheduleConfig> schedule_config_;
+  std::unique_ptr<gossip::schedule::ScheduleController> controller_;
+  std::chrono::steady_clock::time_point left_step_;
 };
 
 Peer::Peer(const PeerConfig& config) : impl_(std::make_unique<Impl>(config)) {}

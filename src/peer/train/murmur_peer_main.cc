@@ -17,7 +17,6 @@
 int main(int argc, char** argv) {
   murmur::train::TrainOptions o;
   auto& p = o.peer;
-  std::string schedule = "fixed";
   int blas_threads = 0;
   CLI::App app{"murmur-peer: one peer of a murmur training job (docs/training.md)"};
   app.get_formatter()->column_width(34);
@@ -34,8 +33,12 @@ int main(int argc, char** argv) {
   app.add_option("--period", p.period, "gossip every H-th step")->check(CLI::Range(1, 1000000))
       ->capture_default_str()->group(gossip);
   app.add_option("--gamma", p.gamma, "choco consensus step size, in (0, 1]")->capture_default_str()->group(gossip);
-  app.add_option("--schedule", schedule, "period and compression schedule: fixed (the flags above)")
-      ->check(CLI::IsMember({"fixed"}))->capture_default_str()->group(gossip);
+  app.add_option("--schedule", p.schedule,
+                 "fixed (the flags above), adaptive[:key=value,...] or @file: the latency-aware scheduler "
+                 "(docs/scheduler.md)")
+      ->capture_default_str()->group(gossip);
+  app.add_option("--schedule-interval", p.schedule_interval, "steps between scheduler decisions")
+      ->check(CLI::Range(1, 1000000))->capture_default_str()->group(gossip);
 
   auto* training = "Training";
   app.add_option("--model", o.model, "mlp, mlp:H1,H2,..., cnn or logreg")->capture_default_str()->group(training);

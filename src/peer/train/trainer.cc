@@ -90,10 +90,18 @@ TrainSummary train(const TrainOptions& o) {
   model::SgdOptimizer optimizer(model->parameter_count(), device,
                                 {.momentum = o.momentum, .weight_decay = o.weight_decay, .nesterov = o.nesterov});
 
-  Peer peer(o.peer);
+  // Scheduler decisions go to the metrics file, which is opened once the
+  // rank is known.
+  MetricsWriter* decisions_to = nullptr;
+  PeerConfig peer_config = o.peer;
+  peer_config.on_schedule_decision = [&decisions_to](const std::string& decision) {
+    if (decisions_to != nullptr) decisions_to->write(nlohmann::json::parse(decision));
+  };
+  Peer peer(peer_config);
   const int rank = peer.rank(), world = peer.world_size();
   set_log_rank(rank);
   MetricsWriter metrics(expand_rank(o.metrics, rank));
+  decisions_to = &metrics;
 
   auto shards = data::partition(partition_spec, data.train.labels, data.train.num_classes, world, o.seed);
   auto shard = std::move(shards[rank]);
@@ -141,6 +149,7 @@ TrainSummary train(const TrainOptions& o) {
   }
 
   metrics.write({{"event", "start"}, {"rank", rank}, {"world_size", world}, {"model", o.model},
+                 {"schedule", o.peer.schedule},
                  {"parameters", params.size()}, {"algorithm", o.peer.algorithm},
                  {"compressor", o.peer.compressor}, {"topology", o.peer.topology}, {"period", o.peer.period},
                  {"partition", data::describe(partition_spec)}, {"shard_examples", shard_examples},
@@ -178,7 +187,8 @@ TrainSummary train(const TrainOptions& o) {
                        {"loss", loss_sum / seen}, {"train_accuracy", static_cast<double>(correct) / seen},
                        {"lr", model::learning_rate_at(schedule, step)}, {"bytes_sent", stats.bytes_sent},
                        {"bytes_received", stats.bytes_received}, {"compute_seconds", compute_seconds},
-                       {"communication_wait_seconds", stats.wait_seconds}});
+                       {"communication_wait_seconds", stats.wait_seconds}, {"period", stats.period},
+                       {"ratio", stats.ratio}});
         if (o.events) {
           launcher::emit_event(launcher::to_json(launcher::ProgressEvent{
               rank, epoch + 1, o.epochs, s + 1, steps_per_epoch, loss_sum / seen,
