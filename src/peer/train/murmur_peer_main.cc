@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", o.resume, "start from the checkpoints in --checkpoint-dir")->group(output);
   app.add_option("--log-every", o.log_every, "steps between step metrics and progress events")
       ->check(CLI::Range(1, 1000000))->capture_default_str()->group(output);
+  app.add_option("--evals-per-epoch", o.evals_per_epoch, "test-set evaluations per epoch (time-to-accuracy curves)")
+      ->check(CLI::Range(1, 1000))->capture_default_str()->group(output);
 
   auto* job = "Job (default: from murmur-run, Slurm or Open MPI)";
   app.add_option("--rank", p.rank, "this peer's rank")->group(job);

@@ -181,6 +181,15 @@ TrainSummary train(const TrainOptions& o) {
       loss_sum += r.loss * batch.size;
       correct += r.correct;
       seen += batch.size;
+      // Extra evaluations inside the epoch, for time-to-accuracy curves.
+      if (o.evals_per_epoch > 1 && s + 1 < steps_per_epoch &&
+          (s + 1) % std::max<long>(1, steps_per_epoch / o.evals_per_epoch) == 0) {
+        const auto mid = evaluate_range(*model, data.test, 0, data.test.size(), model_spec.max_batch, eval_scratch);
+        const auto stats = peer.stats();
+        metrics.write({{"event", "eval"}, {"epoch", epoch + 1}, {"step", step + 1}, {"time", seconds_since(start)},
+                       {"test_accuracy", mid.fraction()}, {"test_loss", mid.mean_loss()},
+                       {"bytes_sent", stats.bytes_sent}, {"period", stats.period}, {"ratio", stats.ratio}});
+      }
       if ((s + 1) % o.log_every == 0 || s + 1 == steps_per_epoch) {
         const auto stats = peer.stats();
         metrics.write({{"event", "step"}, {"step", step + 1}, {"epoch", epoch + 1}, {"time", seconds_since(start)},
@@ -201,6 +210,9 @@ TrainSummary train(const TrainOptions& o) {
     local_test = evaluate_range(*model, data.test, 0, data.test.size(), model_spec.max_batch, eval_scratch);
     const double consensus = peer.consensus_distance();
     const auto stats = peer.stats();
+    metrics.write({{"event", "eval"}, {"epoch", epoch + 1}, {"step", step}, {"time", seconds_since(start)},
+                   {"test_accuracy", local_test.fraction()}, {"test_loss", local_test.mean_loss()},
+                   {"bytes_sent", stats.bytes_sent}, {"period", stats.period}, {"ratio", stats.ratio}});
     metrics.write({{"event", "epoch"}, {"epoch", epoch + 1}, {"step", step}, {"time", seconds_since(start)},
                    {"loss", loss_sum / seen}, {"train_accuracy", static_cast<double>(correct) / seen},
                    {"test_loss", local_test.mean_loss()}, {"test_accuracy", local_test.fraction()},

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The scheduler's time-varying experiment: 8 peers, exponential graph,
+choco over libfabric tcp, a shaper file in which link 0<->1 drops from
+10GbE to 100 Mbit/s and recovers. Runs a grid of fixed (ratio, H) settings
+and the adaptive schedule under the same profile and prints, per run, the
+time rank 0's model first reaches the target test accuracy, the final
+averaged-model accuracy and the bytes sent.
+
+  bench/peer/scheduler_drop.py --build build [--target 0.85] [--drop 6s --recover 14s]
+
+tcp, not shm: the scheduler times sends from posting to completion, and an
+shm send completes only when the receiver has progressed (docs/scheduler.md).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+GRID = [
+    ("fixed ratio 1, H 1", ["--compress", "topk:1", "--period", "1"]),
+    ("fixed ratio 0.1, H 1", ["--compress", "topk:0.1", "--period", "1"]),
+    ("fixed ratio 0.01, H 1", ["--compress", "topk:0.01", "--period", "1"]),
+    ("fixed ratio 0.1, H 4", ["--compress", "topk:0.1", "--period", "4"]),
+    ("fixed ratio 1, H 4", ["--compress", "topk:1", "--period", "4"]),
+    ("adaptive", ["--compress", "topk:1", "--schedule", "adaptive"]),
+]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build")
+    p.add_argument("--np", type=int, default=8)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--target", type=float, default=0.85)
+    p.add_argument("--drop", default="6s")
+    p.add_argument("--recover", default="14s")
+    p.add_argument("--only", help="comma-separated labels")
+    args = p.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = os.path.join(tmp, "drop.txt")
+        with open(profile, "w") as f:
+            f.write(f"default 10gbe\nat {args.drop} edge 0 1 lat=25us,bw=100mbit\nat {args.recover} edge 0 1 default\n")
+        for label, extra in GRID:
+            if args.only and label not in args.only.split(","):
+                continue
+            metrics = os.path.join(tmp, label.replace(" ", "_").replace(",", "") + "-{rank}.jsonl")
+            summary = os.path.join(tmp, "summary.json")
+            command = [os.path.join(args.build, "src/peer/launcher/murmur-run"), "-np", str(args.np), "--profile",
+                       "@" + profile, "--summary", summary, "--",
+                       os.path.join(args.build, "src/peer/train/murmur-peer"), "--algorithm", "choco",
+                       "--topology", "exponential", "--provider", "tcp", "--model", "mlp", "--epochs",
+                       str(args.epochs), "--evals-per-epoch", "4", "--metrics", metrics] + extra
+            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if done.returncode != 0:
+                sys.stderr.write(done.stdout[-2000:])
+                raise SystemExit(f"failed: {label}")
+            with open(summary) as f:
+                s = json.load(f)
+            with open(metrics.replace("{rank}", "0")) as f:
+                evals = [json.loads(line) for line in f if '"eval"' in line]
+            reached = next((e["time"] for e in evals if e["test_accuracy"] >= args.target), None)
+            periods = sorted({e["period"] for e in evals})
+            rows.append((label, reached, s["average_model_test_accuracy"], s["wall_seconds"], s["bytes_sent"], periods))
+            print(f"done: {label}", file=sys.stderr)
+    print(f"{args.np} peers, link 0<->1 10GbE -> 100 Mbit/s at {args.drop}, back at {args.recover}; "
+          f"time for rank 0's model to reach {args.target:.0%} test accuracy\n")
+    print("| setting | time to target s | averaged model acc. | wall s | MB sent | periods seen |")
+    print("|---|---:|---:|---:|---:|---|")
+    for label, reached, acc, wall, sent, periods in rows:
+        t = f"{reached:.1f}" if reached is not None else "not reached"
+        print(f"| {label} | {t} | {acc * 100:.2f}% | {wall:.1f} | {sent / 1e6:.1f} | {periods} |")
+
+
+if __name__ == "__main__":
+    main()
