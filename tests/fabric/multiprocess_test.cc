@@ -146,7 +146,12 @@ TEST(ShapedLink, TenMebibytesAtHundredMegabitTakesExpectedTime) {
   auto out = job.output(1);
   ASSERT_TRUE(std::regex_search(out, m, std::regex("transfer_seconds=([0-9.eE+-]+)"))) << out;
   double seconds = std::stod(m[1]);
-  EXPECT_NEAR(seconds, 0.841, 0.841 * 0.15);
+  // The shaper may never deliver early: that bound is tight. Late is what a
+  // loaded machine does (the CI host runs other work), so the upper bound
+  // only catches a shaper that delays far too much; the exact timing lives
+  // in bench/fabric (docs/link-profiles.md).
+  EXPECT_GE(seconds, 0.841 * 0.97);
+  EXPECT_LE(seconds, 0.841 * 3);
 }
 
 }  // namespace

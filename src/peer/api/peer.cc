@@ -134,6 +134,17 @@ class Peer::Impl {
     collective_.reset();
     gossip_.reset();
     communicator_.reset();
+    if (group_) {
+      // A rank that leaves while a peer still reads what it sent can take
+      // that data with it (shm reads the sender's memory), and its clean
+      // leave fails the peer's pending receives. Everyone leaves together;
+      // a dead peer fails the barrier at once, which is logged, not thrown.
+      try {
+        group_->barrier("murmur/peer/leave", to_ms(config_.timeout_s));
+      } catch (const std::exception& e) {
+        peer_log().warn("leaving without the other ranks: {}", e.what());
+      }
+    }
     group_.reset();
     if (server_) {
       // Rank 0 hosts the job's rendezvous: closing it while another rank is
