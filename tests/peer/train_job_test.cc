@@ -121,6 +121,20 @@ TEST_F(TrainJob, AMissingPeerBinaryIsNamed) {
   EXPECT_NE(r.output.find("no-such-peer"), std::string::npos) << r.output;
 }
 
+TEST_F(TrainJob, MalformedScheduleAndProfileFilesAreRefusedWithFileAndLine) {
+  const auto schedule = (dir_ / "net.sched").string();
+  std::ofstream(schedule) << "# slow network\nmin_ratio = 0.01\nmax_period = many\n";
+  auto r = run(launch(2, {"--epochs", "1", "--train-examples", "100", "--schedule", "@" + schedule}));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("net.sched:3"), std::string::npos) << r.output;
+
+  const auto profile = (dir_ / "links.txt").string();
+  std::ofstream(profile) << "default 10gbe\nedge 0 1 lat=1ms,bw=1gbt\n";
+  r = run(launch(2, {"--epochs", "1", "--train-examples", "100", "--link-profile", "@" + profile}));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("links.txt:2"), std::string::npos) << r.output;
+}
+
 TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
   const auto ckpt = (dir_ / "ckpt").string();
   auto first = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "1", "--train-examples",

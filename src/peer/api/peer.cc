@@ -55,6 +55,18 @@ class Peer::Impl {
   explicit Impl(const PeerConfig& config)
       : config_(config), env_(peer::resolve_job_environment(config, peer::process_environment())) {
     if (config_.period < 1) throw std::invalid_argument("period " + std::to_string(config_.period) + " must be >= 1");
+    // A bad schedule fails before joining, on every rank alike.
+    const auto schedule = gossip::schedule::parse_schedule_flag(config_.schedule);
+    const bool adaptive = schedule.mode == gossip::schedule::ScheduleMode::kAdaptive;
+    if (adaptive && config_.algorithm == "adpsgd") {
+      throw std::invalid_argument("schedule '" + config_.schedule +
+                                  "': adpsgd has no rounds to schedule (use --schedule fixed)");
+    }
+    if (config_.schedule_interval < 1) {
+      throw std::invalid_argument("schedule interval " + std::to_string(config_.schedule_interval) +
+                                  " must be >= 1");
+    }
+
     if (env_.world_size == 1) {
       // A job of one: nothing to gossip with, no network at all. Still build
       // the algorithm's topology check so that a bad --topology fails here.
@@ -85,17 +97,6 @@ class Peer::Impl {
     group_options.join_timeout = to_ms(config_.join_timeout_s);
     group_ = fabric::Group::join(group_options);
     communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
-
-    const auto schedule = gossip::schedule::parse_schedule_flag(config_.schedule);
-    const bool adaptive = schedule.mode == gossip::schedule::ScheduleMode::kAdaptive;
-    if (adaptive && config_.algorithm == "adpsgd") {
-      throw std::invalid_argument("schedule '" + config_.schedule +
-                                  "': adpsgd has no rounds to schedule (use --schedule fixed)");
-    }
-    if (config_.schedule_interval < 1) {
-      throw std::invalid_argument("schedule interval " + std::to_string(config_.schedule_interval) +
-                                  " must be >= 1");
-    }
 
     gossip::AlgorithmOptions options;
     options.period = config_.period;
