@@ -6,41 +6,27 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
-#include <random>
 #include <vector>
 
 #include "kernels/compress.h"
+#include "random_vectors.h"
+#include "scratch_calls.h"
 
 namespace mk = murmur::kernels;
 namespace cpu = murmur::kernels::cpu;
 using mk::Status;
+using murmur::testing::randn;
+using murmur::testing::run_host_scratch;
 
 namespace {
-
-std::vector<float> randn(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
-
-// Runs the CUB-shaped call twice: size query, then the work.
-template <typename F>
-Status run(F f) {
-  std::size_t bytes = 0;
-  EXPECT_EQ(f(nullptr, bytes), Status::kOk);
-  std::vector<std::byte> scratch(std::max<std::size_t>(bytes, 1));
-  return f(scratch.data(), bytes);
-}
 
 TEST(Fp16, RoundTripWithinHalfUlp) {
   auto x = randn(10007, 1, 3.0f);
   x[0] = 0.0f; x[1] = -0.0f; x[2] = 65504.0f; x[3] = 1e6f; x[4] = 1e-8f; x[5] = -6.1e-5f;
   std::vector<std::uint16_t> h(x.size());
   std::vector<float> y(x.size());
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return cpu::f32_to_f16(s, b, x.data(), h.data(), x.size()); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return cpu::f16_to_f32(s, b, h.data(), y.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::f32_to_f16(s, b, x.data(), h.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::f16_to_f32(s, b, h.data(), y.data(), x.size()); }), Status::kOk);
   EXPECT_EQ(h[0], 0x0000); EXPECT_EQ(h[1], 0x8000); EXPECT_EQ(h[2], 0x7bff); EXPECT_EQ(h[3], 0x7c00);
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (std::fabs(x[i]) > 65504.0f) continue;
@@ -116,9 +102,9 @@ TEST_P(Qsgd, LevelsBoundedAndUnbiased) {
   const int draws = 400;
   for (int d = 0; d < draws; ++d) {
     float norm = 0;
-    ASSERT_EQ(run([&](void* sc, std::size_t& b) { return cpu::qsgd_encode(sc, b, x.data(), n, s, 1000 + d, &norm, packed.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_encode(sc, b, x.data(), n, s, 1000 + d, &norm, packed.data()); }), Status::kOk);
     EXPECT_NEAR(norm, norm2, 1e-5 * norm2);
-    ASSERT_EQ(run([&](void* sc, std::size_t& b) { return cpu::qsgd_decode(sc, b, packed.data(), n, s, norm, y.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_decode(sc, b, packed.data(), n, s, norm, y.data()); }), Status::kOk);
     const float step = norm / s;
     for (std::size_t i = 0; i < n; ++i) {
       // one of the two levels around |x_i|, with x_i's sign (or zero)
@@ -182,7 +168,7 @@ TEST_P(TopK, KeepsExactlyTheKLargest) {
   }
   std::vector<std::uint32_t> idx(k);
   std::vector<float> vals(k);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return cpu::topk_select(s, b, x.data(), n, k, 9, idx.data(), vals.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::topk_select(s, b, x.data(), n, k, 9, idx.data(), vals.data()); }), Status::kOk);
   std::vector<float> mags(n);
   for (std::size_t i = 0; i < n; ++i) mags[i] = std::fabs(x[i]);
   std::sort(mags.begin(), mags.end(), std::greater<>());
@@ -210,7 +196,7 @@ TEST(TopK, AdversarialSampleFallsBack) {
   const std::size_t k = 10;
   std::vector<std::uint32_t> idx(k);
   std::vector<float> vals(k);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return cpu::topk_select(s, b, x.data(), x.size(), k, 1, idx.data(), vals.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::topk_select(s, b, x.data(), x.size(), k, 1, idx.data(), vals.data()); }), Status::kOk);
   EXPECT_EQ(idx[0], 0u);
   EXPECT_TRUE(std::find(idx.begin(), idx.end(), 123u) != idx.end());
   EXPECT_TRUE(std::find(idx.begin(), idx.end(), 40000u) != idx.end());
@@ -219,9 +205,9 @@ TEST(TopK, AdversarialSampleFallsBack) {
 TEST(RandK, CountDistinctSortedSeeded) {
   const std::size_t n = 10000, k = 137;
   std::vector<std::uint32_t> a(k), b(k), c(k);
-  ASSERT_EQ(run([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, a.data()); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, b.data()); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 43, c.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, a.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, b.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 43, c.data()); }), Status::kOk);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   for (std::size_t j = 1; j < k; ++j) EXPECT_LT(a[j - 1], a[j]);
@@ -230,7 +216,7 @@ TEST(RandK, CountDistinctSortedSeeded) {
   std::vector<int> hits(100, 0);
   std::vector<std::uint32_t> s(10);
   for (int t = 0; t < 5000; ++t) {
-    ASSERT_EQ(run([&](void* sc, std::size_t& by) { return cpu::randk_indices(sc, by, 100, 10, t, s.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& by) { return cpu::randk_indices(sc, by, 100, 10, t, s.data()); }), Status::kOk);
     for (auto i : s) ++hits[i];
   }
   for (int h : hits) EXPECT_NEAR(h, 500, 100);

@@ -8,9 +8,13 @@
 #include <vector>
 
 #include "kernels/compress.h"
+#include "random_vectors.h"
+#include "scratch_calls.h"
 
 #if defined(MURMUR_HAVE_CUDA)
 #include <cuda_runtime.h>
+
+#include "device_buffer.h"
 #endif
 
 namespace mk = murmur::kernels;
@@ -20,40 +24,13 @@ namespace {
 
 #if defined(MURMUR_HAVE_CUDA)
 
-std::vector<float> randn(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, 2.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
+using murmur::testing::DeviceBuffer;
+using murmur::testing::randn;
+using murmur::testing::run_host_scratch;
 
-// A device copy of a host vector, freed on scope exit.
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceBuffer(std::size_t count) : n(count) {
-    EXPECT_EQ(cudaMalloc(&ptr, std::max<std::size_t>(count, 1) * sizeof(T)), cudaSuccess);
-  }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
-    EXPECT_EQ(cudaMemcpy(ptr, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  std::vector<T> host() const {
-    std::vector<T> h(n);
-    EXPECT_EQ(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return h;
-  }
-};
-
-template <typename F>
-Status run_host(F f) {
-  std::size_t bytes = 0;
-  EXPECT_EQ(f(nullptr, bytes), Status::kOk);
-  std::vector<std::byte> scratch(std::max<std::size_t>(bytes, 1));
-  return f(scratch.data(), bytes);
-}
+// Every random input here is drawn from N(0, 2^2), the scale these twins were
+// written with (the CPU tests draw from N(0, 1)).
+constexpr float kInputScale = 2.0f;
 
 template <typename F>
 Status run_device(F f) {
@@ -73,10 +50,10 @@ class CudaTwin : public ::testing::Test {
 };
 
 TEST_F(CudaTwin, Fp16AndBf16MatchCpu) {
-  const auto x = randn(100003, 1);
+  const auto x = randn(100003, 1, kInputScale);
   std::vector<std::uint16_t> h16(x.size()), hb(x.size());
-  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::f32_to_f16(s, b, x.data(), h16.data(), x.size()); }), Status::kOk);
-  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::f32_to_bf16(s, b, x.data(), hb.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return mk::cpu::f32_to_f16(s, b, x.data(), h16.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return mk::cpu::f32_to_bf16(s, b, x.data(), hb.data(), x.size()); }), Status::kOk);
   DeviceBuffer<float> dx(x), dy(x.size());
   DeviceBuffer<std::uint16_t> d16(x.size()), db(x.size());
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::f32_to_f16(s, b, dx.ptr, d16.ptr, x.size(), nullptr); }), Status::kOk);
@@ -84,10 +61,10 @@ TEST_F(CudaTwin, Fp16AndBf16MatchCpu) {
   EXPECT_EQ(d16.host(), h16);
   EXPECT_EQ(db.host(), hb);
   std::vector<float> back(x.size());
-  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::f16_to_f32(s, b, h16.data(), back.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return mk::cpu::f16_to_f32(s, b, h16.data(), back.data(), x.size()); }), Status::kOk);
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::f16_to_f32(s, b, d16.ptr, dy.ptr, x.size(), nullptr); }), Status::kOk);
   EXPECT_EQ(dy.host(), back);
-  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::bf16_to_f32(s, b, hb.data(), back.data(), x.size()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return mk::cpu::bf16_to_f32(s, b, hb.data(), back.data(), x.size()); }), Status::kOk);
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::bf16_to_f32(s, b, db.ptr, dy.ptr, x.size(), nullptr); }), Status::kOk);
   EXPECT_EQ(dy.host(), back);
 }
@@ -95,11 +72,11 @@ TEST_F(CudaTwin, Fp16AndBf16MatchCpu) {
 TEST_F(CudaTwin, QsgdMatchesCpu) {
   const std::size_t n = 100001;
   const unsigned s = 16;
-  const auto x = randn(n, 2);
+  const auto x = randn(n, 2, kInputScale);
   const std::size_t bytes = mk::packed_bytes(n, mk::qsgd_bits(s));
   std::vector<std::uint8_t> hp(bytes);
   float hnorm = 0;
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_encode(sc, b, x.data(), n, s, 77, &hnorm, hp.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_encode(sc, b, x.data(), n, s, 77, &hnorm, hp.data()); }), Status::kOk);
   DeviceBuffer<float> dx(x), dnorm(1), dy(n);
   DeviceBuffer<std::uint8_t> dp(bytes);
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::qsgd_encode(sc, b, dx.ptr, n, s, 77, dnorm.ptr, dp.ptr, nullptr); }), Status::kOk);
@@ -109,8 +86,8 @@ TEST_F(CudaTwin, QsgdMatchesCpu) {
   // norm's last bit moved an element across a level (rare).
   std::vector<float> ycpu(n), ygpu(n);
   const auto gp = dp.host();
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, hp.data(), n, s, hnorm, ycpu.data()); }), Status::kOk);
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, gp.data(), n, s, gnorm, ygpu.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, hp.data(), n, s, hnorm, ycpu.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, gp.data(), n, s, gnorm, ygpu.data()); }), Status::kOk);
   std::size_t differ = 0;
   for (std::size_t i = 0; i < n; ++i) differ += std::fabs(ycpu[i] - ygpu[i]) > 1e-4f * hnorm;
   EXPECT_LE(differ, n / 1000);
@@ -121,29 +98,29 @@ TEST_F(CudaTwin, QsgdMatchesCpu) {
 
 TEST_F(CudaTwin, SignMatchesCpu) {
   const std::size_t n = 70001;
-  const auto x = randn(n, 3);
+  const auto x = randn(n, 3, kInputScale);
   std::vector<std::uint8_t> hbits((n + 7) / 8);
   float hscale = 0;
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::sign_encode(sc, b, x.data(), n, &hscale, hbits.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::sign_encode(sc, b, x.data(), n, &hscale, hbits.data()); }), Status::kOk);
   DeviceBuffer<float> dx(x), dscale(1), dy(n);
   DeviceBuffer<std::uint8_t> dbits(hbits.size());
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::sign_encode(sc, b, dx.ptr, n, dscale.ptr, dbits.ptr, nullptr); }), Status::kOk);
   EXPECT_EQ(dbits.host(), hbits);
   EXPECT_NEAR(dscale.host()[0], hscale, 1e-6 * hscale);
   std::vector<float> y(n);
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::sign_decode(sc, b, hbits.data(), n, hscale, y.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::sign_decode(sc, b, hbits.data(), n, hscale, y.data()); }), Status::kOk);
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::sign_decode(sc, b, dbits.ptr, n, hscale, dy.ptr, nullptr); }), Status::kOk);
   EXPECT_EQ(dy.host(), y);
 }
 
 TEST_F(CudaTwin, GatherScatterMatchCpu) {
   const std::size_t n = 50000, k = 500;
-  const auto x = randn(n, 4);
+  const auto x = randn(n, 4, kInputScale);
   std::vector<std::uint32_t> idx(k);
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::randk_indices(sc, b, n, k, 5, idx.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::randk_indices(sc, b, n, k, 5, idx.data()); }), Status::kOk);
   std::vector<float> vals(k), out(n);
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::gather(sc, b, x.data(), idx.data(), k, vals.data()); }), Status::kOk);
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::scatter(sc, b, idx.data(), vals.data(), k, out.data(), n); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::gather(sc, b, x.data(), idx.data(), k, vals.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::scatter(sc, b, idx.data(), vals.data(), k, out.data(), n); }), Status::kOk);
   DeviceBuffer<float> dx(x), dvals(k), dout(n);
   DeviceBuffer<std::uint32_t> didx(idx);
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::gather(sc, b, dx.ptr, didx.ptr, k, dvals.ptr, nullptr); }), Status::kOk);
@@ -155,10 +132,10 @@ TEST_F(CudaTwin, GatherScatterMatchCpu) {
 
 TEST_F(CudaTwin, PowerSgdMatchesCpu) {
   const std::size_t rows = 300, cols = 200, r = 4;
-  const auto m = randn(rows * cols, 5), q0 = randn(cols * r, 6);
+  const auto m = randn(rows * cols, 5, kInputScale), q0 = randn(cols * r, 6, kInputScale);
   std::vector<float> p(rows * r), q = q0, out(rows * cols);
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::powersgd_factor(sc, b, m.data(), rows, cols, r, p.data(), q.data()); }), Status::kOk);
-  ASSERT_EQ(run_host([&](void* sc, std::size_t& b) { return mk::cpu::powersgd_expand(sc, b, p.data(), q.data(), rows, cols, r, out.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::powersgd_factor(sc, b, m.data(), rows, cols, r, p.data(), q.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::powersgd_expand(sc, b, p.data(), q.data(), rows, cols, r, out.data()); }), Status::kOk);
   DeviceBuffer<float> dm(m), dp(rows * r), dq(q0), dout(rows * cols);
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::powersgd_factor(sc, b, dm.ptr, rows, cols, r, dp.ptr, dq.ptr, nullptr); }), Status::kOk);
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::powersgd_expand(sc, b, dp.ptr, dq.ptr, rows, cols, r, dout.ptr, nullptr); }), Status::kOk);
@@ -181,7 +158,7 @@ void expect_topk_twins(const std::vector<float>& x, std::size_t k, std::uint64_t
   const std::size_t n = x.size();
   std::vector<std::uint32_t> hidx(k);
   std::vector<float> hvals(k);
-  ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::topk_select(s, b, x.data(), n, k, seed, hidx.data(), hvals.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return mk::cpu::topk_select(s, b, x.data(), n, k, seed, hidx.data(), hvals.data()); }), Status::kOk);
   DeviceBuffer<float> dx(x), dvals(k);
   DeviceBuffer<std::uint32_t> didx(k);
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::topk_select(s, b, dx.ptr, n, k, seed, didx.ptr, dvals.ptr, nullptr); }), Status::kOk);
@@ -190,14 +167,14 @@ void expect_topk_twins(const std::vector<float>& x, std::size_t k, std::uint64_t
 }
 
 TEST_F(CudaTwin, TopkMatchesCpu) {
-  const auto x = randn(100003, 7);
+  const auto x = randn(100003, 7, kInputScale);
   for (std::size_t k : {std::size_t(1), std::size_t(10), std::size_t(1000), std::size_t(10000), std::size_t(50001), x.size()})
     expect_topk_twins(x, k, 11);
-  const auto big = randn((std::size_t(1) << 20) + 7, 8);
+  const auto big = randn((std::size_t(1) << 20) + 7, 8, kInputScale);
   expect_topk_twins(big, 1049, 12);
   expect_topk_twins(big, big.size() / 100, 13);
   expect_topk_twins({-3.5f}, 1, 1);
-  const auto small = randn(65, 9);
+  const auto small = randn(65, 9, kInputScale);
   for (std::size_t k = 0; k <= small.size(); k += 8) expect_topk_twins(small, k, 2);
 }
 
@@ -219,7 +196,7 @@ TEST_F(CudaTwin, TopkTiesMatchCpu) {
   for (std::size_t i = 0; i < zeros.size(); ++i) zeros[i] = (i & 1) ? -0.0f : 0.0f;
   expect_topk_twins(zeros, 17, 23);
   // inf and NaN: NaN counts above inf, inf above any number.
-  auto special = randn(30011, 24);
+  auto special = randn(30011, 24, kInputScale);
   for (std::size_t i = 0; i < special.size(); i += 97) special[i] = -INFINITY;
   for (std::size_t i = 5; i < special.size(); i += 131) special[i] = std::nanf("");
   expect_topk_twins(special, 100, 25);
@@ -246,7 +223,7 @@ TEST_F(CudaTwin, RandkMatchesCpu) {
   for (const auto& c : cases) {
     SCOPED_TRACE(::testing::Message() << "n=" << c.n << " k=" << c.k << " seed=" << c.seed);
     std::vector<std::uint32_t> hidx(c.k);
-    ASSERT_EQ(run_host([&](void* s, std::size_t& b) { return mk::cpu::randk_indices(s, b, c.n, c.k, c.seed, hidx.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return mk::cpu::randk_indices(s, b, c.n, c.k, c.seed, hidx.data()); }), Status::kOk);
     DeviceBuffer<std::uint32_t> didx(c.k);
     ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::randk_indices(s, b, c.n, c.k, c.seed, didx.ptr, nullptr); }), Status::kOk);
     EXPECT_EQ(didx.host(), hidx);

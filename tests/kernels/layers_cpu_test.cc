@@ -2,34 +2,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "kernels/layers.h"
 #include "kernels/sgd.h"
+#include "random_vectors.h"
+#include "scratch_calls.h"
 
 namespace mk = murmur::kernels;
 using mk::Status;
+using murmur::testing::randn;
+using murmur::testing::run_no_scratch;
 
 namespace {
-
-std::vector<float> randn(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
-
-// The size query must report no scratch; then the call runs.
-template <typename F>
-Status run(F f) {
-  std::size_t bytes = 123;
-  EXPECT_EQ(f(nullptr, bytes), Status::kOk);
-  EXPECT_EQ(bytes, 0u);
-  char dummy = 0;
-  return f(&dummy, bytes);
-}
 
 struct Dims {
   std::size_t n, rows, cols, channels;
@@ -43,13 +28,17 @@ TEST(LayersCpu, BiasAddAndGrad) {
   const std::size_t rows = 37, cols = 19;
   auto y = randn(rows * cols, 1), bias = randn(cols, 2);
   const auto y0 = y;
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols); }),
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols);
+            }),
             Status::kOk);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < cols; ++c) EXPECT_FLOAT_EQ(y[r * cols + c], y0[r * cols + c] + bias[c]);
 
   std::vector<float> db(cols, 99.0f);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::bias_grad(s, b, y0.data(), rows, cols, db.data()); }),
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::bias_grad(s, b, y0.data(), rows, cols, db.data());
+            }),
             Status::kOk);
   for (std::size_t c = 0; c < cols; ++c) {
     double sum = 0;
@@ -62,9 +51,14 @@ TEST(LayersCpu, ReluForwardAndBackwardInPlace) {
   const std::size_t n = 1001;
   const auto x = randn(n, 3), dy = randn(n, 4);
   auto y = x;
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::relu_forward(s, b, y.data(), y.data(), n); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::relu_forward(s, b, y.data(), y.data(), n);
+            }),
+            Status::kOk);
   auto dx = dy;
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::relu_backward(s, b, y.data(), dx.data(), dx.data(), n); }),
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::relu_backward(s, b, y.data(), dx.data(), dx.data(), n);
+            }),
             Status::kOk);
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f);
@@ -80,7 +74,7 @@ TEST(LayersCpu, Im2colConvolutionMatchesDirectLoops) {
   const auto image = randn(in.size(), 5), w = randn(filters * taps, 6);
 
   std::vector<float> columns(pixels * taps, -1.0f);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::im2col3x3(s, b, image.data(), in.n, in.rows, in.cols, in.channels, columns.data());
             }),
             Status::kOk);
@@ -115,7 +109,7 @@ TEST(LayersCpu, Im2colConvolutionMatchesDirectLoops) {
       dcols[p * taps + t] = static_cast<float>(acc);
     }
   std::vector<float> din(in.size(), -1.0f);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::col2im3x3(s, b, dcols.data(), in.n, in.rows, in.cols, in.channels, din.data());
             }),
             Status::kOk);
@@ -141,11 +135,11 @@ TEST(LayersCpu, Col2imIsTheAdjointOfIm2col) {
   const std::size_t row_len = 9 * in.channels, pixels = in.n * in.rows * in.cols;
   const auto x = randn(in.size(), 8), d = randn(pixels * row_len, 9);
   std::vector<float> cols(pixels * row_len), back(in.size());
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::im2col3x3(s, b, x.data(), in.n, in.rows, in.cols, in.channels, cols.data());
             }),
             Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::col2im3x3(s, b, d.data(), in.n, in.rows, in.cols, in.channels, back.data());
             }),
             Status::kOk);
@@ -163,7 +157,7 @@ TEST(LayersCpu, MaxPoolForwardAndBackwardMatchNaive) {
   x[in.at(0, 0, 1, 0)] = x[in.at(0, 1, 0, 0)] = 100.0f;
   std::vector<float> y(out.size());
   std::vector<std::uint32_t> argmax(out.size());
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::maxpool2_forward(s, b, x.data(), in.n, in.rows, in.cols, in.channels, y.data(),
                                                argmax.data());
             }),
@@ -185,13 +179,13 @@ TEST(LayersCpu, MaxPoolForwardAndBackwardMatchNaive) {
   const auto dy = randn(out.size(), 11);
   std::vector<float> dx(in.size(), 7.0f), expected(in.size(), 0.0f);
   for (std::size_t i = 0; i < out.size(); ++i) expected[argmax[i]] = dy[i];
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::maxpool2_backward(s, b, dy.data(), argmax.data(), out.size(), dx.data(), in.size());
             }),
             Status::kOk);
   EXPECT_EQ(dx, expected);
   argmax[0] = static_cast<std::uint32_t>(in.size());
-  EXPECT_EQ(run([&](void* s, std::size_t& b) {
+  EXPECT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::maxpool2_backward(s, b, dy.data(), argmax.data(), out.size(), dx.data(), in.size());
             }),
             Status::kInvalidArgument);
@@ -233,7 +227,7 @@ TEST(LayersCpu, SoftmaxCrossEntropyMatchesNaiveAndIsStable) {
   std::vector<float> grad(z.size());
   double loss = -1;
   int correct = -1;
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, k, scale, grad.data(), &loss, &correct);
             }),
             Status::kOk);
@@ -248,7 +242,7 @@ TEST(LayersCpu, SoftmaxCrossEntropyMatchesNaiveAndIsStable) {
   std::vector<float> grad2(z.size());
   double loss2 = -1;
   int correct2 = -1;
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::softmax_xent(s, b, shifted.data(), labels.data(), batch, k, scale, grad2.data(), &loss2,
                                            &correct2);
             }),
@@ -259,13 +253,13 @@ TEST(LayersCpu, SoftmaxCrossEntropyMatchesNaiveAndIsStable) {
   for (std::size_t i = 0; i < z.size(); ++i) EXPECT_NEAR(grad2[i], ref.grad[i], 1e-3);
 
   // Forward only, and a label out of range.
-  ASSERT_EQ(run([&](void* s, std::size_t& b) {
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, k, 0.0f, nullptr, &loss, &correct);
             }),
             Status::kOk);
   EXPECT_NEAR(loss, ref.loss, 1e-5);
   labels[3] = static_cast<std::uint8_t>(k);
-  EXPECT_EQ(run([&](void* s, std::size_t& b) {
+  EXPECT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
               return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, k, scale, grad.data(), &loss, &correct);
             }),
             Status::kInvalidArgument);
@@ -277,7 +271,7 @@ TEST(LayersCpu, SgdMomentumMatchesTheFormula) {
     auto w = randn(n, 13), v = randn(n, 14);
     const auto g = randn(n, 15), w0 = w, v0 = v;
     const float lr = 0.05f, mu = 0.9f, wd = 0.01f;
-    ASSERT_EQ(run([&](void* s, std::size_t& b) {
+    ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
                 return mk::cpu::sgd_momentum(s, b, w.data(), g.data(), v.data(), n, lr, mu, wd, nesterov);
               }),
               Status::kOk);

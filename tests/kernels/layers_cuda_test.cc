@@ -2,15 +2,17 @@
 // reason, when built without CUDA or when no GPU is visible.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <random>
 #include <vector>
 
 #include "kernels/layers.h"
 #include "kernels/sgd.h"
+#include "random_vectors.h"
+#include "scratch_calls.h"
 
 #if defined(MURMUR_HAVE_CUDA)
 #include <cuda_runtime.h>
+
+#include "device_buffer.h"
 #endif
 
 namespace mk = murmur::kernels;
@@ -20,48 +22,13 @@ namespace {
 
 #if defined(MURMUR_HAVE_CUDA)
 
-std::vector<float> randn(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
-
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceBuffer(std::size_t count) : n(count) {
-    EXPECT_EQ(cudaMalloc(&ptr, std::max<std::size_t>(count, 1) * sizeof(T)), cudaSuccess);
-  }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
-    EXPECT_EQ(cudaMemcpy(ptr, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  std::vector<T> host() const {
-    std::vector<T> h(n);
-    EXPECT_EQ(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return h;
-  }
-};
-
-// No layer kernel needs scratch: the size query says 0, then any non-null
-// pointer does.
-template <typename F>
-Status run(F f) {
-  std::size_t bytes = 99;
-  EXPECT_EQ(f(nullptr, bytes), Status::kOk);
-  EXPECT_EQ(bytes, 0u);
-  char dummy = 0;
-  return f(&dummy, bytes);
-}
+using murmur::testing::DeviceBuffer;
+using murmur::testing::randn;
+using murmur::testing::run_no_scratch;
 
 template <typename F>
 Status run_device(F f) {
-  const Status s = run(f);
+  const Status s = run_no_scratch(f);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return s;
 }
@@ -84,21 +51,21 @@ TEST_F(LayersCuda, BiasAndReluMatchCpu) {
   DeviceBuffer<float> dy_dev(dy), y_dev(y), bias_dev(bias), db_dev(cols), out_dev(n);
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::bias_add(s, b, y_dev.ptr, bias_dev.ptr, rows, cols, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols); }), Status::kOk);
   expect_near(y_dev.host(), y, 1e-6f);
 
   std::vector<float> db(cols);
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::bias_grad(s, b, dy_dev.ptr, rows, cols, db_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::bias_grad(s, b, dy.data(), rows, cols, db.data()); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::bias_grad(s, b, dy.data(), rows, cols, db.data()); }), Status::kOk);
   expect_near(db_dev.host(), db, 5e-3f);  // sums of 3001 normals, in different orders
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::relu_forward(s, b, y_dev.ptr, out_dev.ptr, n, nullptr); }), Status::kOk);
   std::vector<float> out(n);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::relu_forward(s, b, y.data(), out.data(), n); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::relu_forward(s, b, y.data(), out.data(), n); }), Status::kOk);
   expect_near(out_dev.host(), out, 0.0f);
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::relu_backward(s, b, out_dev.ptr, dy_dev.ptr, dy_dev.ptr, n, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::relu_backward(s, b, out.data(), dy.data(), dy.data(), n); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::relu_backward(s, b, out.data(), dy.data(), dy.data(), n); }), Status::kOk);
   expect_near(dy_dev.host(), dy, 0.0f);
 }
 
@@ -110,11 +77,11 @@ TEST_F(LayersCuda, Im2colAndCol2imMatchCpu) {
   std::vector<float> columns(pixels * row_len), back(image.size());
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::im2col3x3(s, b, image_dev.ptr, images, rows, cols, channels, cols_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::im2col3x3(s, b, image.data(), images, rows, cols, channels, columns.data()); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::im2col3x3(s, b, image.data(), images, rows, cols, channels, columns.data()); }), Status::kOk);
   expect_near(cols_dev.host(), columns, 0.0f);
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::col2im3x3(s, b, d_dev.ptr, images, rows, cols, channels, back_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::col2im3x3(s, b, d.data(), images, rows, cols, channels, back.data()); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::col2im3x3(s, b, d.data(), images, rows, cols, channels, back.data()); }), Status::kOk);
   expect_near(back_dev.host(), back, 1e-5f);
 }
 
@@ -128,12 +95,12 @@ TEST_F(LayersCuda, MaxPoolMatchesCpu) {
   std::vector<std::uint32_t> idx(y_count);
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::maxpool2_forward(s, b, x_dev.ptr, images, rows, cols, channels, y_dev.ptr, idx_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::maxpool2_forward(s, b, x.data(), images, rows, cols, channels, y.data(), idx.data()); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::maxpool2_forward(s, b, x.data(), images, rows, cols, channels, y.data(), idx.data()); }), Status::kOk);
   expect_near(y_dev.host(), y, 0.0f);
   EXPECT_EQ(idx_dev.host(), idx);
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::maxpool2_backward(s, b, dy_dev.ptr, idx_dev.ptr, y_count, dx_dev.ptr, x_count, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::maxpool2_backward(s, b, dy.data(), idx.data(), y_count, dx.data(), x_count); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::maxpool2_backward(s, b, dy.data(), idx.data(), y_count, dx.data(), x_count); }), Status::kOk);
   expect_near(dx_dev.host(), dx, 0.0f);
 }
 
@@ -153,7 +120,7 @@ TEST_F(LayersCuda, SoftmaxCrossEntropyMatchesCpu) {
   const float scale = 1.0f / batch;
 
   ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::softmax_xent(s, b, z_dev.ptr, labels_dev.ptr, batch, classes, scale, g_dev.ptr, loss_dev.ptr, correct_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, classes, scale, g.data(), &loss, &correct); }), Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, classes, scale, g.data(), &loss, &correct); }), Status::kOk);
   EXPECT_NEAR(loss_dev.host()[0], loss, 1e-9 * loss + 1e-9);
   EXPECT_EQ(correct_dev.host()[0], correct);
   expect_near(g_dev.host(), g, 1e-7f);
@@ -166,7 +133,7 @@ TEST_F(LayersCuda, SgdMomentumMatchesCpu) {
     const auto g = randn(n, 11);
     DeviceBuffer<float> w_dev(w), v_dev(v), g_dev(g);
     ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::sgd_momentum(s, b, w_dev.ptr, g_dev.ptr, v_dev.ptr, n, 0.05f, 0.9f, 5e-4f, nesterov, nullptr); }), Status::kOk);
-    ASSERT_EQ(run([&](void* s, std::size_t& b) { return mk::cpu::sgd_momentum(s, b, w.data(), g.data(), v.data(), n, 0.05f, 0.9f, 5e-4f, nesterov); }), Status::kOk);
+    ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::sgd_momentum(s, b, w.data(), g.data(), v.data(), n, 0.05f, 0.9f, 5e-4f, nesterov); }), Status::kOk);
     expect_near(w_dev.host(), w, 1e-5f);
     expect_near(v_dev.host(), v, 1e-5f);
   }
