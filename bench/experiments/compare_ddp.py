@@ -35,6 +35,7 @@ import argparse
 import glob
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -132,7 +133,7 @@ def run_one(args, rate, system, out_dir, port):
     before = wire_bytes(args.np)
     started = time.monotonic()
     with open(log_path, "w") as log:
-        log.write(" ".join(command) + "\n")
+        log.write(shlex.join(command) + "\n")
         log.flush()
         launched = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -235,4 +236,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt as stopped:
+        print(f"compare_ddp: stopped ({stopped or 'SIGINT'}); the namespaces are removed", file=sys.stderr)
+        sys.exit(130)
