@@ -37,9 +37,12 @@ def main():
     p.add_argument("--drop", default="6s")
     p.add_argument("--recover", default="14s")
     p.add_argument("--only", help="comma-separated labels")
+    p.add_argument("--keep", help="keep the metrics files in this directory")
     args = p.parse_args()
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        os.makedirs(tmp, exist_ok=True)
         profile = os.path.join(tmp, "drop.txt")
         with open(profile, "w") as f:
             f.write(f"default 10gbe\nat {args.drop} edge 0 1 lat=25us,bw=100mbit\nat {args.recover} edge 0 1 default\n")

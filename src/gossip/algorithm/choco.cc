@@ -42,7 +42,7 @@ class Choco final : public RoundAlgorithm {
     if (o.compressor.rfind("randk:", 0) == 0) sparse_kind_ = "randk";
     if (sparse_kind_ != nullptr && o.max_ratio > 0) {
       max_ratio_ = std::min(1.0, o.max_ratio);
-      capacity_ = make_compressor(std::string(sparse_kind_) + ":" + std::to_string(max_ratio_), Feedback::kNone);
+      capacity_ = make_compressor(ratio_spec(max_ratio_), Feedback::kNone);
     }
   }
 
@@ -56,12 +56,18 @@ class Choco final : public RoundAlgorithm {
  private:
   void set_ratio(double ratio) override { pending_ratio_ = std::min(ratio, max_ratio_); }
 
+  // "topk:0.015625": %.9g keeps small ratios exact where std::to_string's
+  // six decimals would round them to zero.
+  std::string ratio_spec(double ratio) const {
+    char spec[64];
+    std::snprintf(spec, sizeof spec, "%s:%.9g", sparse_kind_, ratio);
+    return spec;
+  }
+
   void begin_round(std::span<const float> params) override {
     if (pending_ratio_ > 0) {
-      char spec[64];
-      std::snprintf(spec, sizeof spec, "%s:%.9g", sparse_kind_, pending_ratio_);
-      encoder_ = make_compressor(spec, Feedback::kNone);
-      self_decoder_ = make_compressor(spec, Feedback::kNone);
+      encoder_ = make_compressor(ratio_spec(pending_ratio_), Feedback::kNone);
+      self_decoder_ = make_compressor(ratio_spec(pending_ratio_), Feedback::kNone);
       pending_ratio_ = 0;
     }
     snapshot_.assign(params.begin(), params.end());

@@ -94,8 +94,11 @@ TrainSummary train(const TrainOptions& o) {
   // rank is known.
   MetricsWriter* decisions_to = nullptr;
   PeerConfig peer_config = o.peer;
-  peer_config.on_schedule_decision = [&decisions_to](const std::string& decision) {
-    if (decisions_to != nullptr) decisions_to->write(nlohmann::json::parse(decision));
+  peer_config.on_schedule_decision = [&decisions_to, start](const std::string& decision) {
+    if (decisions_to == nullptr) return;
+    auto record = nlohmann::json::parse(decision);
+    record["time"] = seconds_since(start);
+    decisions_to->write(record);
   };
   Peer peer(peer_config);
   const int rank = peer.rank(), world = peer.world_size();
