@@ -17,6 +17,7 @@
 #include "gossip/schedule/schedule_file.h"
 #include "gossip/topology/factory.h"
 #include "peer/api/job_environment.h"
+#include "peer/api/scalar_gather.h"
 #include "peer/api/tensor_set.h"
 
 namespace murmur {
@@ -97,6 +98,7 @@ class Peer::Impl {
     group_options.join_timeout = to_ms(config_.join_timeout_s);
     group_ = fabric::Group::join(group_options);
     communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
+    scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s));
 
     gossip::AlgorithmOptions options;
     options.period = config_.period;
@@ -146,6 +148,7 @@ class Peer::Impl {
         peer_log().warn("leaving without the other ranks: {}", e.what());
       }
     }
+    scalars_.reset();
     group_.reset();
     if (server_) {
       // Rank 0 hosts the job's rendezvous: closing it while another rank is
@@ -218,36 +221,15 @@ class Peer::Impl {
     peer::copy_from_host(data, host.data(), count, true);
   }
 
-  // Exact in double: every rank's value, through the rendezvous' store,
-  // summed in rank order so that every rank gets the identical result.
+  // Exact in double, the same bits on every rank (scalar_gather.h).
   double average(double value) {
     if (!group_) return value;
     double sum = 0;
-    for (double v : all_gather(value, "average()")) sum += v;
+    for (double v : scalars_->all(value, "average()")) sum += v;
     return sum / env_.world_size;
   }
 
-  // Every rank publishes its value under a key of this collective's
-  // sequence number and reads everyone's. Values are untrusted text.
-  std::vector<double> all_gather(double value, const char* what) {
-    const std::string prefix = "murmur/peer/gather/" + std::to_string(gather_sequence_++) + "/";
-    char text[64];
-    std::snprintf(text, sizeof(text), "%a", value);
-    auto& control = group_->control();
-    control.set(prefix + std::to_string(env_.rank), text);
-    std::vector<double> values;
-    for (int r = 0; r < env_.world_size; ++r) {
-      const std::string reply = control.wait(prefix + std::to_string(r), to_ms(config_.timeout_s));
-      char* end = nullptr;
-      const double v = std::strtod(reply.c_str(), &end);
-      if (end == reply.c_str() || *end != '\0' || !std::isfinite(v)) {
-        throw std::runtime_error("rank " + std::to_string(r) + " (" + host(r) + ") contributed '" + reply + "' to " +
-                                 what + ", not a finite number");
-      }
-      values.push_back(v);
-    }
-    return values;
-  }
+
 
   void averaged_model(float* out) {
     start();
@@ -319,7 +301,7 @@ class Peer::Impl {
     if (schedule_config_) {
       auto agree_max = [this](int proposal) {
         double most = proposal;
-        for (double v : all_gather(proposal, "the schedule's period agreement")) most = std::max(most, v);
+        for (double v : scalars_->all(proposal, "the schedule's period agreement")) most = std::max(most, v);
         return static_cast<int>(most);
       };
       auto record = [this](const nlohmann::json& decision) {
@@ -343,7 +325,7 @@ class Peer::Impl {
   bool started_ = false;
   bool finished_ = false;
   std::uint64_t steps_ = 0;
-  std::uint64_t gather_sequence_ = 0;
+  std::unique_ptr<peer::ScalarGather> scalars_;
   std::optional<gossip::schedule::ScheduleConfig> schedule_config_;
   std::unique_ptr<gossip::schedule::ScheduleController> controller_;
   std::chrono::steady_clock::time_point left_step_;

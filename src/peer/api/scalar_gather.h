@@ -1,0 +1,39 @@
+// ScalarGather: every rank's double, exactly, through the rendezvous'
+// key/value store. For the few scalars a job agrees on (an accuracy count,
+// the scheduler's period): a message per rank per call to the rendezvous,
+// no data-plane traffic, and every rank sees the same values in rank order,
+// so sums over them are bitwise equal everywhere.
+//
+// Each call uses fresh keys ("<prefix><sequence>/<rank>"), so all ranks must
+// call it the same number of times in the same order (a collective). Values
+// arrive from the network: anything but a finite number is refused, naming
+// the rank and host that sent it.
+// Blocking: until every rank's value is there, or `timeout` (FabricError).
+// Thread safety: one caller thread (the sequence number is not shared).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fabric/group.h"
+
+namespace murmur::peer {
+
+class ScalarGather {
+ public:
+  // `group` must outlive this object.
+  ScalarGather(fabric::Group& group, std::string prefix, std::chrono::milliseconds timeout);
+
+  // `what` names the collective in errors ("average()").
+  std::vector<double> all(double value, const std::string& what);
+
+ private:
+  fabric::Group& group_;
+  const std::string prefix_;
+  const std::chrono::milliseconds timeout_;
+  std::uint64_t sequence_ = 0;
+};
+
+}  // namespace murmur::peer
