@@ -2,7 +2,9 @@
 // exact ring all-reduce on a second channel for the collectives.
 #include "murmur/peer.h"
 
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <cstdio>
 #include <stdexcept>
 #include <thread>
@@ -124,7 +126,9 @@ class Peer::Impl {
   }
 
   ~Impl() {
-    if (!finished_ && gossip_) {
+    // Only a peer that took part finishes (a rank that failed before its
+    // first step would otherwise wait out the layout check here).
+    if (started_ && !finished_ && !failed_ && gossip_) {
       try {
         finish();
       } catch (const std::exception& e) {
@@ -175,9 +179,23 @@ class Peer::Impl {
   }
   std::size_t parameter_count() const { return tensors_.count(); }
 
+  // Every call that talks to the other ranks goes through here: after a
+  // failure (a lost peer, a layout mismatch, a collective that timed out)
+  // the Peer is failed and every later call rethrows the first error.
+  template <typename F>
+  auto guarded(F&& call) {
+    if (failed_) std::rethrow_exception(failed_);
+    try {
+      return call();
+    } catch (...) {
+      failed_ = std::current_exception();
+      throw;
+    }
+  }
+
   void step() {
     start();
-    ++steps_;
+    steps_.fetch_add(1);
     // The caller's computation is the time between our calls.
     const auto entered = std::chrono::steady_clock::now();
     const double compute_seconds = std::chrono::duration<double>(entered - left_step_).count();
@@ -185,7 +203,10 @@ class Peer::Impl {
       tensors_.gather();
       gossip_->step(tensors_.flat());
       tensors_.scatter();
-      if (controller_) controller_->on_step(compute_seconds);
+      if (controller_) {
+        controller_->on_step(compute_seconds);
+        ratio_now_.store(controller_->current_ratio());
+      }
     }
     left_step_ = std::chrono::steady_clock::now();
   }
@@ -253,9 +274,9 @@ class Peer::Impl {
 
   PeerStats stats() const {
     PeerStats s;
-    s.steps = steps_;
+    s.steps = steps_.load();
     s.period = gossip_ ? gossip_->period() : config_.period;
-    s.ratio = controller_ ? controller_->current_ratio() : 1.0;
+    s.ratio = ratio_now_.load();
     s.algorithm = config_.algorithm;
     s.compressor = config_.compressor;
     if (gossip_) {
@@ -283,10 +304,21 @@ class Peer::Impl {
   void start() {
     if (started_) return;
     if (tensors_.empty()) throw std::logic_error("step() before any add_tensor()");
-    started_ = true;
-    if (!group_) return;
-    const std::string layout = std::to_string(tensors_.count()) + " floats, " + config_.algorithm + ", " +
-                               config_.compressor + ", period " + std::to_string(config_.period);
+    if (!group_) {
+      started_ = true;
+      return;
+    }
+    // Everything ranks must agree on for rounds to pair up and messages to
+    // fit. (A .topo file is compared by path, not by content.)
+    char gamma[32];
+    std::snprintf(gamma, sizeof gamma, "%.9g", config_.gamma);
+    const std::string layout =
+        std::to_string(tensors_.count()) + " floats, " + config_.algorithm + ", " + config_.compressor + ", period " +
+        std::to_string(config_.period) + ", gamma " + gamma + ", topology " +
+        (topology_ ? topology_->name() + " (seed " + std::to_string(config_.topology_seed) + ", degree " +
+                         std::to_string(config_.topology_degree) + ")"
+                   : std::string("none")) +
+        ", schedule " + config_.schedule + " every " + std::to_string(config_.schedule_interval) + " steps";
     auto& control = group_->control();
     const std::string prefix = "murmur/peer/layout/";
     control.set(prefix + std::to_string(env_.rank), layout);
@@ -298,6 +330,7 @@ class Peer::Impl {
                                     " (tensors: " + tensors_.describe() + ")");
       }
     }
+    started_ = true;
     if (schedule_config_) {
       auto agree_max = [this](int proposal) {
         double most = proposal;
@@ -322,9 +355,11 @@ class Peer::Impl {
   std::unique_ptr<gossip::Topology> topology_;
   std::unique_ptr<gossip::Algorithm> gossip_;
   std::unique_ptr<gossip::Algorithm> collective_;
-  bool started_ = false;
+  bool started_ = false;   // the layout check passed (caller thread)
   bool finished_ = false;
-  std::uint64_t steps_ = 0;
+  std::exception_ptr failed_;  // sticky, see guarded()
+  std::atomic<std::uint64_t> steps_{0};   // read by stats() on any thread
+  std::atomic<double> ratio_now_{1.0};    // likewise
   std::unique_ptr<peer::ScalarGather> scalars_;
   std::optional<gossip::schedule::ScheduleConfig> schedule_config_;
   std::unique_ptr<gossip::schedule::ScheduleController> controller_;
@@ -340,13 +375,15 @@ void Peer::add_tensor(const std::string& name, float* data, std::size_t count, M
   impl_->add_tensor(name, data, count, kind);
 }
 std::size_t Peer::parameter_count() const { return impl_->parameter_count(); }
-void Peer::step() { impl_->step(); }
-void Peer::flush() { impl_->flush(); }
-void Peer::finish() { impl_->finish(); }
-void Peer::average(float* data, std::size_t count, MemoryKind kind) { impl_->average(data, count, kind); }
-double Peer::average(double value) { return impl_->average(value); }
-void Peer::averaged_model(float* out) { impl_->averaged_model(out); }
-double Peer::consensus_distance() { return impl_->consensus_distance(); }
+void Peer::step() { impl_->guarded([&] { impl_->step(); }); }
+void Peer::flush() { impl_->guarded([&] { impl_->flush(); }); }
+void Peer::finish() { impl_->guarded([&] { impl_->finish(); }); }
+void Peer::average(float* data, std::size_t count, MemoryKind kind) {
+  impl_->guarded([&] { impl_->average(data, count, kind); });
+}
+double Peer::average(double value) { return impl_->guarded([&] { return impl_->average(value); }); }
+void Peer::averaged_model(float* out) { impl_->guarded([&] { impl_->averaged_model(out); }); }
+double Peer::consensus_distance() { return impl_->guarded([&] { return impl_->consensus_distance(); }); }
 PeerStats Peer::stats() const { return impl_->stats(); }
 
 }  // namespace murmur

@@ -36,8 +36,8 @@ std::uint32_t read_u32(const std::string& in, std::size_t offset) {
 }
 
 std::uint32_t crc32_of(const std::string& bytes, std::size_t length) {
-  return static_cast<std::uint32_t>(
-      ::crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(length)));
+  // crc32_z: a size_t length (crc32 takes a uInt and would wrap past 4 GiB).
+  return static_cast<std::uint32_t>(::crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data()), length));
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {

@@ -139,8 +139,12 @@ TrainSummary train(const TrainOptions& o) {
                             std::to_string(rank) + " of " + std::to_string(world) + ", model " + o.model + " (" +
                             std::to_string(params.size()) + " parameters)");
     }
-    // Ranks that resume from different epochs would gossip out of step.
-    if (peer.average(static_cast<double>(c.epoch)) != c.epoch) {
+    // Ranks that resume from different epochs would gossip out of step. The
+    // variance over ranks is the same number on every rank, so either all
+    // of them refuse or none does.
+    const double mean = peer.average(static_cast<double>(c.epoch));
+    const double mean_square = peer.average(static_cast<double>(c.epoch) * c.epoch);
+    if (mean_square - mean * mean > 1e-9) {
       throw CheckpointError("checkpoint " + path + " is after epoch " + std::to_string(c.epoch) +
                             ", but other ranks' checkpoints are from other epochs");
     }
