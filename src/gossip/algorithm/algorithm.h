@@ -135,7 +135,8 @@ class Algorithm {
   virtual std::vector<TransferSample> take_transfer_samples() { return {}; }
   // sqrt(mean square) of what the last round changed in params: how far
   // this rank's model was from its neighbours'. A local, free proxy for the
-  // consensus distance, for the scheduler's guard. Any thread.
+  // consensus distance, for the scheduler's guard; measured once retune()
+  // has been called (0 before). Any thread.
   virtual double last_mixing_rms() const { return 0; }
 };
 

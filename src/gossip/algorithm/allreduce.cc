@@ -168,6 +168,16 @@ class TopkAllreduce final : public RoundAlgorithm {
     for (int k = 0; k < p; ++k)
       if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kAllgather, round), std::span<const float>(snapshot_)));
     traffic_.wait_all(requests, options_.timeout_s);
+    // Receives are posted in rank order, skipping this rank.
+    for (int k = 0, i = 0; k < p; ++k) {
+      if (k == me) continue;
+      const std::size_t got = requests[i++]->bytes();
+      if (got != n * sizeof(float)) {
+        throw std::runtime_error("topk-allreduce: rank " + std::to_string(k) + " (" + comm_.host(k) + ") sent " +
+                                 std::to_string(got) + " bytes of parameters, expected " +
+                                 std::to_string(n * sizeof(float)));
+      }
+    }
     all[me] = snapshot_;
     reference_.assign(n, 0.0f);
     for (int k = 0; k < p; ++k)

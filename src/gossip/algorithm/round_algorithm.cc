@@ -90,19 +90,26 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
   }
   // What the round changed is how far this model was from the others: the
   // scheduler's local consensus signal.
-  before_end_.assign(params.begin(), params.end());
-  end_round(params);
-  double squares = 0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double d = static_cast<double>(params[i]) - before_end_[i];
-    squares += d * d;
+  // Measured only once a scheduler tunes this algorithm: it costs a copy
+  // of the parameters per round.
+  if (!measure_mixing_) {
+    end_round(params);
+  } else {
+    before_end_.assign(params.begin(), params.end());
+    end_round(params);
+    double squares = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const double d = static_cast<double>(params[i]) - before_end_[i];
+      squares += d * d;
+    }
+    mixing_rms_.store(params.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(params.size())));
   }
-  mixing_rms_.store(params.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(params.size())));
   std::lock_guard lock(mutex_);
   ++stats_.rounds;
 }
 
 void RoundAlgorithm::retune(const Tuning& tuning) {
+  measure_mixing_ = true;
   if (tuning.period > 0) period_.store(tuning.period);
   if (tuning.ratio > 0 && tunes_ratio()) set_ratio(tuning.ratio);
 }

@@ -81,6 +81,7 @@ class RoundAlgorithm : public Algorithm {
   const bool overlap_;
   std::atomic<int> period_;         // written on the caller thread, read anywhere
   int steps_since_round_ = 0;       // caller thread only
+  bool measure_mixing_ = false;     // caller thread only: set by the first retune()
   std::vector<float> before_end_;   // caller thread only: params before end_round
   std::atomic<double> mixing_rms_{0};
   std::uint64_t next_round_ = 0;  // caller thread only
