@@ -155,6 +155,18 @@ TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
     if (j["event"] == "epoch") epochs.push_back(j["epoch"]);
   }
   EXPECT_EQ(epochs, std::vector<int>{2});
+  // Checkpoints from different epochs: every rank refuses (none trains on
+  // alone until a timeout blames a lost peer).
+  std::filesystem::copy_file(ckpt + "/rank-1.ckpt", dir_ / "rank-1.epoch2.ckpt");
+  auto third = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "3", "--train-examples",
+                              "300", "--checkpoint-dir", ckpt, "--resume"}));
+  ASSERT_EQ(third.status, 0) << third.output;
+  std::filesystem::copy_file(dir_ / "rank-1.epoch2.ckpt", ckpt + "/rank-1.ckpt",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto mixed = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "4", "--train-examples",
+                              "300", "--checkpoint-dir", ckpt, "--resume"}));
+  EXPECT_NE(mixed.status, 0);
+  EXPECT_NE(mixed.output.find("other ranks' checkpoints are from other epochs"), std::string::npos) << mixed.output;
   // A checkpoint of another model is refused, naming the file.
   auto wrong = run(launch(2, {"--algorithm", "allreduce", "--model", "mlp:16", "--epochs", "3", "--train-examples",
                               "300", "--checkpoint-dir", ckpt, "--resume"}));
