@@ -64,6 +64,10 @@ int main(int argc, char** argv) {
   app.add_option("--lr-decay", o.lr_decay, "learning-rate decay after warm-up (docs/models.md)")
       ->capture_default_str()->group(training);
   app.add_option("--seed", o.seed, "model initialisation and shuffling")->capture_default_str()->group(training);
+  app.add_option("--extra-compute-ms", o.extra_compute_ms,
+                 "sleep this long per step, as an accelerator's compute would take with the CPU idle "
+                 "(scheduler experiments on CPU hosts)")
+      ->check(CLI::Range(0.0, 60000.0))->capture_default_str()->group(training);
   app.add_option("--blas-threads", blas_threads, "BLAS threads (0: $MURMUR_BLAS_THREADS, else 1)")
       ->check(CLI::NonNegativeNumber)->capture_default_str()->group(training);
 

@@ -28,6 +28,7 @@ struct TrainOptions {
   double warmup_epochs = 0.5;
   std::string lr_decay = "cosine";
   std::uint64_t seed = 1;       // model initialisation (identical on every rank) and shuffling
+  double extra_compute_ms = 0;  // sleep per step: an accelerator's compute time, CPU left idle (experiments)
 
   std::string metrics;          // JSON lines path; "{rank}" becomes the rank
   std::string checkpoint_dir;   // a checkpoint per rank after every epoch

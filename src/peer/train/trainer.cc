@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include "common/log.h"
 #include "kernels/compress.h"
@@ -178,6 +179,10 @@ TrainSummary train(const TrainOptions& o) {
       const auto compute_start = Clock::now();
       const auto r = model->train_batch(batch.x.data(), batch.y.data(), batch.size);
       optimizer.step(model->parameters(), model->gradients(), model::learning_rate_at(schedule, step));
+      if (o.extra_compute_ms > 0) {
+        // A GPU peer's step keeps its CPU free: sleep, do not spin.
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.extra_compute_ms));
+      }
       compute_seconds += seconds_since(compute_start);
       if (!std::isfinite(r.loss)) {
         throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step + 1) +
