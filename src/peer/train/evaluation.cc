@@ -1,10 +1,9 @@
 #include "peer/train/evaluation.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "common/check.h"
-#include "kernels/memory.h"
+#include "peer/api/tensor_set.h"
 
 namespace murmur::train {
 
@@ -24,23 +23,17 @@ Accuracy evaluate_range(model::Model& model, const data::ImageDataset& data, std
   return total;
 }
 
+// The Peer's own host/device copies (peer/api/tensor_set.h), so that one
+// place turns a failed CUDA copy into an error.
 std::vector<float> read_device_vector(model::Device device, std::span<const float> source) {
   std::vector<float> out(source.size());
-  if (device == model::Device::kCpu) {
-    std::copy(source.begin(), source.end(), out.begin());
-  } else if (kernels::copy_device_to_host(out.data(), source.data(), source.size_bytes()) != kernels::Status::kOk) {
-    throw std::runtime_error("copying model state from the GPU failed");
-  }
+  peer::copy_to_host(out.data(), source.data(), source.size(), device == model::Device::kCuda);
   return out;
 }
 
 void write_device_vector(model::Device device, std::span<float> target, std::span<const float> values) {
   MURMUR_CHECK_EQ(target.size(), values.size());
-  if (device == model::Device::kCpu) {
-    std::copy(values.begin(), values.end(), target.begin());
-  } else if (kernels::copy_host_to_device(target.data(), values.data(), values.size_bytes()) != kernels::Status::kOk) {
-    throw std::runtime_error("copying model state to the GPU failed");
-  }
+  peer::copy_from_host(target.data(), values.data(), values.size(), device == model::Device::kCuda);
 }
 
 std::vector<float> read_parameters(model::Model& model) {
