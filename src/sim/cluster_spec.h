@@ -1,0 +1,51 @@
+// ClusterSpec: the machines murmur-sim simulates: how many GPUs, how many per
+// node, the link between GPUs of one node and the NIC between nodes, and
+// optional stragglers.
+//
+// Networks are named presets (the seed paper's three: 10gbe-tcp,
+// 100gb-ib-rdma, 100gbe-tcp; their constants come from the calibration,
+// docs/sim.md) or given by value. A cluster file (format in docs/sim.md) is
+// refused with a ClusterError naming path:line and the reason.
+// Thread safety: plain values.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace murmur::sim {
+
+// alpha-beta: a message of b bytes takes latency_s + b / bandwidth_Bps.
+struct LinkSpec {
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+  double seconds(double bytes) const { return latency_s + bytes / bandwidth_Bps; }
+};
+
+struct Straggler {
+  int rank = 0;
+  double slowdown = 1;  // compute time multiplier, >= 1
+};
+
+struct ClusterSpec {
+  int gpus = 1;
+  int gpus_per_node = 4;
+  std::string network = "10gbe-tcp";  // a preset name, or "custom"
+  LinkSpec inter_node;                // per NIC, each direction
+  LinkSpec intra_node;                // between two GPUs of one node
+  std::vector<Straggler> stragglers;
+
+  int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
+  int node_of(int rank) const { return rank / gpus_per_node; }
+  double slowdown(int rank) const;  // 1 unless a straggler
+};
+
+class ClusterError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses a cluster file; throws ClusterError "path:line: reason".
+ClusterSpec load_cluster_file(const std::string& path);
+
+}  // namespace murmur::sim
