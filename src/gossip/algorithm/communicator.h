@@ -15,13 +15,29 @@
 //     stays in use) and a PeerError naming the first of them is thrown: an
 //     algorithm can fail, but it cannot hang.
 //   - now() is seconds on a monotonic clock (steady_clock, or virtual time).
+//   - Threads and local waits: an algorithm starts its own threads with
+//     start_thread() / join_thread() and blocks on its own condition
+//     variables only through wait_local() / notify_local(). The defaults are
+//     the plain std:: calls. They are hooks because a simulator with a
+//     virtual clock (sim/sim_communicator.h) runs every algorithm thread as a
+//     simulated thread under one baton: it may advance the clock only when
+//     every simulated thread is blocked, so it must see each block and each
+//     wake, and it must not let a thread block the OS thread that holds the
+//     baton (a plain cv.wait or join would stop the whole simulation).
+//     wait_local() is called with `lock` held on the mutex that guards
+//     `ready`, returns with it held and ready() true; notify_local() is
+//     called after the state change, with or without the lock.
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 
 #include "fabric/request.h"
 
@@ -63,6 +79,16 @@ class Communicator {
   virtual void wait_all(std::span<const fabric::RequestPtr> requests, double timeout_s) = 0;
 
   virtual double now() const = 0;
+
+  // See "Threads and local waits" above. join_thread() blocks until the
+  // thread's body has returned, then joins it.
+  virtual std::thread start_thread(std::function<void()> body) { return std::thread(std::move(body)); }
+  virtual void join_thread(std::thread& thread) { thread.join(); }
+  virtual void wait_local(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                          const std::function<bool()>& ready) {
+    cv.wait(lock, ready);
+  }
+  virtual void notify_local(std::condition_variable& cv) { cv.notify_all(); }
 };
 
 }  // namespace murmur::gossip

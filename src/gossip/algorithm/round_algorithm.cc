@@ -19,7 +19,7 @@ RoundAlgorithm::RoundAlgorithm(std::string name, const AlgorithmOptions& options
   if (options_.period < 1)
     throw std::invalid_argument(name_ + ": period (H) must be >= 1, got " + std::to_string(options_.period));
   if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
-  worker_ = std::thread([this] { worker_loop(); });
+  worker_ = comm_.start_thread([this] { worker_loop(); });
 }
 
 RoundAlgorithm::~RoundAlgorithm() { shutdown(); }
@@ -30,17 +30,17 @@ void RoundAlgorithm::shutdown() {
     std::unique_lock lock(mutex_);
     // A round in flight ends by itself: every wait in it is bounded by
     // options.timeout_s, after which its peers are declared failed.
-    cv_.wait(lock, [&] { return !has_job_; });
+    comm_.wait_local(lock, cv_, [&] { return !has_job_; });
     stop_ = true;
   }
-  cv_.notify_all();
-  worker_.join();
+  comm_.notify_local(cv_);
+  comm_.join_thread(worker_);
 }
 
 void RoundAlgorithm::worker_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || (has_job_ && job_round_ != ~0ULL); });
+    comm_.wait_local(lock, cv_, [&] { return stop_ || (has_job_ && job_round_ != ~0ULL); });
     if (stop_) return;
     std::uint64_t round = job_round_;
     job_round_ = ~0ULL;  // taken
@@ -57,7 +57,7 @@ void RoundAlgorithm::worker_loop() {
     stats_.comm_seconds += spent;
     job_error_ = error;
     has_job_ = false;
-    cv_.notify_all();
+    comm_.notify_local(cv_);
   }
 }
 
@@ -72,7 +72,7 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
   std::exception_ptr error;
   {
     std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return !has_job_; });
+    comm_.wait_local(lock, cv_, [&] { return !has_job_; });
     stats_.wait_seconds += comm_.now() - start;
     error = job_error_;
     job_error_ = nullptr;
@@ -132,7 +132,7 @@ void RoundAlgorithm::step(std::span<float> params) {
     has_job_ = true;
     job_round_ = next_round_++;
   }
-  cv_.notify_all();
+  comm_.notify_local(cv_);
   in_flight_ = true;
   if (!overlap_) complete_round(params);
 }

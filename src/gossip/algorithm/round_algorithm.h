@@ -12,6 +12,9 @@
 // caller's thread while no round is in flight; run_round runs on the
 // communication thread and may touch only what begin_round prepared and what
 // end_round will read (the hand-over is ordered by the driver's mutex).
+// The communication thread is started, joined, waited on and woken only
+// through the Communicator's start_thread / join_thread / wait_local /
+// notify_local, so that a simulator sees every block (communicator.h).
 // Internal to algorithm/.
 #pragma once
 
@@ -97,7 +100,7 @@ class RoundAlgorithm : public Algorithm {
   std::exception_ptr job_error_;
   std::exception_ptr failed_;  // sticky: rethrown by every later call
   AlgorithmStats stats_;       // steps, rounds, wait_seconds, comm_seconds
-  std::thread worker_;         // last: started when everything above exists
+  std::thread worker_;         // last: started (comm_.start_thread) when everything above exists
 };
 
 }  // namespace murmur::gossip::detail

@@ -1,7 +1,5 @@
 #include "gossip/algorithm/traffic.h"
 
-#include <chrono>
-
 namespace murmur::gossip::detail {
 namespace {
 
@@ -20,18 +18,22 @@ void add(std::mutex& mutex, std::map<int, LinkStats>& links, const fabric::Reque
 
 }  // namespace
 
+Traffic::~Traffic() {
+  std::lock_guard lock(counters_->mutex);
+  counters_->clock = nullptr;
+}
+
 fabric::RequestPtr Traffic::send(int peer, fabric::Tag tag, std::span<const std::byte> data) {
-  using Clock = std::chrono::steady_clock;
-  const auto posted = Clock::now();
+  const double posted = comm_.now();
   auto request = comm_.isend(peer, tag, data);
   request->on_done([c = counters_, posted](fabric::Request& done) {
     if (!done.test() || done.error()) return;
-    const auto now = Clock::now();
-    TransferSample sample{done.peer(), static_cast<double>(done.bytes()),
-                          std::chrono::duration<double>(now - posted).count(),
-                          std::chrono::duration<double>(now.time_since_epoch()).count()};
     std::lock_guard lock(c->mutex);
-    c->sends.push_back(sample);
+    if (c->clock == nullptr) return;
+    // now() takes no lock (FabricCommunicator: steady_clock; the simulator:
+    // its virtual clock, read under its baton), so the leaf order holds.
+    const double now = c->clock->now();
+    c->sends.push_back(TransferSample{done.peer(), static_cast<double>(done.bytes()), now - posted, now});
     if (c->sends.size() > kMaxSendSamples) c->sends.pop_front();
   });
   return request;

@@ -3,9 +3,9 @@
 // (so stats read after a round include all of it: on_done callbacks may run
 // after a waiter wakes), or explicitly with count() / count_on_done() for
 // requests nobody waits on (adpsgd). Every completed send is also timed, from
-// posting to completion, for the scheduler's link estimates (wall-clock
-// steady time: a simulator feeds its scheduler its own samples). Internal to
-// algorithm/.
+// posting to completion, for the scheduler's link estimates, on the
+// Communicator's clock (now(): steady time over the fabric, virtual time in
+// the simulator). Internal to algorithm/.
 // Thread safety: all methods thread-safe; the counters' mutex is a leaf lock,
 // also taken in on_done callbacks (on the backend's progress thread).
 #pragma once
@@ -24,7 +24,12 @@ namespace murmur::gossip::detail {
 
 class Traffic {
  public:
-  explicit Traffic(Communicator& comm) : comm_(comm) {}
+  explicit Traffic(Communicator& comm) : comm_(comm) { counters_->clock = &comm; }
+  // Send callbacks that fire later (adpsgd's unwaited sends) stop reading
+  // the clock: the communicator need only outlive this object.
+  ~Traffic();
+  Traffic(const Traffic&) = delete;
+  Traffic& operator=(const Traffic&) = delete;
   Communicator& comm() { return comm_; }
 
   fabric::RequestPtr send(int peer, fabric::Tag tag, std::span<const std::byte> data);
@@ -56,6 +61,7 @@ class Traffic {
     std::mutex mutex;  // leaf lock
     std::map<int, LinkStats> links;
     std::deque<TransferSample> sends;
+    Communicator* clock = nullptr;  // null once the Traffic is gone
   };
   Communicator& comm_;
   std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
