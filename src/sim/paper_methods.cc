@@ -1,1 +1,243 @@
-// placeholder: filled in by its owner
+#include "sim/paper_methods.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sim/iteration_pipeline.h"
+#include "sim/mg_wfbp.h"
+
+namespace murmur::sim {
+namespace {
+
+constexpr double kBytePsPartitionBytes = 4'096'000;
+constexpr double kByteSchedulerPartitionBytes = 4'000'000;
+constexpr double kByteSchedulerCreditBytes = 16'000'000;
+// BytePS keeps several partitions in flight (push of one while another is
+// pulled); their per-partition handling overlaps.
+constexpr int kBytePsSlots = 4;
+
+struct MethodShape {
+  PaperMethod method;
+  const char* name;
+  bool parameter_server;
+};
+
+constexpr MethodShape kShapes[] = {
+    {PaperMethod::kBspA2A, "BSP-A2A", false},
+    {PaperMethod::kWfbpA2A, "WFBP-A2A", false},
+    {PaperMethod::kMgWfbp, "MG-WFBP", false},
+    {PaperMethod::kByteSchedulerA2A, "ByteScheduler-A2A", false},
+    {PaperMethod::kBspPs, "BSP-PS", true},
+    {PaperMethod::kWfbpPs, "WFBP-PS", true},
+    {PaperMethod::kByteSchedulerPs, "ByteScheduler-PS", true},
+};
+
+const MethodShape& shape(PaperMethod method) {
+  for (const MethodShape& s : kShapes)
+    if (s.method == method) return s;
+  throw std::logic_error("unknown PaperMethod");
+}
+
+// A unit's cost as (fixed, wire) for `bytes` on this cluster.
+class CostModel {
+ public:
+  CostModel(const ClusterSpec& cluster, const PaperConstants& constants, bool parameter_server)
+      : n_(cluster.gpus), k_(cluster.nodes()), constants_(constants), parameter_server_(parameter_server) {
+    if (k_ > 1) {
+      auto it = constants.networks.find(cluster.network);
+      if (it == constants.networks.end())
+        throw std::invalid_argument("no paper-method constants for network '" + cluster.network +
+                                    "' (the paper methods are calibrated on 10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)");
+      stack_ = it->second;
+    }
+  }
+
+  // Ring all-reduce (NCCL): 2(n-1) steps of bytes/n each; across nodes the
+  // NIC is the bottleneck of every step.
+  void all_reduce(double bytes, CommUnit& unit) const {
+    unit.fixed_s = constants_.horovod_op_s;
+    if (n_ == 1) return;
+    const double steps = 2.0 * (n_ - 1);
+    const bool across = k_ > 1;
+    unit.fixed_s += steps * (across ? stack_.ring_step_s : constants_.intra_ring_step_s);
+    const double bandwidth = across ? stack_.ring_bandwidth_Bps : constants_.intra_ring_bandwidth_Bps;
+    unit.wire_s = steps / n_ * bytes / bandwidth;
+  }
+
+  // BytePS: reduce inside the node and copy to the host, push to the
+  // partition's server, pull the sum back, copy and broadcast. The local
+  // and network stages pipeline across partitions, so the slower one sets
+  // the pace. Each NIC carries 2(k-1)/k of the bytes each way; a worker
+  // reaches the k-1 remote servers over one connection each.
+  void push_pull(double bytes, CommUnit& unit) const {
+    unit.fixed_s = constants_.ps_partition_s;
+    const double local = bytes / constants_.ps_local_bandwidth_Bps;
+    double network = 0;
+    if (k_ > 1) {
+      const double rate = std::min(stack_.ps_bandwidth_Bps, (k_ - 1) * stack_.ps_connection_Bps);
+      network = 2.0 * (k_ - 1) / k_ * bytes / rate;
+    }
+    unit.wire_s = std::max(local, network);
+  }
+
+  void cost(double bytes, CommUnit& unit) const {
+    unit.bytes = bytes;
+    if (parameter_server_)
+      push_pull(bytes, unit);
+    else
+      all_reduce(bytes, unit);
+  }
+
+  // Bytes each NIC sends per iteration for `model_bytes` of gradients.
+  double nic_bytes(double model_bytes) const {
+    if (k_ == 1) return 0;
+    return parameter_server_ ? 2.0 * (k_ - 1) / k_ * model_bytes : 2.0 * (n_ - 1) / n_ * model_bytes;
+  }
+
+ private:
+  const int n_;
+  const int k_;
+  const PaperConstants& constants_;
+  const bool parameter_server_;
+  StackOnNetwork stack_;
+};
+
+// Splits `bytes` into parts of at most `part` bytes.
+std::vector<double> partitions(double bytes, double part) {
+  std::vector<double> parts;
+  const int count = std::max(1, static_cast<int>(std::ceil(bytes / part)));
+  for (int i = 0; i < count; ++i) parts.push_back(std::min(part, bytes - part * i));
+  return parts;
+}
+
+// Gradient tensors in the order backward produces them, with ready times.
+std::vector<ReadyTensor> tensors_in_backward_order(const ModelProfile& profile, const PipelineSpec& spec) {
+  std::vector<ReadyTensor> tensors;
+  double t = 0;
+  for (double f : spec.forward_s) t += f;
+  for (std::size_t j = profile.layers.size(); j-- > 0;) {
+    t += spec.backward_s[j];
+    tensors.push_back({static_cast<int>(j),
+                       static_cast<double>(profile.layers[j].parameters) * profile.bytes_per_parameter, t});
+  }
+  return tensors;
+}
+
+void add_unit(PipelineSpec& spec, const CostModel& cost, std::vector<int> layers, double bytes, double extra_fixed_s) {
+  CommUnit unit;
+  unit.layers = std::move(layers);
+  unit.priority = *std::min_element(unit.layers.begin(), unit.layers.end());
+  cost.cost(bytes, unit);
+  unit.fixed_s += extra_fixed_s;
+  spec.units.push_back(std::move(unit));
+}
+
+}  // namespace
+
+const std::vector<PaperMethod>& paper_methods() {
+  static const std::vector<PaperMethod> all = [] {
+    std::vector<PaperMethod> v;
+    for (const MethodShape& s : kShapes) v.push_back(s.method);
+    return v;
+  }();
+  return all;
+}
+
+std::string paper_method_name(PaperMethod method) { return shape(method).name; }
+
+PaperMethod paper_method_by_name(const std::string& name) {
+  std::string known;
+  for (const MethodShape& s : kShapes) {
+    if (name == s.name) return s.method;
+    known += (known.empty() ? "" : ", ") + std::string(s.name);
+  }
+  throw std::invalid_argument("unknown method '" + name + "' (known: " + known + ")");
+}
+
+MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
+                                      const PaperConstants& constants) {
+  const bool ps = shape(method).parameter_server;
+  const CostModel cost(cluster, constants, ps);
+
+  // Synchronous methods run at the pace of the slowest GPU.
+  double slowdown = 1;
+  for (int rank = 0; rank < cluster.gpus; ++rank) slowdown = std::max(slowdown, cluster.slowdown(rank));
+  PipelineSpec spec;
+  for (const LayerProfile& layer : profile.layers) {
+    spec.forward_s.push_back(layer.forward_s * slowdown);
+    spec.backward_s.push_back(layer.backward_s * slowdown);
+  }
+  spec.overlap_share = std::min(1.0, constants.overlap_share);
+  const std::vector<ReadyTensor> tensors = tensors_in_backward_order(profile, spec);
+  std::vector<int> all_layers;
+  for (const ReadyTensor& t : tensors) all_layers.push_back(t.layer);
+  const double model_bytes = profile.gradient_bytes();
+
+  switch (method) {
+    case PaperMethod::kBspA2A:
+      add_unit(spec, cost, all_layers, model_bytes, 0);
+      break;
+    case PaperMethod::kWfbpA2A:
+      for (const ReadyTensor& t : tensors) add_unit(spec, cost, {t.layer}, t.bytes, 0);
+      break;
+    case PaperMethod::kMgWfbp: {
+      // The startup and per-byte cost come from the same model that runs them.
+      CommUnit probe;
+      cost.cost(0, probe);
+      CommUnit per_mb;
+      cost.cost(1e6, per_mb);
+      const double seconds_per_byte = (per_mb.wire_s - probe.wire_s) / 1e6;
+      for (const std::vector<int>& bucket : merge_buckets(tensors, probe.fixed_s, seconds_per_byte)) {
+        std::vector<int> layers;
+        double bytes = 0;
+        for (int i : bucket) {
+          layers.push_back(tensors[static_cast<std::size_t>(i)].layer);
+          bytes += tensors[static_cast<std::size_t>(i)].bytes;
+        }
+        add_unit(spec, cost, layers, bytes, 0);
+      }
+      break;
+    }
+    case PaperMethod::kByteSchedulerA2A:
+    case PaperMethod::kByteSchedulerPs:
+      for (const ReadyTensor& t : tensors)
+        for (double part : partitions(t.bytes, kByteSchedulerPartitionBytes)) {
+          add_unit(spec, cost, {t.layer}, part, constants.bytescheduler_op_s);
+          // ByteScheduler launches each all-reduce partition from its own
+          // scheduler loop, whose per-operation cost (measured flat across
+          // GPU counts and networks) replaces Horovod's and the ring's.
+          if (!ps) spec.units.back().fixed_s = constants.bytescheduler_op_s;
+        }
+      spec.order = UnitOrder::kPriority;
+      spec.barrier = false;
+      // NCCL runs one collective at a time; the parameter servers take as
+      // many partitions as the credit allows.
+      spec.slots = ps ? static_cast<int>(kByteSchedulerCreditBytes / kByteSchedulerPartitionBytes) : 1;
+      break;
+    case PaperMethod::kBspPs:
+      for (double part : partitions(model_bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
+      spec.slots = kBytePsSlots;
+      break;
+    case PaperMethod::kWfbpPs:
+      for (const ReadyTensor& t : tensors)
+        for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, {t.layer}, part, 0);
+      spec.slots = kBytePsSlots;
+      break;
+  }
+
+  const PipelineResult run = run_pipeline(spec);
+  MethodPrediction p;
+  p.iteration_s = run.iteration_s;
+  p.samples_per_s = cluster.gpus * profile.batch / run.iteration_s;
+  p.speedup = p.samples_per_s / profile.single_gpu_samples_per_s;
+  p.compute_s = run.compute_s;
+  p.comm_s = run.comm_s;
+  p.exposed_s = run.exposed_s;
+  p.overlap_s = run.overlap_s;
+  p.messages = run.units;
+  p.nic_bytes = cost.nic_bytes(model_bytes);
+  return p;
+}
+
+}  // namespace murmur::sim

@@ -1,0 +1,50 @@
+// Calibration of the paper methods' constants on the seed paper's ResNet-50
+// measurements (the 84 cells of ../shared/reference/seed-paper-calibration.md:
+// 7 methods x 3 networks x 4, 8, 16, 32 GPUs; the BERT rows are held out).
+//
+// fit_constants() searches the constants (in log space, Nelder-Mead with
+// restarts) that minimise a soft maximum (the L16 norm) of the cells'
+// relative errors; murmur-sim ships the result as calibrated_constants()
+// (`murmur-sim --calibrate` reprints it). Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/model_profile.h"
+#include "sim/paper_methods.h"
+
+namespace murmur::sim {
+
+struct ReferenceCell {
+  std::string network;  // preset name
+  PaperMethod method;
+  int gpus = 0;
+  double samples_per_s = 0;  // measured mean
+};
+
+// The 84 ResNet-50 cells.
+const std::vector<ReferenceCell>& resnet50_reference();
+
+struct CellComparison {
+  ReferenceCell cell;
+  MethodPrediction predicted;
+  double relative_error = 0;  // (predicted - measured) / measured
+};
+
+// Predicts every reference cell (4 GPUs per node, as in the paper).
+std::vector<CellComparison> compare_with_reference(const ModelProfile& resnet50, const PaperConstants& constants);
+
+struct FitResult {
+  PaperConstants constants;
+  double max_abs_error = 0;
+  double median_abs_error = 0;
+  int evaluations = 0;
+};
+
+FitResult fit_constants(const ModelProfile& resnet50, const PaperConstants& start, int max_evaluations);
+
+// The constants as C++ source, for pasting into calibrated_constants().
+std::string constants_as_source(const PaperConstants& constants);
+
+}  // namespace murmur::sim

@@ -1,0 +1,84 @@
+// The seed paper's seven synchronous techniques as cost models over the
+// iteration pipeline (iteration_pipeline.h):
+//
+//   BSP-A2A            one fused all-reduce (ring, NCCL) after backward
+//   WFBP-A2A           one all-reduce per tensor as its gradient is ready
+//   MG-WFBP            all-reduce of merged buckets chosen from the
+//                      alpha-beta cost (mg_wfbp.h)
+//   ByteScheduler-A2A  4,000,000-byte partitions, priority to early layers,
+//                      the next forward starts as its layers arrive
+//   BSP-PS             parameter servers (BytePS: one per node, 4,096,000-
+//                      byte partitions) after backward
+//   WFBP-PS            parameter servers, per tensor as it is ready
+//   ByteScheduler-PS   parameter servers with ByteScheduler's partitions,
+//                      priority and 16,000,000-byte credit
+//
+// The costs take a few constants per network and per software stack
+// (PaperConstants); calibration.h fits them on the ResNet-50 rows.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/cluster_spec.h"
+#include "sim/model_profile.h"
+
+namespace murmur::sim {
+
+enum class PaperMethod {
+  kBspA2A,
+  kWfbpA2A,
+  kMgWfbp,
+  kByteSchedulerA2A,
+  kBspPs,
+  kWfbpPs,
+  kByteSchedulerPs,
+};
+
+const std::vector<PaperMethod>& paper_methods();
+// The paper's name: "BSP-A2A", "MG-WFBP", "ByteScheduler-PS", ...
+std::string paper_method_name(PaperMethod method);
+// Throws std::invalid_argument listing the names for an unknown one.
+PaperMethod paper_method_by_name(const std::string& name);
+
+// What one software stack achieves on one network.
+struct StackOnNetwork {
+  double ring_bandwidth_Bps = 0;  // NCCL ring across nodes: bytes/s through each NIC
+  double ring_step_s = 0;         // NCCL: latency of one ring step between nodes
+  double ps_bandwidth_Bps = 0;    // BytePS push + pull: bytes/s through each NIC
+  double ps_connection_Bps = 0;   // BytePS: one worker-server connection's cap
+};
+
+struct PaperConstants {
+  std::map<std::string, StackOnNetwork> networks;  // by preset name
+  double intra_ring_bandwidth_Bps = 0;  // NCCL ring inside a node (PCIe)
+  double intra_ring_step_s = 0;
+  double horovod_op_s = 0;              // per all-reduce: negotiation + launch
+  double ps_local_bandwidth_Bps = 0;    // BytePS: GPU reduce + copies to and from the host
+  double ps_partition_s = 0;            // BytePS: per partition push + pull handling
+  double bytescheduler_op_s = 0;        // ByteScheduler: per partition operation
+  double overlap_share = 1;             // wire speed while backward runs, (0, 1]
+};
+
+// The fitted constants murmur-sim ships with (calibration.cc made them).
+const PaperConstants& calibrated_constants();
+
+struct MethodPrediction {
+  double iteration_s = 0;
+  double samples_per_s = 0;  // all GPUs
+  double speedup = 0;        // over one GPU of the profile
+  double compute_s = 0;
+  double comm_s = 0;         // busy time of the communication units
+  double exposed_s = 0;      // iteration - compute
+  double overlap_s = 0;      // communication hidden behind compute
+  int messages = 0;          // communication units per iteration
+  double nic_bytes = 0;      // bytes each NIC sends per iteration (each direction)
+};
+
+// Throws std::invalid_argument when the cluster's network has no constants.
+MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
+                                      const PaperConstants& constants);
+
+}  // namespace murmur::sim

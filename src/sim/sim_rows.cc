@@ -1,0 +1,160 @@
+#include "sim/sim_rows.h"
+
+#include <charconv>
+#include <stdexcept>
+
+#include "gossip/algorithm/algorithm.h"
+#include "sim/model_profile.h"
+#include "sim/network_preset.h"
+#include "sim/paper_methods.h"
+
+namespace murmur::sim {
+namespace {
+
+std::vector<std::string> split(const std::string& list, char sep) {
+  std::vector<std::string> items;
+  std::string item;
+  for (char ch : list) {
+    if (ch == sep) {
+      items.push_back(item);
+      item.clear();
+    } else {
+      item += ch;
+    }
+  }
+  items.push_back(item);
+  return items;
+}
+
+template <typename T>
+bool parse_number(const std::string& s, T& value) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  return ec == std::errc() && ptr == end;
+}
+
+bool is_paper_method(const std::string& name) {
+  for (PaperMethod m : paper_methods())
+    if (paper_method_name(m) == name) return true;
+  return false;
+}
+
+bool is_gossip_algorithm(const std::string& name) {
+  for (const std::string& a : gossip::algorithm_names())
+    if (a == name) return true;
+  return false;
+}
+
+SimRow paper_row(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster) {
+  SimRow row;
+  row.model = profile.name;
+  row.network = cluster.network;
+  row.method = paper_method_name(method);
+  row.gpus = cluster.gpus;
+  if (cluster.gpus == 1) {
+    // One GPU is the calibration's base: no communication at all.
+    row.samples_per_s = profile.single_gpu_samples_per_s;
+    row.speedup = 1;
+    row.iteration_s = row.compute_s = profile.iteration_s();
+    return row;
+  }
+  const MethodPrediction p = predict_paper_method(method, profile, cluster, calibrated_constants());
+  row.samples_per_s = p.samples_per_s;
+  row.speedup = p.speedup;
+  row.iteration_s = p.iteration_s;
+  row.compute_s = p.compute_s;
+  row.comm_s = p.comm_s;
+  row.overlap_s = p.overlap_s;
+  row.exposed_s = p.exposed_s;
+  row.link_bytes = p.nic_bytes;
+  row.configuration = std::to_string(p.messages) + " messages";
+  return row;
+}
+
+ClusterSpec preset_cluster(const std::string& network, int gpus, int gpus_per_node) {
+  ClusterSpec cluster;
+  cluster.gpus = gpus;
+  cluster.gpus_per_node = gpus_per_node;
+  apply_network_preset(cluster, network);
+  return cluster;
+}
+
+}  // namespace
+
+std::vector<int> parse_gpu_list(const std::string& list) {
+  std::vector<int> gpus;
+  for (const std::string& item : split(list, ',')) {
+    int n = 0;
+    if (!parse_number(item, n) || n < 1 || n > 65536)
+      throw std::invalid_argument("--gpus: '" + item + "' is not a GPU count (1..65536)");
+    gpus.push_back(n);
+  }
+  return gpus;
+}
+
+std::vector<std::string> parse_method_list(const std::string& list) {
+  std::vector<std::string> methods;
+  for (const std::string& item : split(list, ',')) {
+    if (item == "paper") {
+      for (PaperMethod m : paper_methods()) methods.push_back(paper_method_name(m));
+    } else if (is_paper_method(item) || is_gossip_algorithm(item)) {
+      methods.push_back(item);
+    } else {
+      std::string known = "paper";
+      for (PaperMethod m : paper_methods()) known += ", " + paper_method_name(m);
+      for (const std::string& a : gossip::algorithm_names()) known += ", " + a;
+      throw std::invalid_argument("--method: unknown method '" + item + "' (known: " + known + ")");
+    }
+  }
+  return methods;
+}
+
+Straggler parse_straggler(const std::string& item) {
+  const auto colon = item.find(':');
+  Straggler s;
+  if (colon == std::string::npos || !parse_number(item.substr(0, colon), s.rank) ||
+      !parse_number(item.substr(colon + 1), s.slowdown) || s.rank < 0 || !(s.slowdown >= 1))
+    throw std::invalid_argument("--straggler: '" + item + "' is not RANK:SLOWDOWN (rank >= 0, slowdown >= 1)");
+  return s;
+}
+
+std::vector<SimRow> simulate(const SimRequest& request) {
+  const ModelProfile profile = resolve_profile(request.model);
+  std::vector<ClusterSpec> clusters;
+  if (request.cluster) {
+    clusters.push_back(*request.cluster);
+  } else {
+    for (int gpus : request.gpus) clusters.push_back(preset_cluster(request.network, gpus, request.gpus_per_node));
+  }
+  for (ClusterSpec& cluster : clusters) {
+    for (const Straggler& s : request.stragglers) {
+      if (s.rank >= cluster.gpus)
+        throw std::invalid_argument("--straggler: rank " + std::to_string(s.rank) + " is not below " +
+                                    std::to_string(cluster.gpus) + " GPUs");
+      cluster.stragglers.push_back(s);
+    }
+  }
+  std::vector<SimRow> rows;
+  for (const std::string& method : request.methods)
+    for (const ClusterSpec& cluster : clusters) {
+      if (is_paper_method(method)) {
+        rows.push_back(paper_row(paper_method_by_name(method), profile, cluster));
+      } else {
+        throw std::invalid_argument("gossip method '" + method + "': not wired yet");
+      }
+    }
+  return rows;
+}
+
+std::vector<SimRow> paper_table_rows() {
+  std::vector<SimRow> rows;
+  for (const std::string& model : builtin_profile_names()) {
+    const ModelProfile profile = builtin_profile(model);
+    for (const NetworkPreset& network : network_presets())
+      for (PaperMethod method : paper_methods())
+        for (int gpus : {1, 4, 8, 16, 32}) rows.push_back(paper_row(method, profile, preset_cluster(network.name, gpus, 4)));
+  }
+  return rows;
+}
+
+}  // namespace murmur::sim

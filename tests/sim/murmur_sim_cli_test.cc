@@ -1,0 +1,120 @@
+// Runs the murmur-sim binary as users do and reads what it prints.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace {
+
+const std::string kTool = MURMUR_BIN_DIR "/src/sim/murmur-sim";
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout only
+  std::string err;
+};
+
+Result run(const std::string& args) {
+  Result r;
+  const std::filesystem::path err_file = std::filesystem::temp_directory_path() / "murmur_sim_cli_test.err";
+  FILE* p = popen((kTool + " " + args + " 2>" + err_file.string()).c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  for (std::size_t got; (got = fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), got);
+  const int status = pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(err), {});
+  return r;
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(MurmurSimCli, PaperTableCoversEveryModelNetworkMethodAndGpuCount) {
+  const Result r = run("--paper-table --csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "model,network,method,gpus,samples_per_s");
+  std::set<std::string> models, networks, methods, gpus;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string model, network, method, count, throughput;
+    std::getline(fields, model, ',');
+    std::getline(fields, network, ',');
+    std::getline(fields, method, ',');
+    std::getline(fields, count, ',');
+    std::getline(fields, throughput, ',');
+    EXPECT_GT(std::stod(throughput), 0) << line;
+    models.insert(model), networks.insert(network), methods.insert(method), gpus.insert(count);
+    ++rows;
+  }
+  EXPECT_EQ(models, (std::set<std::string>{"resnet50", "bert-base", "bert-large"}));
+  EXPECT_EQ(networks, (std::set<std::string>{"10gbe-tcp", "100gb-ib-rdma", "100gbe-tcp"}));
+  EXPECT_EQ(methods, (std::set<std::string>{"BSP-A2A", "WFBP-A2A", "MG-WFBP", "ByteScheduler-A2A", "BSP-PS", "WFBP-PS",
+                                             "ByteScheduler-PS"}));
+  EXPECT_EQ(gpus, (std::set<std::string>{"1", "4", "8", "16", "32"}));
+  EXPECT_EQ(rows, 3 * 3 * 7 * 5);
+  EXPECT_NE(r.err.find("rows simulated in"), std::string::npos) << r.err;
+}
+
+TEST(MurmurSimCli, CompareReferenceSummarisesTheCalibration) {
+  const Result r = run("--compare-reference --markdown");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("84 of 84 cells within 15%"), std::string::npos) << r.out;
+}
+
+TEST(MurmurSimCli, WritesAPlot) {
+  const auto svg = std::filesystem::temp_directory_path() / "murmur_sim_cli_test.svg";
+  const Result r = run("--model bert-base --gpus 4,8,16,32 --plot " + svg.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text.rfind("<svg", 0), 0U);
+  EXPECT_NE(text.find("MG-WFBP"), std::string::npos);
+}
+
+TEST(MurmurSimCli, UsageErrorsNameTheFlag) {
+  Result r = run("--method BSP");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--method: unknown method 'BSP'"), std::string::npos) << r.err;
+  r = run("--gpus 4,x");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--gpus: 'x'"), std::string::npos) << r.err;
+  r = run("--straggler 3");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--straggler: '3'"), std::string::npos) << r.err;
+  r = run("--network 1gbe");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--network: unknown network '1gbe'"), std::string::npos) << r.err;
+}
+
+TEST(MurmurSimCli, MalformedFilesAreRefusedWithFileAndLine) {
+  const std::string cluster = temp_file("murmur_sim_cli_test.cluster", "gpus 8\ngpus-per-node four\n");
+  Result r = run("--cluster " + cluster);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(cluster + ":2:"), std::string::npos) << r.err;
+  const std::string profile =
+      temp_file("murmur_sim_cli_test.profile", "model tiny\nbatch 8\nsamples-per-s 100\nlayer a params=-3 flops=1\n");
+  r = run("--model " + profile);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(profile + ":4:"), std::string::npos) << r.err;
+  r = run("--model no-such-model");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no-such-model"), std::string::npos) << r.err;
+}
+
+}  // namespace
