@@ -6,8 +6,8 @@
 // Built-in profiles (resnet50, bert-base, bert-large) come from the models'
 // public architectures (tensor shapes) and the seed paper's setup (batch,
 // single-GPU samples/s, ../shared/reference/seed-paper-calibration.md).
-// Users add their own from a text file (format in docs/sim.md); a malformed
-// file is refused with a ProfileError naming path:line and the reason.
+// Users add their own from a text file (format in docs/sim-files.md); a
+// malformed file is refused with a ProfileError naming path:line and the reason.
 //
 // Times: a layer's forward_s and backward_s are seconds for one batch on one
 // GPU; the sum over layers of forward_s + backward_s equals batch /
@@ -55,5 +55,17 @@ ModelProfile builtin_profile(const std::string& name);
 ModelProfile load_profile_file(const std::string& path);
 // A built-in name, or a path to a profile file.
 ModelProfile resolve_profile(const std::string& name_or_path);
+
+// Sets the times of profile.layers from their forward FLOPs (one entry per
+// layer, > 0 in all): forward time proportional to FLOPs, backward twice the
+// forward, then all scaled so iteration_s() equals batch /
+// single_gpu_samples_per_s. The built-in profiles and files with flops= use it.
+void set_times_from_flops(ModelProfile& profile, const std::vector<double>& forward_flops);
+
+// For the profile and cluster file parsers: the words of each line of the
+// text file at `path`, '#' comments dropped, entry i for line i + 1 (a blank
+// line gives none). A file that cannot be read gives no entries and sets
+// `error` to why ("is a directory", or strerror's text).
+std::vector<std::vector<std::string>> text_file_words(const std::string& path, std::string& error);
 
 }  // namespace murmur::sim
