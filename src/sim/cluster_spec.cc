@@ -1,1 +1,249 @@
-// placeholder: filled in by its owner
+// ClusterSpec::slowdown and the cluster file parser. The format, its rules
+// and its error messages are in docs/sim-files.md.
+#include "sim/cluster_spec.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "sim/model_profile.h"  // text_file_words
+#include "sim/network_preset.h"
+
+namespace murmur::sim {
+
+double ClusterSpec::slowdown(int rank) const {
+  for (const auto& s : stragglers) {
+    if (s.rank == rank) return s.slowdown;
+  }
+  return 1;
+}
+
+namespace {
+
+constexpr long long kMaxGpus = 1 << 20;
+constexpr const char* kDefaultNetwork = "10gbe-tcp";
+
+struct Unit {
+  const char* suffix;
+  double factor;  // to seconds, or to bytes per second
+};
+// A suffix that ends another comes before it ("ms" before "s", "GB/s"
+// before "B/s"). Case matters: Mbit/s and MB/s differ eightfold.
+constexpr Unit kLatencyUnits[] = {{"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"s", 1}};
+constexpr Unit kBandwidthUnits[] = {{"Kbit/s", 1e3 / 8}, {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8},
+                                    {"bit/s", 1.0 / 8},  {"KB/s", 1e3},       {"MB/s", 1e6},
+                                    {"GB/s", 1e9},       {"B/s", 1}};
+
+template <std::size_t N>
+std::string unit_list(const Unit (&units)[N]) {
+  std::string s;
+  for (const auto& u : units) s += (s.empty() ? "" : ", ") + std::string(u.suffix);
+  return s;
+}
+
+// "25us" -> 25e-6; nullopt unless the whole text is a finite number and a unit.
+template <std::size_t N>
+std::optional<double> quantity(const std::string& text, const Unit (&units)[N]) {
+  for (const auto& u : units) {
+    const std::size_t n = std::strlen(u.suffix);
+    if (text.size() <= n || text.compare(text.size() - n, n, u.suffix) != 0) continue;
+    double v = 0;
+    const char* end = text.data() + text.size() - n;
+    auto [stop, ec] = std::from_chars(text.data(), end, v);
+    if (ec != std::errc() || stop != end || !std::isfinite(v)) return std::nullopt;
+    return v * u.factor;
+  }
+  return std::nullopt;
+}
+
+struct LinkLine {
+  int line = 0;  // 0: absent
+  std::optional<double> latency_s;
+  std::optional<double> bandwidth_Bps;
+};
+
+class ClusterParser {
+ public:
+  explicit ClusterParser(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(int line, const std::string& reason) const {
+    throw ClusterError(path_ + ":" + std::to_string(line) + ": " + reason);
+  }
+
+  ClusterSpec parse(const std::vector<std::vector<std::string>>& lines) {
+    for (std::size_t i = 0; i < lines.size(); ++i) parse_line(lines[i], static_cast<int>(i + 1));
+    return finish(static_cast<int>(lines.size()));
+  }
+
+ private:
+  void parse_line(const std::vector<std::string>& words, int line) {
+    if (words.empty()) return;
+    const std::string& key = words[0];
+    if (key == "gpus") {
+      spec_.gpus = count(single(words, line, gpus_line_, "gpus N"), "gpus", line);
+    } else if (key == "gpus-per-node") {
+      spec_.gpus_per_node =
+          count(single(words, line, per_node_line_, "gpus-per-node N"), "gpus-per-node", line);
+    } else if (key == "network") {
+      network_ = single(words, line, network_line_, "network NAME");
+      try {
+        network_preset(network_);
+      } catch (const ClusterError& e) {
+        fail(line, e.what());
+      }
+    } else if (key == "inter-node") {
+      parse_link(words, line, inter_);
+    } else if (key == "intra-node") {
+      parse_link(words, line, intra_);
+    } else if (key == "straggler") {
+      parse_straggler(words, line);
+    } else {
+      fail(line,
+           "unknown keyword '" + key +
+               "'; expected gpus, gpus-per-node, network, inter-node, intra-node or straggler");
+    }
+  }
+
+  // Order-free: the preset first, then the link lines' keys over it, then
+  // the straggler ranks against the final GPU count.
+  ClusterSpec finish(int last_line) {
+    if (gpus_line_ == 0) fail(last_line, "no 'gpus N' line; say how many GPUs to simulate");
+    apply_network_preset(spec_, network_line_ ? network_ : kDefaultNetwork);
+    for (auto [link, given] :
+         {std::pair{&spec_.inter_node, &inter_}, {&spec_.intra_node, &intra_}}) {
+      if (given->line == 0) continue;
+      spec_.network = "custom";
+      if (given->latency_s) link->latency_s = *given->latency_s;
+      if (given->bandwidth_Bps) link->bandwidth_Bps = *given->bandwidth_Bps;
+    }
+    for (const auto& s : spec_.stragglers) {
+      if (s.rank >= spec_.gpus) {
+        fail(straggler_lines_[s.rank], "straggler rank " + std::to_string(s.rank) +
+                                           " is out of range: 'gpus " + std::to_string(spec_.gpus) +
+                                           "' has ranks 0 to " + std::to_string(spec_.gpus - 1));
+      }
+    }
+    return std::move(spec_);
+  }
+
+  const std::string& single(const std::vector<std::string>& words, int line, int& seen_line,
+                            const std::string& usage) {
+    if (seen_line != 0) {
+      fail(line,
+           "'" + words[0] + "' given twice (first on line " + std::to_string(seen_line) + ")");
+    }
+    if (words.size() != 2) {
+      fail(line, std::string(words.size() < 2 ? "missing value" : "too many values") +
+                     "; expected '" + usage + "'");
+    }
+    seen_line = line;
+    return words[1];
+  }
+
+  int count(const std::string& s, const std::string& what, int line) const {
+    long long v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || v < 1 || v > kMaxGpus) {
+      fail(line, what + " '" + s + "' is not a whole number from 1 to " + std::to_string(kMaxGpus));
+    }
+    return static_cast<int>(v);
+  }
+
+  // KEY=VALUE words after the keyword, each key known and given once.
+  std::map<std::string, std::string> keys(const std::vector<std::string>& words, int line,
+                                          const std::vector<std::string>& known,
+                                          const std::string& usage) const {
+    std::map<std::string, std::string> found;
+    if (words.size() < 2) fail(line, "missing value; expected '" + usage + "'");
+    for (std::size_t i = 1; i < words.size(); ++i) {
+      const auto eq = words[i].find('=');
+      const std::string key = words[i].substr(0, eq);
+      bool is_known = false;
+      for (const auto& k : known) is_known = is_known || k == key;
+      if (eq == std::string::npos || !is_known) {
+        fail(line,
+             "unknown key '" + words[i] + "' in '" + words[0] + "'; expected '" + usage + "'");
+      }
+      if (eq + 1 == words[i].size()) fail(line, "missing value after '" + key + "='");
+      if (!found.emplace(key, words[i].substr(eq + 1)).second) {
+        fail(line, "'" + key + "=' given twice");
+      }
+    }
+    return found;
+  }
+
+  void parse_link(const std::vector<std::string>& words, int line, LinkLine& link) {
+    if (link.line != 0) {
+      fail(line,
+           "'" + words[0] + "' given twice (first on line " + std::to_string(link.line) + ")");
+    }
+    const std::string usage = words[0] + " latency=T bandwidth=B";
+    auto given = keys(words, line, {"latency", "bandwidth"}, usage);
+    link.line = line;
+    if (given.count("latency")) {
+      link.latency_s = quantity(given["latency"], kLatencyUnits);
+      if (!link.latency_s || *link.latency_s < 0) {
+        fail(line, "latency '" + given["latency"] + "' is not a number >= 0 with a unit (" +
+                       unit_list(kLatencyUnits) + "), e.g. 25us");
+      }
+    }
+    if (given.count("bandwidth")) {
+      link.bandwidth_Bps = quantity(given["bandwidth"], kBandwidthUnits);
+      if (!link.bandwidth_Bps || *link.bandwidth_Bps <= 0) {
+        fail(line, "bandwidth '" + given["bandwidth"] + "' is not a number > 0 with a unit (" +
+                       unit_list(kBandwidthUnits) + "), e.g. 10Gbit/s");
+      }
+    }
+  }
+
+  void parse_straggler(const std::vector<std::string>& words, int line) {
+    const std::string usage = "straggler rank=R slowdown=S";
+    auto given = keys(words, line, {"rank", "slowdown"}, usage);
+    if (!given.count("rank") || !given.count("slowdown")) {
+      fail(line, std::string("no ") + (given.count("rank") ? "slowdown=" : "rank=") +
+                     "; expected '" + usage + "'");
+    }
+    const std::string& r = given["rank"];
+    long long rank = 0;
+    auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), rank);
+    if (ec != std::errc() || end != r.data() + r.size() || rank < 0 || rank >= kMaxGpus) {
+      fail(line, "straggler rank '" + r + "' is not a whole number >= 0 (ranks count from 0)");
+    }
+    const std::string& s = given["slowdown"];
+    double slowdown = 0;
+    auto [stop, err] = std::from_chars(s.data(), s.data() + s.size(), slowdown);
+    if (err != std::errc() || stop != s.data() + s.size() || !std::isfinite(slowdown) ||
+        slowdown < 1) {
+      fail(line, "slowdown '" + s + "' is not a number >= 1 (the rank's compute time multiplier)");
+    }
+    if (auto [it, fresh] = straggler_lines_.emplace(static_cast<int>(rank), line); !fresh) {
+      fail(line, "straggler rank " + r + " given twice (first on line " +
+                     std::to_string(it->second) + ")");
+    }
+    spec_.stragglers.push_back({static_cast<int>(rank), slowdown});
+  }
+
+  std::string path_;
+  ClusterSpec spec_;
+  int gpus_line_ = 0;  // 0: not seen yet
+  int per_node_line_ = 0;
+  int network_line_ = 0;
+  std::string network_;
+  LinkLine inter_;
+  LinkLine intra_;
+  std::map<int, int> straggler_lines_;  // rank -> line, to report a rank past gpus where it stands
+};
+
+}  // namespace
+
+ClusterSpec load_cluster_file(const std::string& path) {
+  std::string error;
+  const auto lines = text_file_words(path, error);
+  if (!error.empty()) throw ClusterError(path + ": cannot read cluster file: " + error);
+  return ClusterParser(path).parse(lines);
+}
+
+}  // namespace murmur::sim

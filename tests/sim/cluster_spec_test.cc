@@ -1,1 +1,185 @@
-// placeholder: filled in by its owner
+// The cluster file parser: defaults, presets and overrides, units, and the
+// path:line of every refusal; ClusterSpec::slowdown.
+#include "sim/cluster_spec.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/network_preset.h"
+
+namespace murmur::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// examples/sim in the source tree, found from this file's path so that any
+// build directory works.
+const fs::path kExamples =
+    fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "sim";
+
+TEST(ClusterFile, ExampleLoads) {
+  const ClusterSpec c = load_cluster_file((kExamples / "ib-32.cluster").string());
+  const NetworkPreset& ib = network_preset("100gb-ib-rdma");
+  EXPECT_EQ(c.gpus, 32);
+  EXPECT_EQ(c.gpus_per_node, 4);
+  EXPECT_EQ(c.nodes(), 8);
+  EXPECT_EQ(c.network, "custom");  // the intra-node line overrides the preset
+  EXPECT_DOUBLE_EQ(c.inter_node.latency_s, ib.inter_node.latency_s);
+  EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, ib.inter_node.bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(c.intra_node.latency_s, ib.intra_node.latency_s);
+  EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_Bps, 25e9);
+  ASSERT_EQ(c.stragglers.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.slowdown(5), 1.25);
+  EXPECT_DOUBLE_EQ(c.slowdown(4), 1);
+}
+
+TEST(ClusterSpec, SlowdownIsOneUnlessAStraggler) {
+  ClusterSpec c;
+  c.gpus = 10;
+  c.stragglers = {{3, 1.5}, {7, 2}};
+  EXPECT_DOUBLE_EQ(c.slowdown(3), 1.5);
+  EXPECT_DOUBLE_EQ(c.slowdown(7), 2);
+  EXPECT_DOUBLE_EQ(c.slowdown(0), 1);
+  EXPECT_EQ(c.nodes(), 3);
+  EXPECT_EQ(c.node_of(9), 2);
+}
+
+// Loads `text` from a file in the test's temporary directory, one per
+// process (ctest runs the cases in parallel); `path` says where.
+ClusterSpec load(const std::string& text, std::string* path = nullptr) {
+  const std::string file =
+      testing::TempDir() + "murmur-sim-" + std::to_string(getpid()) + ".cluster";
+  std::ofstream(file) << text;
+  if (path) *path = file;
+  return load_cluster_file(file);
+}
+
+TEST(ClusterFile, DefaultsAreFourPerNodeOn10GbE) {
+  const ClusterSpec c = load("# just a size\ngpus 6\n");
+  const NetworkPreset& tcp = network_preset("10gbe-tcp");
+  EXPECT_EQ(c.gpus, 6);
+  EXPECT_EQ(c.gpus_per_node, 4);
+  EXPECT_EQ(c.network, "10gbe-tcp");
+  EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, tcp.inter_node.bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(c.intra_node.latency_s, tcp.intra_node.latency_s);
+  EXPECT_TRUE(c.stragglers.empty());
+}
+
+TEST(ClusterFile, PresetKeepsItsName) {
+  const ClusterSpec c = load("network 100gbe-tcp\ngpus 8\ngpus-per-node 2\n");
+  EXPECT_EQ(c.network, "100gbe-tcp");
+  EXPECT_EQ(c.nodes(), 4);
+  EXPECT_DOUBLE_EQ(c.inter_node.latency_s, network_preset("100gbe-tcp").inter_node.latency_s);
+}
+
+// Link lines win over the preset wherever they stand in the file.
+TEST(ClusterFile, LinkLinesOverrideThePreset) {
+  const ClusterSpec c = load(
+      "inter-node latency=25us bandwidth=10Gbit/s\n"
+      "network 100gb-ib-rdma\ngpus 16\n");
+  EXPECT_EQ(c.network, "custom");
+  EXPECT_DOUBLE_EQ(c.inter_node.latency_s, 25e-6);
+  EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, 1.25e9);
+  EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_Bps,
+                   network_preset("100gb-ib-rdma").intra_node.bandwidth_Bps);
+}
+
+TEST(ClusterFile, UnitsAreDecimal) {
+  const std::pair<const char*, double> latencies[] = {
+      {"2s", 2}, {"1.5ms", 1.5e-3}, {"25us", 25e-6}, {"800ns", 800e-9}, {"0s", 0}, {"1e-6s", 1e-6}};
+  for (const auto& [text, seconds] : latencies) {
+    const ClusterSpec c = load(std::string("gpus 1\nintra-node latency=") + text + "\n");
+    EXPECT_DOUBLE_EQ(c.intra_node.latency_s, seconds) << text;
+  }
+  const std::pair<const char*, double> bandwidths[] = {
+      {"8bit/s", 1}, {"8Kbit/s", 1e3}, {"8Mbit/s", 1e6}, {"100Gbit/s", 12.5e9},
+      {"3B/s", 3},   {"3KB/s", 3e3},   {"3MB/s", 3e6},   {"12.5GB/s", 12.5e9}};
+  for (const auto& [text, bytes_per_s] : bandwidths) {
+    const ClusterSpec c = load(std::string("gpus 1\ninter-node bandwidth=") + text + "\n");
+    EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, bytes_per_s) << text;
+  }
+}
+
+// A malformed file, the line its error names (the last line for something
+// missing) and the reason after "path:line: ".
+struct BadCluster {
+  std::string text;
+  int line;
+  std::string reason;
+};
+
+const std::string kLatency = "is not a number >= 0 with a unit (ms, us, ns, s), e.g. 25us";
+const std::string kBandwidth =
+    "is not a number > 0 with a unit (Kbit/s, Mbit/s, Gbit/s, bit/s, KB/s, MB/s, GB/s, B/s), "
+    "e.g. 10Gbit/s";
+
+const BadCluster kBadClusters[] = {
+    {"gpus 4\nnodes 2\n", 2,
+     "unknown keyword 'nodes'; expected gpus, gpus-per-node, network, inter-node, intra-node or "
+     "straggler"},
+    {"gpus\n", 1, "missing value; expected 'gpus N'"},
+    {"gpus 4 8\n", 1, "too many values; expected 'gpus N'"},
+    {"gpus 0\n", 1, "gpus '0' is not a whole number from 1 to 1048576"},
+    {"gpus 8x\n", 1, "gpus '8x' is not a whole number from 1 to 1048576"},
+    {"gpus 8\ngpus-per-node 0\n", 2, "gpus-per-node '0' is not a whole number from 1 to 1048576"},
+    {"gpus 8\n# again\ngpus 16\n", 3, "'gpus' given twice (first on line 1)"},
+    {"network 10gbe-tcp\nnetwork 10gbe-tcp\n", 2, "'network' given twice (first on line 1)"},
+    {"gpus 8\nnetwork 40gbe\n", 2,
+     "unknown network '40gbe' (known: 10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)"},
+    {"gpus 8\ninter-node latency=1us\ninter-node bandwidth=1GB/s\n", 3,
+     "'inter-node' given twice (first on line 2)"},
+    {"intra-node\n", 1, "missing value; expected 'intra-node latency=T bandwidth=B'"},
+    {"inter-node delay=5us\n", 1,
+     "unknown key 'delay=5us' in 'inter-node'; expected 'inter-node latency=T bandwidth=B'"},
+    {"inter-node latency=5us latency=6us\n", 1, "'latency=' given twice"},
+    {"inter-node latency=\n", 1, "missing value after 'latency='"},
+    {"inter-node latency=25\n", 1, "latency '25' " + kLatency},
+    {"inter-node latency=2x5us\n", 1, "latency '2x5us' " + kLatency},
+    {"inter-node latency=-1us\n", 1, "latency '-1us' " + kLatency},
+    {"inter-node latency=nanus\n", 1, "latency 'nanus' " + kLatency},
+    {"gpus 2\nintra-node bandwidth=10gbit/s\n", 2, "bandwidth '10gbit/s' " + kBandwidth},
+    {"intra-node bandwidth=0GB/s\n", 1, "bandwidth '0GB/s' " + kBandwidth},
+    {"intra-node bandwidth=infGB/s\n", 1, "bandwidth 'infGB/s' " + kBandwidth},
+    // The rank is checked against gpus after the whole file, at its own line.
+    {"straggler rank=3 slowdown=1.5\ngpus 3\n", 1,
+     "straggler rank 3 is out of range: 'gpus 3' has ranks 0 to 2"},
+    {"gpus 8\nstraggler rank=-1 slowdown=2\n", 2,
+     "straggler rank '-1' is not a whole number >= 0 (ranks count from 0)"},
+    {"gpus 8\nstraggler rank=1 slowdown=0.5\n", 2,
+     "slowdown '0.5' is not a number >= 1 (the rank's compute time multiplier)"},
+    {"gpus 8\nstraggler rank=1\n", 2, "no slowdown=; expected 'straggler rank=R slowdown=S'"},
+    {"gpus 8\nstraggler rank=1 slowdown=2\nstraggler slowdown=3 rank=1\n", 3,
+     "straggler rank 1 given twice (first on line 2)"},
+    {"network 10gbe-tcp\n\n", 2, "no 'gpus N' line; say how many GPUs to simulate"},
+};
+
+class ClusterFileRefuses : public testing::TestWithParam<BadCluster> {};
+
+TEST_P(ClusterFileRefuses, AtTheLineAtFault) {
+  std::string path, message = "no error";
+  try {
+    load(GetParam().text, &path);
+  } catch (const ClusterError& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, path + ":" + std::to_string(GetParam().line) + ": " + GetParam().reason);
+}
+
+INSTANTIATE_TEST_SUITE_P(BadFiles, ClusterFileRefuses, testing::ValuesIn(kBadClusters));
+
+TEST(ClusterFileErrors, UnreadableFileNamesPathAndReason) {
+  const std::string missing = testing::TempDir() + "murmur-sim-no-such.cluster";
+  try {
+    load_cluster_file(missing);
+    FAIL() << "no error";
+  } catch (const ClusterError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              missing + ": cannot read cluster file: No such file or directory");
+  }
+}
+
+}  // namespace
+}  // namespace murmur::sim
