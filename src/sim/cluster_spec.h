@@ -4,7 +4,7 @@
 //
 // Networks are named presets (the seed paper's three: 10gbe-tcp,
 // 100gb-ib-rdma, 100gbe-tcp; their constants come from the calibration,
-// docs/sim.md) or given by value. A cluster file (format in docs/sim.md) is
+// docs/sim.md) or given by value. A cluster file (format in docs/sim-files.md) is
 // refused with a ClusterError naming path:line and the reason.
 // Thread safety: plain values.
 #pragma once

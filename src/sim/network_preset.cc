@@ -1,14 +1,29 @@
 #include "sim/network_preset.h"
 
-namespace murmur::sim {
+#include "sim/paper_methods.h"
 
-// Placeholder constants (line rates, typical latencies) until the
-// calibration in paper_methods replaces them with fitted values.
+namespace murmur::sim {
+namespace {
+
+// What one stream between two nodes achieved on the paper's clusters: the
+// calibration's NCCL ring step and per-NIC bandwidth (a ring moves one
+// stream through each NIC). Inside a node: the fitted PCIe ring constants.
+NetworkPreset from_calibration(const std::string& name, const std::string& description) {
+  const PaperConstants& c = calibrated_constants();
+  const StackOnNetwork& stack = c.networks.at(name);
+  return {name,
+          description,
+          {stack.ring_step_s, stack.ring_bandwidth_Bps},
+          {c.intra_ring_step_s, c.intra_ring_bandwidth_Bps}};
+}
+
+}  // namespace
+
 const std::vector<NetworkPreset>& network_presets() {
   static const std::vector<NetworkPreset> presets = {
-      {"10gbe-tcp", "10GbE with TCP/IP", {50e-6, 1.25e9}, {10e-6, 10e9}},
-      {"100gb-ib-rdma", "100Gb InfiniBand with RDMA", {5e-6, 12.5e9}, {10e-6, 10e9}},
-      {"100gbe-tcp", "100GbE with TCP/IP", {30e-6, 12.5e9}, {10e-6, 10e9}},
+      from_calibration("10gbe-tcp", "10GbE with TCP/IP"),
+      from_calibration("100gb-ib-rdma", "100Gb InfiniBand with RDMA"),
+      from_calibration("100gbe-tcp", "100GbE with TCP/IP"),
   };
   return presets;
 }

@@ -16,7 +16,7 @@ namespace murmur::sim {
 struct NetworkPreset {
   std::string name;         // e.g. "10gbe-tcp"
   std::string description;  // e.g. "10GbE with TCP/IP"
-  LinkSpec inter_node;      // what a gossip message between nodes sees
+  LinkSpec inter_node;      // what one stream between nodes sees (gossip messages)
   LinkSpec intra_node;      // between GPUs of one node (PCIe, the same in every preset)
 };
 
