@@ -35,10 +35,13 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <span>
+#include <sstream>
 #include <string>
 #include <thread>
 
+#include "fabric/errors.h"
 #include "fabric/request.h"
 
 namespace murmur::gossip {
@@ -90,5 +93,20 @@ class Communicator {
   }
   virtual void notify_local(std::condition_variable& cv) { cv.notify_all(); }
 };
+
+// For implementations of wait_all: its timeout rule. Calls `fail_peer` once
+// for each peer with a request still pending, in rank order, with the
+// PeerError "no completion within <t> s (stalled or unreachable peer)".
+inline void fail_stalled_peers(const Communicator& comm, std::span<const fabric::RequestPtr> requests,
+                               double timeout_s, const std::function<void(int, std::exception_ptr)>& fail_peer) {
+  std::set<int> stalled;
+  for (const auto& r : requests)
+    if (!r->test()) stalled.insert(r->peer());
+  for (int peer : stalled) {
+    std::ostringstream reason;
+    reason << "no completion within " << timeout_s << " s (stalled or unreachable peer)";
+    fail_peer(peer, std::make_exception_ptr(fabric::PeerError(peer, comm.host(peer), reason.str())));
+  }
+}
 
 }  // namespace murmur::gossip

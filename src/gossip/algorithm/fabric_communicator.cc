@@ -1,8 +1,6 @@
 #include "gossip/algorithm/fabric_communicator.h"
 
 #include <chrono>
-#include <set>
-#include <sstream>
 
 #include "fabric/errors.h"
 
@@ -40,14 +38,8 @@ void FabricCommunicator::wait_all(std::span<const fabric::RequestPtr> requests, 
     error = std::current_exception();
   }
   // Stalled: fail the pending peers so the backend releases the buffers.
-  std::set<int> stalled;
-  for (const auto& r : requests)
-    if (!r->test()) stalled.insert(r->peer());
-  for (int peer : stalled) {
-    std::ostringstream reason;
-    reason << "no completion within " << timeout_s << " s (stalled or unreachable peer)";
-    transport_.fail_peer(peer, std::make_exception_ptr(fabric::PeerError(peer, host(peer), reason.str())));
-  }
+  fail_stalled_peers(*this, requests, timeout_s,
+                     [this](int peer, std::exception_ptr e) { transport_.fail_peer(peer, std::move(e)); });
   std::exception_ptr later;
   try {
     // Backends fail pending requests of a failed peer promptly; bound it anyway.
