@@ -1,1 +1,240 @@
-// placeholder: filled in by its owner
+#include "sim/gossip_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <stdexcept>
+
+#include "gossip/algorithm/algorithm.h"
+#include "gossip/schedule/controller.h"
+#include "sim/network_model.h"
+#include "sim/sim_communicator.h"
+#include "sim/virtual_runtime.h"
+
+namespace murmur::sim {
+namespace {
+
+// The schedulers' agree_max as a simulated collective: each rank blocks
+// until every rank has proposed, then all return the maximum. It takes no
+// virtual time (the real one is a few scalars through the rendezvous store,
+// small next to a round). Baton holders only.
+class SimAgreeMax {
+ public:
+  SimAgreeMax(VirtualRuntime& runtime, int ranks) : runtime_(runtime), ranks_(ranks) {}
+
+  int operator()(int proposal) {
+    best_ = arrived_ == 0 ? proposal : std::max(best_, proposal);
+    if (++arrived_ == ranks_) {
+      result_ = best_;
+      arrived_ = 0;
+      ++generation_;
+      runtime_.notify_all(this);
+      return result_;
+    }
+    // A rank of this generation reads result_ before the next one can
+    // complete: that needs every rank, this one included.
+    const std::uint64_t generation = generation_;
+    while (generation_ == generation) runtime_.wait(this, "the schedule's period agreement (agree_max)");
+    return result_;
+  }
+
+ private:
+  VirtualRuntime& runtime_;
+  const int ranks_;
+  int arrived_ = 0;
+  int best_ = 0;
+  int result_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+// What one simulated peer leaves behind.
+struct PeerOutcome {
+  std::vector<float> params;
+  double iteration_s = 0;
+  double wait_s = 0;
+  double comm_s = 0;
+  int decisions = 0;
+  std::optional<int> period;
+  std::optional<double> ratio;
+};
+
+bool is_gossip(const std::string& algorithm) {
+  return algorithm == "dpsgd" || algorithm == "choco" || algorithm == "sgp";
+}
+
+void validate(const GossipSetup& s) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("murmur-sim gossip run: " + what); };
+  if (s.algorithm == "adpsgd")
+    fail("adpsgd cannot be simulated (it polls with timed waits and wakes from network callbacks the "
+         "simulator's virtual clock cannot see); use dpsgd, choco or sgp");
+  const auto& names = gossip::algorithm_names();
+  if (std::find(names.begin(), names.end(), s.algorithm) == names.end())
+    fail("unknown algorithm '" + s.algorithm + "'; expected dpsgd, choco, sgp, allreduce, topk-allreduce or local-sgd");
+  if (s.cluster.gpus < 1) fail("the cluster needs at least 1 GPU, got " + std::to_string(s.cluster.gpus));
+  if (is_gossip(s.algorithm) && s.cluster.gpus < 2) fail(s.algorithm + " needs at least 2 GPUs");
+  if (s.iterations < 1 || s.warmup_iterations < 0)
+    fail("iterations must be >= 1 and warm-up >= 0, got " + std::to_string(s.iterations) + " and " +
+         std::to_string(s.warmup_iterations));
+  if (s.proxy < 1) fail("proxy must be >= 1 parameter");
+  if (s.schedule_interval < 1) fail("schedule_interval must be >= 1");
+  if (!(s.profile.gradient_bytes() > 0)) fail("profile '" + s.profile.name + "' has no parameters");
+  if (!(s.profile.iteration_s() >= 0) || s.profile.batch < 1 || !(s.profile.single_gpu_samples_per_s > 0))
+    fail("profile '" + s.profile.name + "' needs a batch >= 1, a single-GPU throughput > 0 and layer times >= 0");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Seeded per rank: the proxy's start in [-1, 1) and its pseudo-gradients.
+std::vector<float> initial_params(std::uint64_t seed, int rank, std::size_t n) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = u(rng);
+  return x;
+}
+
+// A cheap pseudo-gradient step: +-0.5e-3 per value (xorshift64*).
+void perturb(std::span<float> x, std::uint64_t& state) {
+  for (float& v : x) {
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    const std::uint64_t r = state * 0x2545F4914F6CDD1DULL;
+    v += 1e-3f * (static_cast<float>(r >> 40) / static_cast<float>(1 << 24) - 0.5f);
+  }
+}
+
+// RMS over peers and elements of x_r - mean, and the mean itself.
+std::pair<double, std::vector<double>> consensus(const std::vector<PeerOutcome>& peers) {
+  const std::size_t n = peers.front().params.size();
+  std::vector<double> mean(n, 0.0);
+  for (const auto& p : peers)
+    for (std::size_t i = 0; i < n; ++i) mean[i] += p.params[i];
+  for (double& m : mean) m /= static_cast<double>(peers.size());
+  double squares = 0;
+  for (const auto& p : peers)
+    for (std::size_t i = 0; i < n; ++i) squares += (p.params[i] - mean[i]) * (p.params[i] - mean[i]);
+  return {std::sqrt(squares / static_cast<double>(n * peers.size())), std::move(mean)};
+}
+
+gossip::AlgorithmOptions algorithm_options(const GossipSetup& s, bool adaptive) {
+  gossip::AlgorithmOptions o;
+  o.period = s.period;
+  o.overlap = s.overlap;
+  o.compressor = s.compressor;
+  o.gamma = s.gamma;
+  o.timeout_s = s.timeout_s;
+  o.seed = s.seed;
+  if (adaptive) o.max_ratio = s.schedule->bounds.max_ratio;
+  return o;
+}
+
+void fill_traffic(const NetworkModel& model, int iterations, GossipResult& r) {
+  for (const auto& [link, bytes] : model.link_bytes()) r.links.push_back(LinkBytes{link.first, link.second, bytes});
+  r.bytes_inter_node = model.inter_node_bytes();
+  r.bytes_intra_node = model.intra_node_bytes();
+  r.bytes_total = r.bytes_inter_node + r.bytes_intra_node;
+  r.bytes_per_iteration = r.bytes_total / iterations;
+  r.messages = model.messages();
+}
+
+}  // namespace
+
+GossipResult run_gossip(const GossipSetup& s) {
+  const auto host_start = std::chrono::steady_clock::now();
+  validate(s);
+  const int ranks = s.cluster.gpus;
+  const bool adaptive = s.schedule && s.schedule->mode == gossip::schedule::ScheduleMode::kAdaptive;
+  std::unique_ptr<gossip::Topology> topology;
+  if (is_gossip(s.algorithm)) {
+    gossip::TopologySpec spec = s.topology;
+    spec.nodes = ranks;
+    topology = gossip::make_topology(spec);
+  }
+  const gossip::AlgorithmOptions options = algorithm_options(s, adaptive);
+
+  GossipResult result;
+  result.byte_scale = s.profile.gradient_bytes() / (static_cast<double>(s.proxy) * sizeof(float));
+  VirtualRuntime runtime;
+  NetworkModel model(s.cluster);
+  SimNetwork network(runtime, model, result.byte_scale);
+  SimAgreeMax agree_max(runtime, ranks);
+  std::vector<PeerOutcome> peers(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) peers[r].params = initial_params(s.seed, r, s.proxy);
+  auto [initial_distance, initial_mean] = consensus(peers);
+  const int total = s.warmup_iterations + s.iterations;
+
+  for (int r = 0; r < ranks; ++r) {
+    runtime.spawn("rank " + std::to_string(r), [&, r] {
+      PeerOutcome& me = peers[r];
+      SimCommunicator comm(network, r);
+      auto algorithm = gossip::make_algorithm(s.algorithm, options, comm, topology.get());
+      std::unique_ptr<gossip::schedule::ScheduleController> controller;
+      if (adaptive) {
+        controller = std::make_unique<gossip::schedule::ScheduleController>(
+            *s.schedule, *algorithm, s.proxy, s.schedule_interval, [&](int p) { return agree_max(p); },
+            [&me](const nlohmann::json&) { ++me.decisions; });
+      }
+      const double compute_s = s.profile.iteration_s() * s.cluster.slowdown(r);
+      std::uint64_t noise = s.seed * 0xD1B54A32D192ED03ULL + static_cast<std::uint64_t>(r) * 2 + 1;
+      double start = 0;
+      gossip::AlgorithmStats before;
+      for (int it = 0; it < total; ++it) {
+        if (it == s.warmup_iterations) {
+          start = runtime.now();
+          before = algorithm->stats();
+        }
+        runtime.sleep_for(compute_s);
+        if (s.perturb) perturb(me.params, noise);
+        algorithm->step(me.params);
+        if (controller) controller->on_step(compute_s);
+      }
+      const auto after = algorithm->stats();
+      me.iteration_s = (runtime.now() - start) / s.iterations;
+      me.wait_s = (after.wait_seconds - before.wait_seconds) / s.iterations;
+      me.comm_s = (after.comm_seconds - before.comm_seconds) / s.iterations;
+      algorithm->finish(me.params);
+      if (controller) {
+        me.period = algorithm->period();
+        me.ratio = controller->current_ratio();
+      }
+    });
+  }
+  runtime.run();
+
+  std::vector<double> iteration(peers.size());
+  for (std::size_t r = 0; r < peers.size(); ++r) {
+    const auto& p = peers[r];
+    iteration[r] = p.iteration_s;
+    result.compute_s += s.profile.iteration_s() * s.cluster.slowdown(static_cast<int>(r));
+    result.wait_s += p.wait_s;
+    result.overlap_s += std::max(0.0, p.comm_s - p.wait_s);
+  }
+  for (double* v : {&result.compute_s, &result.wait_s, &result.overlap_s}) *v /= static_cast<double>(ranks);
+  result.iteration_s = median(iteration);
+  result.iteration_max_s = *std::max_element(iteration.begin(), iteration.end());
+  if (result.iteration_s > 0) result.samples_per_s = ranks * s.profile.batch / result.iteration_s;
+  result.speedup = result.samples_per_s / s.profile.single_gpu_samples_per_s;
+  fill_traffic(model, total, result);
+
+  auto [distance, mean] = consensus(peers);
+  result.initial_consensus_distance = initial_distance;
+  result.consensus_distance = distance;
+  for (std::size_t i = 0; i < mean.size(); ++i)
+    result.mean_drift = std::max(result.mean_drift, std::abs(mean[i] - initial_mean[i]));
+  result.final_period = peers.front().period;
+  result.final_ratio = peers.front().ratio;
+  result.schedule_decisions = peers.front().decisions;
+  result.virtual_seconds = runtime.now();
+  result.thread_switches = runtime.switches();
+  result.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+  return result;
+}
+
+}  // namespace murmur::sim

@@ -1,0 +1,127 @@
+// run_gossip: one murmur-sim experiment with murmur's own gossip code. Every
+// GPU of the ClusterSpec is a simulated peer (a simulated thread of a
+// VirtualRuntime) that runs the real algorithm (gossip/algorithm), over the
+// real topology (gossip/topology) and, optionally, the real scheduler
+// (gossip/schedule), talking through a SimCommunicator whose messages the
+// NetworkModel times.
+//
+//   GossipSetup s;
+//   s.profile = builtin_profile("resnet50");
+//   s.cluster = ...;  apply_network_preset(s.cluster, "10gbe-tcp");
+//   s.algorithm = "choco"; s.compressor = "topk:0.01"; s.topology.kind = "exponential";
+//   GossipResult r = run_gossip(s);   // r.samples_per_s, r.speedup, ...
+//
+// A peer's iteration: sleep its compute time (profile.iteration_s() times
+// cluster.slowdown(rank), virtual), add a small pseudo-gradient to its
+// parameters (so compressors see changing data; off with perturb = false),
+// Algorithm::step(params), then the ScheduleController's on_step when the
+// schedule is adaptive. After the last iteration, finish(params).
+//
+// Proxy parameters and byte_scale: a peer's parameters are a proxy vector of
+// `proxy` floats (seeded per rank), not the model's, so that 1024 peers fit
+// in memory and time. Every message's simulated size is its real size times
+// byte_scale = profile.gradient_bytes() / (proxy * 4): a dense message of
+// the proxy costs what the whole gradient would, and a compressed one
+// scales with it (top-k of the proxy keeps the same fraction of values).
+// Per-message headers (8 bytes for a compressor, 8 for SGP's weight) are
+// scaled too, which is negligible unless proxy is tiny. The scheduler sees
+// the same scaled world: proxy-sized tensors over links byte_scale times
+// slower, so its decisions match those for the real model on real links.
+//
+// Algorithms: dpsgd, choco, sgp, allreduce, topk-allreduce, local-sgd.
+// adpsgd is refused (it waits with timed polls and wakes from network
+// callbacks outside the Communicator's hooks; the simulator cannot see
+// those). choco needs a static topology; the centralized ones ignore it.
+//
+// Blocking: run_gossip blocks the calling thread for the whole simulation
+// (host time: result.host_seconds). It creates 2 OS threads per peer.
+// Errors: std::invalid_argument for a setup that does not fit (unknown
+// algorithm, adpsgd, bad sizes); the algorithm's own errors (a topology that
+// does not fit, a bad compressor spec) as they are; a PeerError or
+// SimDeadlock if the simulated run fails.
+// Thread safety: independent calls may run concurrently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gossip/schedule/schedule_file.h"
+#include "gossip/topology/factory.h"
+#include "sim/cluster_spec.h"
+#include "sim/model_profile.h"
+
+namespace murmur::sim {
+
+struct GossipSetup {
+  ModelProfile profile;
+  ClusterSpec cluster;
+  std::string algorithm = "dpsgd";
+  // kind and seed (and degree, probability...); nodes is set to cluster.gpus.
+  gossip::TopologySpec topology{.kind = "exponential"};
+  std::string compressor = "topk:0.01";  // choco, topk-allreduce
+  double gamma = 0.1;                    // choco
+  int period = 1;                        // H
+  std::optional<bool> overlap;           // unset: the algorithm's default
+  int warmup_iterations = 2;             // run, not measured
+  int iterations = 10;                   // measured
+  // Unset or kFixed: no scheduler. kAdaptive: one ScheduleController per
+  // peer; their agree_max is a simulated collective (every rank blocks until
+  // all have proposed; it takes no virtual time).
+  std::optional<gossip::schedule::ScheduleConfig> schedule;
+  int schedule_interval = 5;  // steps between scheduler decisions
+  std::size_t proxy = 4096;   // proxy parameters per peer (floats)
+  std::uint64_t seed = 1;     // proxy initial values and pseudo-gradients
+  bool perturb = true;        // add the pseudo-gradient each iteration
+  double timeout_s = 3600;    // virtual seconds before a stalled peer fails
+};
+
+struct LinkBytes {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;  // simulated
+};
+
+struct GossipResult {
+  // Virtual seconds per measured iteration: each peer's mean, then the
+  // median and the maximum over peers.
+  double iteration_s = 0;
+  double iteration_max_s = 0;
+  double samples_per_s = 0;  // gpus * batch / iteration_s
+  double speedup = 0;        // samples_per_s / profile.single_gpu_samples_per_s
+  // Per iteration, mean over peers: compute (slept), communication wait
+  // (AlgorithmStats::wait_seconds: the caller blocked on a round), and
+  // overlap (communication-thread time hidden behind compute:
+  // comm_seconds - wait_seconds, at least 0).
+  double compute_s = 0;
+  double wait_s = 0;
+  double overlap_s = 0;
+  // Simulated bytes over the whole run (warm-up included).
+  std::vector<LinkBytes> links;  // sorted by (src, dst)
+  double bytes_total = 0;
+  double bytes_inter_node = 0;
+  double bytes_intra_node = 0;
+  double bytes_per_iteration = 0;  // bytes_total / (warm-up + measured iterations)
+  double byte_scale = 0;
+  std::uint64_t messages = 0;
+  // Proxy vectors: RMS over peers and elements of x_r - mean(x), at the
+  // start and after finish(); and max |mean(x) - mean(x at start)| (0 up to
+  // rounding when perturb is off and the algorithm keeps the mean).
+  double initial_consensus_distance = 0;
+  double consensus_distance = 0;
+  double mean_drift = 0;
+  // Adaptive schedule: rank 0's last decision (period, ratio) and how many
+  // decisions each rank made.
+  std::optional<int> final_period;
+  std::optional<double> final_ratio;
+  int schedule_decisions = 0;
+  double virtual_seconds = 0;  // the clock at the end
+  double host_seconds = 0;     // wall-clock time the simulation took
+  std::uint64_t thread_switches = 0;
+};
+
+GossipResult run_gossip(const GossipSetup& setup);
+
+}  // namespace murmur::sim
