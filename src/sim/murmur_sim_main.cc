@@ -14,12 +14,16 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/log.h"
+#include "gossip/schedule/errors.h"
+#include "gossip/schedule/schedule_file.h"
 #include "sim/calibration.h"
 #include "sim/cluster_spec.h"
 #include "sim/model_profile.h"
@@ -84,6 +88,9 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--iterations", request.gossip.iterations, "simulated iterations per gossip run")
       ->capture_default_str();
+  app.add_option("--warmup", request.gossip.warmup,
+                 "gossip: iterations run before measuring (-1: 2, or --iterations with an adaptive schedule)")
+      ->capture_default_str();
   app.add_option("--proxy-floats", request.gossip.proxy_floats,
                  "floats each simulated peer really holds; message sizes are scaled to the model")
       ->capture_default_str();
@@ -104,6 +111,11 @@ int run(int argc, char** argv) {
     request.methods = parse_method_list(methods);
     for (const std::string& s : stragglers) request.stragglers.push_back(parse_straggler(s));
     network_preset(request.network);
+    murmur::gossip::schedule::parse_schedule_flag(request.gossip.schedule);
+  } catch (const murmur::gossip::schedule::ScheduleError& e) {
+    // A schedule file's own errors name path:line; a bad flag names the flag.
+    std::cerr << "murmur-sim: --schedule: " << e.what() << "\n";
+    return request.gossip.schedule.rfind('@', 0) == 0 ? 1 : 2;
   } catch (const ClusterError& e) {
     std::cerr << "murmur-sim: --network: " << e.what() << "\n";
     return 2;
@@ -116,6 +128,9 @@ int run(int argc, char** argv) {
     std::cerr << "murmur-sim: " << e.what() << " (see murmur-sim --help)\n";
     return 2;
   }
+  // A thousand simulated peers would print a thousand scheduler decisions
+  // each round; MURMUR_LOG_LEVEL=info brings them back.
+  if (!std::getenv("MURMUR_LOG_LEVEL")) murmur::sched_log().set_level(spdlog::level::warn);
   const Format format = csv ? Format::kCsv : markdown ? Format::kMarkdown : Format::kText;
   const auto started = std::chrono::steady_clock::now();
 
@@ -153,6 +168,7 @@ int run(int argc, char** argv) {
       return 1;
     }
   }
+  std::cout.flush();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cerr << "murmur-sim: " << rows.size() << " rows simulated in " << seconds << " s\n";
   return 0;

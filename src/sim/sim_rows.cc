@@ -1,9 +1,14 @@
 #include "sim/sim_rows.h"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "gossip/algorithm/algorithm.h"
+#include "gossip/schedule/schedule_file.h"
+#include "sim/gossip_run.h"
 #include "sim/model_profile.h"
 #include "sim/network_preset.h"
 #include "sim/paper_methods.h"
@@ -68,6 +73,55 @@ SimRow paper_row(PaperMethod method, const ModelProfile& profile, const ClusterS
   row.exposed_s = p.exposed_s;
   row.link_bytes = p.nic_bytes;
   row.configuration = std::to_string(p.messages) + " messages";
+  return row;
+}
+
+// murmur's own algorithm, run on the virtual clock.
+SimRow gossip_row(const std::string& algorithm, const ModelProfile& profile, const ClusterSpec& cluster,
+                  const GossipOptions& options) {
+  GossipSetup setup;
+  setup.profile = profile;
+  setup.cluster = cluster;
+  setup.algorithm = algorithm;
+  setup.topology.kind = options.topology;
+  setup.topology.seed = options.seed;
+  setup.compressor = options.compressor;
+  setup.gamma = options.gamma;
+  setup.period = options.period;
+  setup.iterations = options.iterations;
+  setup.proxy = static_cast<std::size_t>(options.proxy_floats);
+  setup.seed = options.seed;
+  const gossip::schedule::ScheduleConfig schedule = gossip::schedule::parse_schedule_flag(options.schedule);
+  if (schedule.mode == gossip::schedule::ScheduleMode::kAdaptive) setup.schedule = schedule;
+  setup.warmup_iterations = options.warmup >= 0 ? options.warmup : setup.schedule ? options.iterations : 2;
+  const GossipResult r = run_gossip(setup);
+
+  SimRow row;
+  row.model = profile.name;
+  row.network = cluster.network;
+  row.method = algorithm;
+  row.gpus = cluster.gpus;
+  row.samples_per_s = r.samples_per_s;
+  row.speedup = r.speedup;
+  row.iteration_s = r.iteration_s;
+  row.compute_s = r.compute_s;
+  row.exposed_s = std::max(0.0, r.iteration_s - r.compute_s);
+  row.overlap_s = r.overlap_s;
+  row.comm_s = r.wait_s + r.overlap_s;
+  double busiest = 0;
+  for (const LinkBytes& link : r.links) busiest = std::max(busiest, link.bytes);
+  const int iterations = setup.warmup_iterations + setup.iterations;
+  row.link_bytes = busiest / iterations;
+  std::string what = algorithm == "allreduce" || algorithm == "local-sgd" || algorithm == "topk-allreduce"
+                         ? ""
+                         : options.topology + " ";
+  if (algorithm == "choco" || algorithm == "topk-allreduce") what += options.compressor + " ";
+  if (setup.schedule && r.final_period)
+    what += fmt::format("adaptive: chose H={} ratio={:.4g}", *r.final_period, r.final_ratio.value_or(0));
+  else
+    what += fmt::format("H={}", options.period);
+  row.configuration = what + fmt::format("; consensus distance {:.3g} -> {:.3g}; simulated in {:.2f} s",
+                                         r.initial_consensus_distance, r.consensus_distance, r.host_seconds);
   return row;
 }
 
@@ -140,7 +194,7 @@ std::vector<SimRow> simulate(const SimRequest& request) {
       if (is_paper_method(method)) {
         rows.push_back(paper_row(paper_method_by_name(method), profile, cluster));
       } else {
-        throw std::invalid_argument("gossip method '" + method + "': not wired yet");
+        rows.push_back(gossip_row(method, profile, cluster, request.gossip));
       }
     }
   return rows;

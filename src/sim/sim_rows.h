@@ -21,6 +21,10 @@ struct GossipOptions {
   int period = 1;
   std::string schedule = "fixed";
   int iterations = 30;
+  // Run before measuring; -1: 2 for a fixed schedule, and for an adaptive
+  // one as many as `iterations`, so that what is measured is the setting
+  // the scheduler settled on rather than its search.
+  int warmup = -1;
   int proxy_floats = 4096;
   std::uint64_t seed = 1;
 };
