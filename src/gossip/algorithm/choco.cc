@@ -28,15 +28,14 @@ class Choco final : public RoundAlgorithm {
  public:
   Choco(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
       : RoundAlgorithm("choco", o, comm, /*default_overlap=*/true),
-        graph_(topology.at_round(0)),
-        w_(mixing_matrix(graph_)),
+        hood_(neighbourhood(topology.at_round(0), comm.rank())),
         encoder_(make_compressor(o.compressor, Feedback::kNone)),
         self_decoder_(make_compressor(o.compressor, Feedback::kNone)) {
     if (topology.time_varying())
       throw std::invalid_argument("choco: topology '" + topology.name() +
                                   "' is time-varying; CHOCO's public copies need a static graph");
     if (!(o.gamma > 0 && o.gamma <= 1)) throw std::invalid_argument("choco: gamma must be in (0, 1]");
-    for (std::size_t k = 0; k < graph_.in(rank()).size(); ++k)
+    for (std::size_t k = 0; k < hood_.in.size(); ++k)
       decoders_.push_back(make_compressor(o.compressor, Feedback::kNone));
     if (o.compressor.rfind("topk:", 0) == 0) sparse_kind_ = "topk";
     if (o.compressor.rfind("randk:", 0) == 0) sparse_kind_ = "randk";
@@ -78,10 +77,9 @@ class Choco final : public RoundAlgorithm {
   }
 
   void run_round(std::uint64_t round) override {
-    const int me = rank();
     const std::size_t n = snapshot_.size();
-    const auto& ins = graph_.in(me);
-    const auto& outs = graph_.out(me);
+    const auto& ins = hood_.in;
+    const auto& outs = hood_.out;
     diff_.resize(n);
     for (std::size_t i = 0; i < n; ++i) diff_[i] = snapshot_[i] - x_hat_[i];
     const std::size_t cap = encoder_->max_encoded_bytes(n);
@@ -100,7 +98,7 @@ class Choco final : public RoundAlgorithm {
     // Decode our own message while the others travel.
     q_.resize(n);
     self_decoder_->decode(message_, q_);
-    const float wii = static_cast<float>(w_(me, me));
+    const float wii = static_cast<float>(hood_.row.self);
     double residual = 0;
     for (std::size_t i = 0; i < n; ++i) {
       x_hat_[i] += q_[i];
@@ -109,7 +107,7 @@ class Choco final : public RoundAlgorithm {
     traffic_.wait_all(requests, options_.timeout_s);
     for (std::size_t k = 0; k < ins.size(); ++k) {
       decoders_[k]->decode(std::span<const std::byte>(inbox_[k].data(), requests[k]->bytes()), q_);
-      const float wk = static_cast<float>(w_(me, ins[k].peer));
+      const float wk = static_cast<float>(hood_.row.in[k]);
       for (std::size_t i = 0; i < n; ++i) s_[i] += wk * q_[i];
     }
     delta_.resize(n);
@@ -128,8 +126,7 @@ class Choco final : public RoundAlgorithm {
 
   void add_stats(AlgorithmStats& s) const override { s.residual_norm = residual_norm_.load(); }
 
-  const Graph graph_;
-  const Matrix w_;
+  const Neighbourhood hood_;  // the static graph as this rank sees it
   const char* sparse_kind_ = nullptr;  // "topk" / "randk" when the ratio can be tuned
   double max_ratio_ = 0;               // 0: the ratio cannot grow past the configured one
   double pending_ratio_ = 0;           // set_ratio -> next begin_round

@@ -23,18 +23,14 @@ class Dpsgd final : public RoundAlgorithm {
   void begin_round(std::span<const float> params) override { snapshot_.assign(params.begin(), params.end()); }
 
   void run_round(std::uint64_t round) override {
-    // A static topology's graph and weights are computed once (mixing_matrix
-    // is O(n^2)); a time-varying one's every round.
+    // A static topology's neighbourhood is computed once; a time-varying
+    // one's every round.
     if (!cached_ || topology_.time_varying()) {
-      graph_ = topology_.at_round(round);
-      w_ = mixing_matrix(graph_);
+      hood_ = neighbourhood(topology_.at_round(round), rank());
       cached_ = true;
     }
-    const Graph& g = graph_;
-    const Matrix& w = w_;
-    const int me = rank();
-    const auto& ins = g.in(me);
-    const auto& outs = g.out(me);
+    const auto& ins = hood_.in;
+    const auto& outs = hood_.out;
     const std::size_t n = snapshot_.size();
     inbox_.resize(ins.size());
     std::vector<fabric::RequestPtr> requests;
@@ -50,10 +46,10 @@ class Dpsgd final : public RoundAlgorithm {
     // mean's drift under float rounding would be a random walk over rounds.
     // At consensus (all x equal) the result rounds back to x exactly.
     acc_.assign(n, 0.0);
-    const double self = w(me, me);
+    const double self = hood_.row.self;
     for (std::size_t i = 0; i < n; ++i) acc_[i] = self * snapshot_[i];
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      const double wk = w(me, ins[k].peer);
+      const double wk = hood_.row.in[k];
       const float* in = inbox_[k].data();
       for (std::size_t i = 0; i < n; ++i) acc_[i] += wk * in[i];
     }
@@ -76,8 +72,7 @@ class Dpsgd final : public RoundAlgorithm {
 
   const Topology& topology_;
   bool cached_ = false;
-  Graph graph_;
-  Matrix w_;
+  Neighbourhood hood_;
   std::vector<float> snapshot_;
   std::vector<std::vector<float>> inbox_;
   std::vector<float> result_;

@@ -80,50 +80,77 @@ Matrix mixing_matrix(const Graph& g, WeightScheme scheme) {
   MURMUR_CHECK(false);
 }
 
-Matrix metropolis_hastings(const Graph& g) {
-  if (g.directed()) {
+namespace {
+
+void check_scheme_fits(const Graph& g, WeightScheme scheme) {
+  if (scheme == WeightScheme::kMetropolisHastings && g.directed())
     throw TopologyError("Metropolis-Hastings weights need an undirected graph; use push-sum");
-  }
-  Matrix w(g.size());
-  for (int i = 0; i < g.size(); ++i) {
-    const auto di = g.out(i).size();
-    double off = 0.0;
-    for (const Link& l : g.out(i)) {
-      const double wij = 1.0 / (1.0 + static_cast<double>(std::max(di, g.out(l.peer).size())));
-      w(i, l.peer) = wij;
-      off += wij;
-    }
-    w(i, i) = 1.0 - off;
-  }
-  return w;
-}
-
-Matrix push_sum(const Graph& g) {
-  Matrix w(g.size());
-  for (int j = 0; j < g.size(); ++j) {
-    const double share = 1.0 / (1.0 + static_cast<double>(g.out(j).size()));
-    w(j, j) = share;
-    for (const Link& l : g.out(j)) w(l.peer, j) = share;
-  }
-  return w;
-}
-
-Matrix given_weights(const Graph& g) {
-  if (!g.weighted()) {
+  if (scheme == WeightScheme::kGiven && !g.weighted())
     throw TopologyError("the graph carries no weights on some edges; use metropolis-hastings "
                         "or push-sum weights");
+}
+
+double degree(const Graph& g, int node) { return static_cast<double>(g.out(node).size()); }
+
+// W(i, j) on an edge j -> i.
+double edge_weight(const Graph& g, int i, const Link& from_j, WeightScheme scheme) {
+  switch (scheme) {
+    case WeightScheme::kMetropolisHastings: return 1.0 / (1.0 + std::max(degree(g, i), degree(g, from_j.peer)));
+    case WeightScheme::kPushSum: return 1.0 / (1.0 + degree(g, from_j.peer));  // j keeps and sends equal shares
+    case WeightScheme::kGiven: return from_j.weight;  // j's value reaching i; symmetric when undirected
   }
-  Matrix w(g.size());
-  for (int j = 0; j < g.size(); ++j) {
-    double sent = 0.0;
-    for (const Link& l : g.out(j)) {
-      w(l.peer, j) = l.weight;  // j's value reaching l.peer; symmetric when undirected
-      sent += l.weight;
+  MURMUR_CHECK(false);
+}
+
+}  // namespace
+
+MixingRow mixing_row(const Graph& g, int node, WeightScheme scheme) {
+  check_scheme_fits(g, scheme);
+  MixingRow row;
+  for (const Link& l : g.in(node)) row.in.push_back(edge_weight(g, node, l, scheme));
+  switch (scheme) {
+    case WeightScheme::kMetropolisHastings: {
+      // Rows sum to 1 (undirected: in == out).
+      double off = 0.0;
+      for (double w : row.in) off += w;
+      row.self = 1.0 - off;
+      break;
     }
-    const double self = g.self_weight(j);
-    w(j, j) = std::isnan(self) ? 1.0 - sent : self;
+    case WeightScheme::kPushSum:
+      row.self = 1.0 / (1.0 + degree(g, node));
+      break;
+    case WeightScheme::kGiven: {
+      // Columns sum to 1: the node keeps what it does not send.
+      const double self = g.self_weight(node);
+      double sent = 0.0;
+      for (const Link& l : g.out(node)) sent += l.weight;
+      row.self = std::isnan(self) ? 1.0 - sent : self;
+      break;
+    }
+  }
+  return row;
+}
+
+Neighbourhood neighbourhood(const Graph& g, int node) {
+  return {g.in(node), g.out(node), mixing_row(g, node)};
+}
+
+namespace {
+
+Matrix from_rows(const Graph& g, WeightScheme scheme) {
+  Matrix w(g.size());
+  for (int i = 0; i < g.size(); ++i) {
+    const MixingRow row = mixing_row(g, i, scheme);
+    w(i, i) = row.self;
+    for (std::size_t k = 0; k < row.in.size(); ++k) w(i, g.in(i)[k].peer) = row.in[k];
   }
   return w;
 }
+
+}  // namespace
+
+Matrix metropolis_hastings(const Graph& g) { return from_rows(g, WeightScheme::kMetropolisHastings); }
+Matrix push_sum(const Graph& g) { return from_rows(g, WeightScheme::kPushSum); }
+Matrix given_weights(const Graph& g) { return from_rows(g, WeightScheme::kGiven); }
 
 }  // namespace murmur::gossip

@@ -51,6 +51,26 @@ WeightScheme default_scheme(const Graph& g);
 Matrix mixing_matrix(const Graph& g, WeightScheme scheme);
 inline Matrix mixing_matrix(const Graph& g) { return mixing_matrix(g, default_scheme(g)); }
 
+// One node's row of the mixing matrix: what it keeps of its own value, and
+// the share of each in-neighbour's, in the order of g.in(node). O(degree),
+// so that each rank of a large job computes only its own row (the matrix is
+// n x n: 8 MiB per rank at 1024 peers). The matrices below are these rows.
+struct MixingRow {
+  double self = 0;
+  std::vector<double> in;  // in[k]: W(node, g.in(node)[k].peer)
+};
+MixingRow mixing_row(const Graph& g, int node, WeightScheme scheme);
+inline MixingRow mixing_row(const Graph& g, int node) { return mixing_row(g, node, default_scheme(g)); }
+
+// What one node keeps of a round's graph: its links and its row (the
+// whole Graph is O(n * degree) per rank).
+struct Neighbourhood {
+  std::vector<Link> in;
+  std::vector<Link> out;
+  MixingRow row;
+};
+Neighbourhood neighbourhood(const Graph& g, int node);
+
 Matrix metropolis_hastings(const Graph& g);
 Matrix push_sum(const Graph& g);
 Matrix given_weights(const Graph& g);
