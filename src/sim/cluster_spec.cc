@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -100,10 +101,11 @@ class ClusterParser {
       parse_link(words, line, intra_);
     } else if (key == "straggler") {
       parse_straggler(words, line);
+    } else if (key == "link-episode") {
+      parse_episode(words, line);
     } else {
-      fail(line,
-           "unknown keyword '" + key +
-               "'; expected gpus, gpus-per-node, network, inter-node, intra-node or straggler");
+      fail(line, "unknown keyword '" + key +
+                     "'; expected gpus, gpus-per-node, network, inter-node, intra-node, straggler or link-episode");
     }
   }
 
@@ -125,6 +127,16 @@ class ClusterParser {
                                            " is out of range: 'gpus " + std::to_string(spec_.gpus) +
                                            "' has ranks 0 to " + std::to_string(spec_.gpus - 1));
       }
+    }
+    for (std::size_t i = 0; i < spec_.episodes.size(); ++i) {
+      LinkEpisode& e = spec_.episodes[i];
+      if (std::max(e.a, e.b) >= spec_.gpus)
+        fail(episode_lines_[i], "link-episode joins rank " + std::to_string(std::max(e.a, e.b)) + " but 'gpus " +
+                                    std::to_string(spec_.gpus) + "' has ranks 0 to " + std::to_string(spec_.gpus - 1));
+      // Without latency=, the episode keeps the latency of the link it replaces.
+      if (e.link.latency_s < 0) e.link.latency_s = spec_.node_of(e.a) == spec_.node_of(e.b)
+                                                       ? spec_.intra_node.latency_s
+                                                       : spec_.inter_node.latency_s;
     }
     return std::move(spec_);
   }
@@ -226,8 +238,47 @@ class ClusterParser {
     spec_.stragglers.push_back({static_cast<int>(rank), slowdown});
   }
 
+  // link-episode a=R b=R from=T [to=T] bandwidth=B [latency=T]
+  void parse_episode(const std::vector<std::string>& words, int line) {
+    const std::string usage = "link-episode a=R b=R from=T [to=T] bandwidth=B [latency=T]";
+    auto given = keys(words, line, {"a", "b", "from", "to", "bandwidth", "latency"}, usage);
+    for (const char* required : {"a", "b", "from", "bandwidth"})
+      if (!given.count(required)) fail(line, std::string("no ") + required + "=; expected '" + usage + "'");
+    LinkEpisode e;
+    e.a = episode_rank(given["a"], line);
+    e.b = episode_rank(given["b"], line);
+    if (e.a == e.b) fail(line, "link-episode joins rank " + given["a"] + " to itself; a= and b= must differ");
+    auto time = [&](const std::string& key) {
+      const auto t = quantity(given[key], kLatencyUnits);
+      if (!t || *t < 0)
+        fail(line, key + " '" + given[key] + "' is not a time >= 0 with a unit (" + unit_list(kLatencyUnits) +
+                       "), e.g. 2s");
+      return *t;
+    };
+    e.from_s = time("from");
+    e.to_s = given.count("to") ? time("to") : std::numeric_limits<double>::infinity();
+    if (!(e.to_s > e.from_s)) fail(line, "link-episode ends (to=) before it starts (from=)");
+    const auto bandwidth = quantity(given["bandwidth"], kBandwidthUnits);
+    if (!bandwidth || *bandwidth <= 0)
+      fail(line, "bandwidth '" + given["bandwidth"] + "' is not a number > 0 with a unit (" +
+                     unit_list(kBandwidthUnits) + "), e.g. 100Mbit/s");
+    e.link.bandwidth_Bps = *bandwidth;
+    e.link.latency_s = given.count("latency") ? time("latency") : -1;  // resolved in finish()
+    spec_.episodes.push_back(e);
+    episode_lines_.push_back(line);
+  }
+
+  int episode_rank(const std::string& r, int line) const {
+    long long rank = 0;
+    auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), rank);
+    if (ec != std::errc() || end != r.data() + r.size() || rank < 0 || rank >= kMaxGpus)
+      fail(line, "link-episode rank '" + r + "' is not a whole number >= 0 (ranks count from 0)");
+    return static_cast<int>(rank);
+  }
+
   std::string path_;
   ClusterSpec spec_;
+  std::vector<int> episode_lines_;  // by episode, for errors found in finish()
   int gpus_line_ = 0;  // 0: not seen yet
   int per_node_line_ = 0;
   int network_line_ = 0;

@@ -27,6 +27,18 @@ struct Straggler {
   double slowdown = 1;  // compute time multiplier, >= 1
 };
 
+// A link between two ranks that differs from its class for a while (a
+// degraded cable, a congested switch port): from from_s until to_s (virtual
+// seconds, to_s may be infinity), messages between a and b, both ways, go
+// through `link` after leaving the sender's NIC.
+struct LinkEpisode {
+  int a = 0;
+  int b = 0;
+  double from_s = 0;
+  double to_s = 0;
+  LinkSpec link;
+};
+
 struct ClusterSpec {
   int gpus = 1;
   int gpus_per_node = 4;
@@ -34,6 +46,7 @@ struct ClusterSpec {
   LinkSpec inter_node;                // per NIC, each direction
   LinkSpec intra_node;                // between two GPUs of one node
   std::vector<Straggler> stragglers;
+  std::vector<LinkEpisode> episodes;
 
   int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
   int node_of(int rank) const { return rank / gpus_per_node; }

@@ -170,6 +170,13 @@ GossipResult run_gossip(const GossipSetup& s) {
   auto [initial_distance, initial_mean] = consensus(peers);
   const int total = s.warmup_iterations + s.iterations;
 
+  // The scheduler sees proxy-sized messages: its idea of a small message
+  // (one that measures latency only) must shrink with them.
+  gossip::schedule::ScheduleConfig schedule;
+  if (adaptive) {
+    schedule = *s.schedule;
+    schedule.link.small_message_bytes /= result.byte_scale;
+  }
   for (int r = 0; r < ranks; ++r) {
     runtime.spawn("rank " + std::to_string(r), [&, r] {
       PeerOutcome& me = peers[r];
@@ -178,8 +185,11 @@ GossipResult run_gossip(const GossipSetup& s) {
       std::unique_ptr<gossip::schedule::ScheduleController> controller;
       if (adaptive) {
         controller = std::make_unique<gossip::schedule::ScheduleController>(
-            *s.schedule, *algorithm, s.proxy, s.schedule_interval, [&](int p) { return agree_max(p); },
-            [&me](const nlohmann::json&) { ++me.decisions; });
+            schedule, *algorithm, s.proxy, s.schedule_interval, [&](int p) { return agree_max(p); },
+            [&me, &s, &runtime, r](const nlohmann::json& decision) {
+              ++me.decisions;
+              if (s.on_decision) s.on_decision(r, runtime.now(), decision);
+            });
       }
       const double compute_s = s.profile.iteration_s() * s.cluster.slowdown(r);
       std::uint64_t noise = s.seed * 0xD1B54A32D192ED03ULL + static_cast<std::uint64_t>(r) * 2 + 1;

@@ -26,7 +26,9 @@
 // Per-message headers (8 bytes for a compressor, 8 for SGP's weight) are
 // scaled too, which is negligible unless proxy is tiny. The scheduler sees
 // the same scaled world: proxy-sized tensors over links byte_scale times
-// slower, so its decisions match those for the real model on real links.
+// slower, so its decisions match those for the real model on real links
+// (its small-message threshold, below which a message measures latency
+// only, is divided by byte_scale to match).
 //
 // Algorithms: dpsgd, choco, sgp, allreduce, topk-allreduce, local-sgd.
 // adpsgd is refused (it waits with timed polls and wakes from network
@@ -44,6 +46,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +80,10 @@ struct GossipSetup {
   std::uint64_t seed = 1;     // proxy initial values and pseudo-gradients
   bool perturb = true;        // add the pseudo-gradient each iteration
   double timeout_s = 3600;    // virtual seconds before a stalled peer fails
+  // Adaptive schedule: called with every decision record (the JSON of
+  // gossip/schedule/decision_record.h) as rank `rank` makes it at virtual
+  // time `time_s`. Runs with the simulation's baton held: must not block.
+  std::function<void(int rank, double time_s, const nlohmann::json& decision)> on_decision;
 };
 
 struct LinkBytes {

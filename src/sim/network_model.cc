@@ -32,6 +32,12 @@ NetworkModel::NetworkModel(const ClusterSpec& cluster) : cluster_(cluster) {
   nic_bytes_.assign(nodes, NicBytes{});
   gpu_tx_free_.assign(gpus, 0.0);
   gpu_rx_free_.assign(gpus, 0.0);
+  for (const LinkEpisode& e : cluster_.episodes) {
+    if (e.a < 0 || e.b < 0 || e.a >= cluster_.gpus || e.b >= cluster_.gpus || e.a == e.b)
+      throw ClusterError("network model: link episode " + std::to_string(e.a) + "-" + std::to_string(e.b) +
+                         " does not join two ranks below " + std::to_string(cluster_.gpus));
+    check_link(e.link, "link episode");
+  }
 }
 
 double NetworkModel::depart(int src, int dst, double bytes, double post_s) {
@@ -54,13 +60,26 @@ double NetworkModel::depart(int src, int dst, double bytes, double post_s) {
   return tx_free;
 }
 
+const LinkEpisode* NetworkModel::episode(int src, int dst, double t) const {
+  for (const LinkEpisode& e : cluster_.episodes)
+    if (((e.a == src && e.b == dst) || (e.a == dst && e.b == src)) && t >= e.from_s && t < e.to_s) return &e;
+  return nullptr;
+}
+
 double NetworkModel::arrive(int src, int dst, double bytes, double tx_end) {
   if (src == dst) return tx_end;
   const bool local = same_node(src, dst);
   const LinkSpec& l = link(src, dst);
+  double latency = l.latency_s;
+  if (const LinkEpisode* slow = episode(src, dst, tx_end)) {
+    double& free = episode_free_[{src, dst}];
+    free = std::max(tx_end, free) + bytes / slow->link.bandwidth_Bps;
+    tx_end = free;
+    latency = slow->link.latency_s;
+  }
   double& rx_free = local ? gpu_rx_free_[dst] : nic_rx_free_[cluster_.node_of(dst)];
   rx_free = std::max(tx_end, rx_free + bytes / l.bandwidth_Bps);
-  return rx_free + l.latency_s;
+  return rx_free + latency;
 }
 
 }  // namespace murmur::sim

@@ -27,6 +27,11 @@
 // for all of them does not. Latency overlaps with the next transfer (a pipe,
 // not a stop-and-wait link).
 //
+// Link episodes (ClusterSpec::episodes): while one covers a pair, its
+// messages pass a third FIFO stage after the sender's queue, at the
+// episode's bandwidth, and take its latency: a slow path between two ranks
+// that does not hold up the rest of either NIC's traffic.
+//
 // Counters: simulated bytes per (src, dst) link, and per NIC (inter-node
 // bytes sent and received by each node), and per link class.
 //
@@ -76,7 +81,11 @@ class NetworkModel final {
   ClusterSpec cluster_;
   std::vector<double> nic_tx_free_, nic_rx_free_;  // by node
   std::vector<double> gpu_tx_free_, gpu_rx_free_;  // by rank
+  // The episode covering src -> dst at time t, or null.
+  const LinkEpisode* episode(int src, int dst, double t) const;
+
   std::map<std::pair<int, int>, double> link_bytes_;
+  std::map<std::pair<int, int>, double> episode_free_;  // by (src, dst)
   std::vector<NicBytes> nic_bytes_;
   double inter_bytes_ = 0;
   double intra_bytes_ = 0;

@@ -3,6 +3,8 @@
 #include "sim/cluster_spec.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <unistd.h>
 
 #include <filesystem>
@@ -87,6 +89,22 @@ TEST(ClusterFile, LinkLinesOverrideThePreset) {
                    network_preset("100gb-ib-rdma").intra_node.bandwidth_Bps);
 }
 
+TEST(ClusterFile, LinkEpisodesSlowOnePairForAWhile) {
+  const ClusterSpec c = load(
+      "gpus 8\ngpus-per-node 1\n"
+      "link-episode a=0 b=1 from=2s to=6s bandwidth=100Mbit/s\n"
+      "link-episode a=3 b=4 from=500ms bandwidth=1Gbit/s latency=1ms\n");
+  ASSERT_EQ(c.episodes.size(), 2U);
+  EXPECT_EQ(c.episodes[0].a, 0);
+  EXPECT_EQ(c.episodes[0].b, 1);
+  EXPECT_DOUBLE_EQ(c.episodes[0].from_s, 2);
+  EXPECT_DOUBLE_EQ(c.episodes[0].to_s, 6);
+  EXPECT_DOUBLE_EQ(c.episodes[0].link.bandwidth_Bps, 12.5e6);
+  EXPECT_DOUBLE_EQ(c.episodes[0].link.latency_s, c.inter_node.latency_s);  // kept from the link it replaces
+  EXPECT_TRUE(std::isinf(c.episodes[1].to_s));
+  EXPECT_DOUBLE_EQ(c.episodes[1].link.latency_s, 1e-3);
+}
+
 TEST(ClusterFile, UnitsAreDecimal) {
   const std::pair<const char*, double> latencies[] = {
       {"2s", 2}, {"1.5ms", 1.5e-3}, {"25us", 25e-6}, {"800ns", 800e-9}, {"0s", 0}, {"1e-6s", 1e-6}};
@@ -118,8 +136,18 @@ const std::string kBandwidth =
 
 const BadCluster kBadClusters[] = {
     {"gpus 4\nnodes 2\n", 2,
-     "unknown keyword 'nodes'; expected gpus, gpus-per-node, network, inter-node, intra-node or "
-     "straggler"},
+     "unknown keyword 'nodes'; expected gpus, gpus-per-node, network, inter-node, intra-node, "
+     "straggler or link-episode"},
+    {"gpus 8\nlink-episode a=0 b=1 from=2s\n", 2,
+     "no bandwidth=; expected 'link-episode a=R b=R from=T [to=T] bandwidth=B [latency=T]'"},
+    {"gpus 8\nlink-episode a=0 b=0 from=2s bandwidth=1MB/s\n", 2,
+     "link-episode joins rank 0 to itself; a= and b= must differ"},
+    {"gpus 8\nlink-episode a=0 b=1 from=6s to=2s bandwidth=1MB/s\n", 2,
+     "link-episode ends (to=) before it starts (from=)"},
+    {"gpus 8\nlink-episode a=0 b=1 from=soon bandwidth=1MB/s\n", 2,
+     "from 'soon' is not a time >= 0 with a unit (ms, us, ns, s), e.g. 2s"},
+    {"link-episode a=0 b=9 from=1s bandwidth=1MB/s\ngpus 8\n", 1,
+     "link-episode joins rank 9 but 'gpus 8' has ranks 0 to 7"},
     {"gpus\n", 1, "missing value; expected 'gpus N'"},
     {"gpus 4 8\n", 1, "too many values; expected 'gpus N'"},
     {"gpus 0\n", 1, "gpus '0' is not a whole number from 1 to 1048576"},

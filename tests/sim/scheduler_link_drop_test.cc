@@ -1,0 +1,114 @@
+// The latency-aware scheduler end to end on the simulator: the real choco
+// and ScheduleController of every rank, 8 peers on an exponential graph, one
+// link dropping from 10 Gbit/s to 100 Mbit/s and recovering. The issue's
+// must-show (ratio or period of that link changes within 20 rounds of each
+// change), with clean measurements: no host CPU noise in virtual time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "gossip/schedule/schedule_file.h"
+#include "sim/gossip_run.h"
+
+namespace murmur::sim {
+namespace {
+
+struct Decision {
+  double time_s;
+  std::uint64_t round;
+  double ratio;
+  int period;
+};
+
+ModelProfile one_tensor_model() {
+  ModelProfile p;
+  p.name = "one-tensor";
+  p.batch = 32;
+  p.layers.push_back({"w", 1'000'000, 0.007, 0.014});  // 4 MB, 21 ms per step
+  p.single_gpu_samples_per_s = p.batch / p.iteration_s();
+  return p;
+}
+
+class SchedulerLinkDrop : public ::testing::Test {
+ protected:
+  static constexpr double kDrop = 2.0, kRecover = 6.0;  // virtual seconds
+
+  // `schedule`: "adaptive", or "fixed" with choco at `ratio` every step.
+  std::map<int, std::vector<Decision>> run(const std::string& schedule = "adaptive", double ratio = 0.01) {
+    sched_log().set_level(spdlog::level::warn);  // 8 ranks x 500 decisions
+    GossipSetup s;
+    s.profile = one_tensor_model();
+    s.cluster.gpus = 8;
+    s.cluster.gpus_per_node = 1;
+    s.cluster.network = "custom";
+    s.cluster.inter_node = {20e-6, 1.25e9};
+    s.cluster.episodes.push_back({0, 1, kDrop, kRecover, {20e-6, 12.5e6}});
+    s.algorithm = "choco";
+    s.compressor = "topk:" + std::to_string(ratio);
+    s.gamma = 0.5;
+    s.topology.kind = "exponential";
+    if (schedule == "adaptive") s.schedule = gossip::schedule::parse_schedule_flag(schedule);
+    s.schedule_interval = 1;
+    s.warmup_iterations = 0;
+    s.iterations = 500;
+    s.proxy = 4096;
+    std::map<int, std::vector<Decision>> decisions;
+    s.on_decision = [&](int rank, double t, const nlohmann::json& d) {
+      decisions[rank].push_back({t, d.at("round").get<std::uint64_t>(), d.at("ratio").get<double>(),
+                                 d.at("period").get<int>()});
+    };
+    last_ = run_gossip(s);
+    return decisions;
+  }
+
+  // The index of the first decision at or after time t.
+  static std::size_t first_after(const std::vector<Decision>& ds, double t) {
+    return static_cast<std::size_t>(
+        std::find_if(ds.begin(), ds.end(), [&](const Decision& d) { return d.time_s >= t; }) - ds.begin());
+  }
+
+  GossipResult last_;
+};
+
+TEST_F(SchedulerLinkDrop, BothEndsFollowTheDropAndTheRecoveryWithin20Rounds) {
+  const auto decisions = run();
+  for (int rank : {0, 1}) {
+    const auto& ds = decisions.at(rank);
+    const std::size_t drop = first_after(ds, kDrop), recover = first_after(ds, kRecover);
+    ASSERT_LT(recover + 25, ds.size()) << "rank " << rank << ": the run ended too early";
+    const Decision before = ds[drop - 1];
+    // Within 20 rounds of the drop: more compression or a longer period.
+    std::size_t reacted = drop;
+    while (reacted < recover && ds[reacted].ratio >= before.ratio && ds[reacted].period <= before.period) ++reacted;
+    EXPECT_LE(reacted - drop, 20U) << "rank " << rank << " ratio " << before.ratio << " before the drop";
+    EXPECT_GT(reacted, drop) << "rank " << rank << " moved before the drop";
+    // Within 20 rounds of the recovery: back to at least the ratio and at
+    // most the period of before the drop.
+    const Decision during = ds[recover - 1];
+    EXPECT_LT(during.ratio, before.ratio) << "rank " << rank;
+    std::size_t relaxed = recover;
+    while (relaxed < ds.size() && (ds[relaxed].ratio < before.ratio || ds[relaxed].period > before.period)) ++relaxed;
+    EXPECT_LE(relaxed - recover, 20U) << "rank " << rank << " ratio " << during.ratio << " H " << during.period
+                                      << " during the drop, " << before.ratio << " H " << before.period << " before";
+    // And it stays near there: the link is as fast as before. (At this
+    // budget's edge the ratio moves between neighbouring rungs: measured
+    // times cross the hysteresis band, and a held one-size link explores.)
+    std::vector<double> late;
+    for (std::size_t i = ds.size() - 100; i < ds.size(); ++i) late.push_back(ds[i].ratio);
+    std::nth_element(late.begin(), late.begin() + 50, late.end());
+    EXPECT_GE(late[50], before.ratio / 2) << "rank " << rank;
+  }
+  // The drop cost time, but less than gossiping dense through it.
+  const double adaptive = last_.virtual_seconds;
+  run("fixed", 1.0);
+  EXPECT_LT(adaptive, last_.virtual_seconds);
+}
+
+}  // namespace
+}  // namespace murmur::sim
