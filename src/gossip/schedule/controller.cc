@@ -55,7 +55,8 @@ ScheduleInputs ScheduleController::gather_inputs() {
   in.round = decisions_;
   for (const auto& [peer, estimator] : links_) {
     const auto e = estimator.estimate();
-    in.links.push_back({peer, e.latency_s, e.bandwidth_known() ? e.bandwidth_Bps : 0.0, e.samples});
+    in.links.push_back(
+        {peer, e.latency_s, e.bandwidth_known() ? e.bandwidth_Bps : 0.0, e.samples, e.line_identified});
   }
   in.compute_s_per_step = compute_.seconds_per_step();
   in.parameters = parameters_;

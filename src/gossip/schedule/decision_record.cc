@@ -10,7 +10,8 @@ nlohmann::json to_json(const ScheduleDecision& d, const ScheduleInputs& in) {
     nlohmann::json link = {{"peer", l.peer},
                            {"latency_s", l.latency_s},
                            {"bandwidth_Bps", l.bandwidth_Bps},
-                           {"samples", l.samples}};
+                           {"samples", l.samples},
+                           {"identified", l.identified}};
     if (ratio != d.link_ratio.end()) {
       link["ratio"] = ratio->second;
       link["message_bytes"] = message_bytes(in, ratio->second);
@@ -43,6 +44,7 @@ nlohmann::json to_json(const LinkEstimate& e) {
   nlohmann::json j = {{"latency_s", e.latency_s},
                       {"bandwidth_Bps", e.bandwidth_Bps},
                       {"samples", e.samples},
+                      {"line_identified", e.line_identified},
                       {"observed", e.observed},
                       {"changes", e.changes}};
   j["last_change_time"] = e.last_change_time ? nlohmann::json(*e.last_change_time) : nlohmann::json(nullptr);

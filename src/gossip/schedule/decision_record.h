@@ -8,7 +8,8 @@
 //    "consensus_distance":0.02,"consensus_reference":0.015,
 //    "parameters":1000000,"bytes_per_kept_value":6,"per_link":true,
 //    "links":[{"peer":1,"ratio":1,"predicted_s":0.0032,"latency_s":2.5e-05,
-//              "bandwidth_Bps":1.25e9,"samples":16,"message_bytes":4000016}, ...]}
+//              "bandwidth_Bps":1.25e9,"samples":16,"identified":true,
+//              "message_bytes":4000016}, ...]}
 //
 // Unknown measurements are written as they are in the inputs (bandwidth 0,
 // distance -1), never dropped, so a reader sees what the policy saw.

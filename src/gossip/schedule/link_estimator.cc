@@ -15,6 +15,8 @@ namespace {
 constexpr double kAgeDecay = 0.9;
 // Sizes must span this factor for the line fit to separate latency from
 // bandwidth; below it the fallback (probe latency, median bandwidth) is used.
+// (Closer sizes, such as two neighbouring rungs of the ratio ladder, let
+// queueing noise decide the fit; the policy explores far enough to span it.)
 constexpr double kMinSizeSpan = 2.0;
 // A sample of size within this factor of the suspects, agreeing with the fit,
 // shows that the suspects were noise.
@@ -176,6 +178,7 @@ void LinkEstimator::refit() {
       if (slope > 0) {
         estimate_.latency_s = std::min(intercept, min_y);
         estimate_.bandwidth_Bps = max_x / slope;
+        estimate_.line_identified = true;
         return;
       }
     }
@@ -191,6 +194,7 @@ void LinkEstimator::refit() {
     if (s.bytes > small) rates.push_back(s.bytes / std::max(s.seconds - latency, 1e-12));
   estimate_.latency_s = latency;
   estimate_.bandwidth_Bps = median(std::move(rates));
+  estimate_.line_identified = probe_latency.has_value();
 }
 
 }  // namespace murmur::gossip::schedule

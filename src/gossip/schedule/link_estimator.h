@@ -57,6 +57,10 @@ struct LinkEstimate {
   double latency_s = 0;      // one transfer's fixed cost
   double bandwidth_Bps = 0;  // bytes per second; 0 while unknown (only small messages seen)
   std::size_t samples = 0;   // samples in the current window
+  // False while every message in the window has about one size and no
+  // probe pinned the latency: latency and bandwidth are then not separable
+  // and the bandwidth is a lower bound (bytes / whole time).
+  bool line_identified = false;
   std::uint64_t observed = 0;                // samples ever observed (suspects included)
   std::uint64_t changes = 0;                 // changes detected so far
   std::optional<double> last_change_time;    // `now` of the sample that completed the last change

@@ -19,6 +19,7 @@ void check_bounds(const ScheduleBounds& b) {
   MURMUR_CHECK(b.hysteresis >= 0 && b.hysteresis < 1);
   MURMUR_CHECK_GE(b.guard_cooldown_rounds, 1);
   MURMUR_CHECK_GE(b.guard_release_rounds, 1);
+  MURMUR_CHECK_GE(b.explore_rounds, 0);
 }
 
 double message_bytes(const ScheduleInputs& in, double ratio) {
@@ -187,6 +188,26 @@ std::size_t AdaptivePolicy::choose_rung(const ScheduleInputs& in, const LinkView
   return first_fit(1);
 }
 
+std::size_t AdaptivePolicy::maybe_explore(const ScheduleInputs& in, int key, std::size_t rung, bool one_size,
+                                          std::string& note) {
+  auto& [held_rung, decisions] = held_one_size_[key];
+  if (bounds_.explore_rounds == 0 || rung == 0 || !one_size) {
+    decisions = 0;
+    return rung;
+  }
+  decisions = held_rung == rung ? decisions + 1 : 1;
+  held_rung = rung;
+  if (decisions < bounds_.explore_rounds) return rung;
+  decisions = 0;
+  // Twice the bytes (headers make one rung just short of it), or max_ratio.
+  std::size_t target = rung - 1;
+  while (target > 0 && message_bytes(in, ladder_[target]) < 2 * message_bytes(in, ladder_[rung])) --target;
+  append(note, fmt::format("{}: explore ratio {:.4g} -> {:.4g} (measured at one message size for {} rounds)",
+                           key < 0 ? std::string("shared ratio") : fmt::format("link {}", key), ladder_[rung],
+                           ladder_[target], bounds_.explore_rounds));
+  return target;
+}
+
 ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_period) {
   MURMUR_CHECK(proposed_);  // propose_period first, with the same inputs
   MURMUR_CHECK(agreed_period >= bounds_.min_period && agreed_period <= bounds_.max_period);
@@ -209,6 +230,26 @@ ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_per
     rungs[l.peer] = k;
     uniform = std::max(uniform, k);
   }
+  std::string explore_note;
+  const bool estimated = in.compute_s_per_step > 0;
+  auto one_size = [&](const LinkView& l) { return estimated && l.bandwidth_Bps > 0 && !l.identified; };
+  if (in.per_link) {
+    uniform = 0;
+    for (const LinkView& l : in.links) {
+      rungs[l.peer] = maybe_explore(in, l.peer, rungs[l.peer], one_size(l), explore_note);
+      uniform = std::max(uniform, rungs[l.peer]);
+    }
+  } else if (!in.links.empty()) {
+    // The shared ratio explores when a link that sets it cannot tell. The
+    // links that set it move with it, so that the next decision keeps the
+    // explored rung if its measurement fits (hysteresis from there).
+    bool setter_one_size = false;
+    for (const LinkView& l : in.links) setter_one_size |= rungs[l.peer] == uniform && one_size(l);
+    const std::size_t explored = maybe_explore(in, -1, uniform, setter_one_size, explore_note);
+    for (auto& [peer, rung] : rungs)
+      if (rung == uniform) rung = explored;
+    uniform = explored;
+  }
   for (const LinkView& l : in.links) {
     const std::size_t k = in.per_link ? rungs[l.peer] : uniform;
     d.link_ratio[l.peer] = ladder_[k];
@@ -230,12 +271,13 @@ ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_per
   }
   d.ratio = in.links.empty() ? ladder_[0] : ladder_[uniform];
 
-  d.changed = agreed_period != period_ || rungs != link_rung_;
+  d.changed = agreed_period != period_ || rungs != link_rung_ || !explore_note.empty();
   append(d.reason, guard_note_);
   append(d.reason, period_note_);
   if (agreed_period != proposal_)
     append(d.reason, fmt::format("agreed period {} (this rank proposed {})", agreed_period, proposal_));
   append(d.reason, links_note);
+  append(d.reason, explore_note);
   if (in.compute_s_per_step > 0 && d.predicted_comm_s > budget)
     append(d.reason, fmt::format("comm {} exceeds budget {}: exposed", seconds(d.predicted_comm_s), seconds(budget)));
   if (d.reason.empty())

@@ -33,6 +33,18 @@
 //      ratio only when that one fits within (1 - hysteresis) * budget; the
 //      period likewise. A move forced by a real change (a link 100x slower)
 //      happens at once, across as many rungs as needed.
+//   6. Exploration. A link measured at one message size only (no probe,
+//      sizes within 2x) cannot tell its latency from its bandwidth, and its
+//      bandwidth estimate (bytes / whole time) is a lower bound: a link that
+//      recovered while it carried small compressed messages would never look
+//      fast enough for a larger ratio. After explore_rounds decisions in a
+//      row holding such a link below max_ratio, one decision sends it one
+//      rung up (less compression), or as many as it takes for its messages
+//      to be at least twice as large, so that the estimator sees two sizes
+//      it can fit a line through; the next decision keeps that rung only
+//      if it fits (hysteresis from there) and otherwise steps back at once.
+//      With one ratio for all links (per_link false) the shared ratio
+//      explores when a link that sets it is one-size.
 // Links whose bandwidth is unknown (no transfer measured yet), and all links
 // while compute_s_per_step is unknown (0), keep their ratio (max_ratio at
 // first) and say so.
@@ -75,6 +87,7 @@ struct ScheduleBounds {
   double hysteresis = 0.25;          // relative band around the budget, [0, 1)
   int guard_cooldown_rounds = 5;     // rounds between two step backs (the distance lags)
   int guard_release_rounds = 20;     // calm rounds in a row before one step back is undone
+  int explore_rounds = 20;           // rounds a ratio is held on a one-size link before trying one rung up; 0: never
 };
 
 // MURMUR_CHECKs the ranges in ScheduleBounds' comments (a file or flag is
@@ -86,6 +99,9 @@ struct LinkView {
   double latency_s = 0;
   double bandwidth_Bps = 0;  // <= 0: unknown
   std::size_t samples = 0;   // behind the estimate (recorded, not used)
+  // The estimate separates latency from bandwidth (LinkEstimate::
+  // line_identified); false: measured at one message size only.
+  bool identified = true;
 };
 
 struct ScheduleInputs {
@@ -145,6 +161,8 @@ class AdaptivePolicy {
   std::size_t most_aggressive_rung_in_use() const;
   double slowest_at_floor(const ScheduleInputs& in) const;
   std::size_t choose_rung(const ScheduleInputs& in, const LinkView& link, double budget) const;
+  // Step 6: `rung` for `key`, or the exploring rung when it is time.
+  std::size_t maybe_explore(const ScheduleInputs& in, int key, std::size_t rung, bool one_size, std::string& note);
 
   const ScheduleBounds bounds_;
   const std::vector<double> ladder_;     // descending, ladder_[0] = max_ratio
@@ -152,6 +170,9 @@ class AdaptivePolicy {
   int period_cap_;                       // largest period allowed (guard)
   int period_;                           // last agreed period
   std::map<int, std::size_t> link_rung_; // last choice per peer
+  // Decisions in a row each link (peer; -1: the shared ratio) has been held
+  // below max_ratio while measured at one size: step 6.
+  std::map<int, std::pair<std::size_t, int>> held_one_size_;  // (rung, decisions)
   std::uint64_t rounds_since_step_back_;
   int calm_rounds_ = 0;
   // Set by propose_period for decide.
