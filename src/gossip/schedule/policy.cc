@@ -190,14 +190,16 @@ std::size_t AdaptivePolicy::choose_rung(const ScheduleInputs& in, const LinkView
 
 std::size_t AdaptivePolicy::maybe_explore(const ScheduleInputs& in, int key, std::size_t rung, bool one_size,
                                           std::string& note) {
-  auto& [held_rung, decisions] = held_one_size_[key];
+  // Counted while the link stays one-size below max_ratio, whether or not
+  // its rung moves: a link whose time is mostly per-message cost looks
+  // slower the smaller its messages get (bytes / whole time), so its ratio
+  // can slide down rung by rung without ever being held.
+  int& decisions = held_one_size_[key];
   if (bounds_.explore_rounds == 0 || rung == 0 || !one_size) {
     decisions = 0;
     return rung;
   }
-  decisions = held_rung == rung ? decisions + 1 : 1;
-  held_rung = rung;
-  if (decisions < bounds_.explore_rounds) return rung;
+  if (++decisions < bounds_.explore_rounds) return rung;
   decisions = 0;
   // Twice the bytes (headers make one rung just short of it), or max_ratio.
   std::size_t target = rung - 1;

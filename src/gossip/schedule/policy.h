@@ -37,8 +37,10 @@
 //      sizes within 2x) cannot tell its latency from its bandwidth, and its
 //      bandwidth estimate (bytes / whole time) is a lower bound: a link that
 //      recovered while it carried small compressed messages would never look
-//      fast enough for a larger ratio. After explore_rounds decisions in a
-//      row holding such a link below max_ratio, one decision sends it one
+//      fast enough for a larger ratio, and one whose time is mostly
+//      per-message cost looks slower the smaller its messages get. After
+//      explore_rounds decisions in a row with such a link below max_ratio
+//      (at any rung), one decision sends it one
 //      rung up (less compression), or as many as it takes for its messages
 //      to be at least twice as large, so that the estimator sees two sizes
 //      it can fit a line through; the next decision keeps that rung only
@@ -170,9 +172,9 @@ class AdaptivePolicy {
   int period_cap_;                       // largest period allowed (guard)
   int period_;                           // last agreed period
   std::map<int, std::size_t> link_rung_; // last choice per peer
-  // Decisions in a row each link (peer; -1: the shared ratio) has been held
+  // Decisions in a row each link (peer; -1: the shared ratio) has been
   // below max_ratio while measured at one size: step 6.
-  std::map<int, std::pair<std::size_t, int>> held_one_size_;  // (rung, decisions)
+  std::map<int, int> held_one_size_;
   std::uint64_t rounds_since_step_back_;
   int calm_rounds_ = 0;
   // Set by propose_period for decide.
