@@ -44,12 +44,16 @@ class CostModel {
  public:
   CostModel(const ClusterSpec& cluster, const PaperConstants& constants, bool parameter_server)
       : n_(cluster.gpus), k_(cluster.nodes()), constants_(constants), parameter_server_(parameter_server) {
-    if (k_ > 1) {
-      auto it = constants.networks.find(cluster.network);
-      if (it == constants.networks.end())
-        throw std::invalid_argument("no paper-method constants for network '" + cluster.network +
-                                    "' (the paper methods are calibrated on 10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)");
+    auto it = constants.networks.find(cluster.network);
+    if (it != constants.networks.end()) {
       stack_ = it->second;
+      intra_ = {constants.intra_ring_step_s, constants.intra_ring_bandwidth_Bps};
+    } else {
+      // A network given by value has no calibrated software efficiencies:
+      // the stacks are taken to reach the links' own figures.
+      const LinkSpec& inter = cluster.inter_node;
+      stack_ = {inter.bandwidth_Bps, inter.latency_s, inter.bandwidth_Bps, inter.bandwidth_Bps};
+      intra_ = cluster.intra_node;
     }
   }
 
@@ -60,8 +64,8 @@ class CostModel {
     if (n_ == 1) return;
     const double steps = 2.0 * (n_ - 1);
     const bool across = k_ > 1;
-    unit.fixed_s += steps * (across ? stack_.ring_step_s : constants_.intra_ring_step_s);
-    const double bandwidth = across ? stack_.ring_bandwidth_Bps : constants_.intra_ring_bandwidth_Bps;
+    unit.fixed_s += steps * (across ? stack_.ring_step_s : intra_.latency_s);
+    const double bandwidth = across ? stack_.ring_bandwidth_Bps : intra_.bandwidth_Bps;
     unit.wire_s = steps / n_ * bytes / bandwidth;
   }
 
@@ -101,6 +105,7 @@ class CostModel {
   const PaperConstants& constants_;
   const bool parameter_server_;
   StackOnNetwork stack_;
+  LinkSpec intra_;  // the ring inside a node
 };
 
 // Splits `bytes` into parts of at most `part` bytes.

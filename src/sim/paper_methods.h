@@ -77,7 +77,9 @@ struct MethodPrediction {
   double nic_bytes = 0;      // bytes each NIC sends per iteration (each direction)
 };
 
-// Throws std::invalid_argument when the cluster's network has no constants.
+// A preset network uses its calibrated constants; a network given by value
+// ("custom": a cluster file's link lines) has none, and its stacks are taken
+// to reach the links' own latency and bandwidth (an optimistic bound).
 MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
                                       const PaperConstants& constants);
 

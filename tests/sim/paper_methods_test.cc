@@ -131,10 +131,16 @@ TEST(PaperMethods, AStragglerSetsThePace) {
 TEST(PaperMethods, NamesRoundTripAndUnknownOnesAreRefused) {
   for (PaperMethod m : paper_methods()) EXPECT_EQ(paper_method_by_name(paper_method_name(m)), m);
   EXPECT_THROW(paper_method_by_name("BSP"), std::invalid_argument);
+}
+
+TEST(PaperMethods, ACustomNetworkRunsAtItsLinksOwnFigures) {
+  const ModelProfile profile = builtin_profile("resnet50");
   ClusterSpec c = cluster(8, "10gbe-tcp");
   c.network = "custom";
-  EXPECT_THROW(predict_paper_method(PaperMethod::kBspA2A, builtin_profile("resnet50"), c, calibrated_constants()),
-               std::invalid_argument);
+  c.inter_node = {1e-5, 1e9};
+  const MethodPrediction p = predict_paper_method(PaperMethod::kBspA2A, profile, c, calibrated_constants());
+  const double ring = calibrated_constants().horovod_op_s + 14 * 1e-5 + 1.75 * profile.gradient_bytes() / 1e9;
+  EXPECT_NEAR(p.iteration_s, profile.iteration_s() + ring, 1e-12);
 }
 
 TEST(Calibration, EveryResNet50CellIsWithin15Percent) {
