@@ -1,6 +1,7 @@
-// QSGD on the device: the same counter-based draws as the CPU body (rng.h),
-// so codes match it except where the norm's last bits (summed in another
-// order) move an element across a level boundary.
+// QSGD on the device: the CPU body's per-element rule and draws
+// (kernels/cpu/qsgd.h, rng.h), so codes match it except where the norm's
+// last bits (summed in another order) move an element across a level boundary.
+#include "kernels/cpu/qsgd.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/rng.h"
 
@@ -21,7 +22,7 @@ __global__ void quantize(const float* in, std::size_t n, unsigned s, unsigned b,
                          const double* sumsq, float* norm, std::uint8_t* packed) {
   const double nrm = sqrt(*sumsq);
   if (blockIdx.x == 0 && threadIdx.x == 0) *norm = static_cast<float>(nrm);
-  const float inv = nrm > 0 ? static_cast<float>(double(s) / nrm) : 0.0f;
+  const float inv = qsgd_inv(nrm, s);  // 0: every level is 0
   const std::size_t groups = (n + 7) / 8;
   for (std::size_t g = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; g < groups;
        g += std::size_t(gridDim.x) * blockDim.x) {
@@ -30,10 +31,8 @@ __global__ void quantize(const float* in, std::size_t n, unsigned s, unsigned b,
       const std::size_t i = g * 8 + j;
       if (i >= n) break;
       const std::uint32_t w = __float_as_uint(in[i]);
-      const float r = __fmul_rn(__uint_as_float(w & 0x7fffffffu), inv);
-      const float u = draw_unit16(key, static_cast<std::uint32_t>(i));
-      unsigned level = static_cast<unsigned>(__fadd_rn(r, u));
-      level = level > s ? s : level;
+      const unsigned level =
+          inv > 0 ? qsgd_level(fabsf(in[i]), inv, qsgd_draw16(key, static_cast<std::uint32_t>(i)), s) : 0u;
       v |= static_cast<unsigned long long>(level | ((w >> 31) << (b - 1))) << (j * b);
     }
     const std::size_t first = g * b;  // == packed_bytes(g * 8, b)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/compress.h"
+#include "kernels/cpu/qsgd.h"
 #include "random_vectors.h"
 #include "scratch_calls.h"
 
@@ -125,7 +126,7 @@ TEST_P(Qsgd, LevelsBoundedAndUnbiased) {
 
 INSTANTIATE_TEST_SUITE_P(Levels, Qsgd,
                          ::testing::Values(QsgdCase{1, 64}, QsgdCase{4, 1001}, QsgdCase{16, 257},
-                                           QsgdCase{127, 100}));
+                                           QsgdCase{127, 100}, QsgdCase{3, 4099}));
 
 TEST(Qsgd, WireSizeAndMalformed) {
   EXPECT_EQ(mk::qsgd_bits(1), 2u);
@@ -138,6 +139,144 @@ TEST(Qsgd, WireSizeAndMalformed) {
   std::vector<float> y(8);
   std::size_t b = 0;
   EXPECT_EQ(cpu::qsgd_decode(y.data(), b, packed.data(), 8, 4, 1.0f, y.data()), Status::kMalformed);
+}
+
+// The rule of kernels/cpu/qsgd.h written out element by element: the norm
+// (64 float lanes of fused multiply-adds over whole 64-element blocks, then
+// lanes and tail in double), the draws, the level, the sign and the packing.
+std::vector<std::uint8_t> qsgd_reference(const std::vector<float>& x, unsigned s, std::uint64_t seed, float* norm) {
+  const std::size_t n = x.size(), blocks = n / 64;
+  float lane[64] = {};
+  for (std::size_t k = 0; k < blocks; ++k)
+    for (std::size_t j = 0; j < 64; ++j) lane[j] = std::fma(x[64 * k + j], x[64 * k + j], lane[j]);
+  double sq = 0;
+  for (float v : lane) sq += v;
+  for (std::size_t i = blocks * 64; i < n; ++i) sq += double(x[i]) * x[i];
+  *norm = static_cast<float>(std::sqrt(sq));
+  const float inv = mk::qsgd_inv(std::sqrt(sq), s);
+  const std::uint32_t key = mk::seed_key(seed);
+  const unsigned bits = mk::qsgd_bits(s);
+  std::vector<std::uint8_t> packed(mk::packed_bytes(n, bits), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned level = inv > 0 ? mk::qsgd_level(std::fabs(x[i]), inv, mk::qsgd_draw16(key, std::uint32_t(i)), s) : 0;
+    const unsigned code = level | (std::signbit(x[i]) ? 1u << (bits - 1) : 0u);
+    for (unsigned b = 0; b < bits; ++b)
+      if (code >> b & 1) packed[(i * bits + b) / 8] |= static_cast<std::uint8_t>(1u << ((i * bits + b) % 8));
+  }
+  return packed;
+}
+
+// Inputs that reach every branch: sizes around the vector widths (32, 64)
+// and the 64-byte stores, zeros of both signs, subnormals, a dominating
+// element (a level at s), magnitudes whose squares round to subnormals, and
+// one whose square rounds down so far that s|x|/norm = 1.18 s (the levels
+// above s that the clamp catches).
+std::vector<float> qsgd_input(std::size_t n, unsigned variant) {
+  auto x = randn(n, 17 + variant, variant == 3 ? 1e-21f : 1.0f);
+  if (variant == 1 && n > 0) x[n / 3] = 1e4f;
+  if (variant == 2)
+    for (std::size_t i = 0; i < n; i += 5) x[i] = i % 2 ? 0.0f : -0.0f;
+  if (variant == 2 && n > 4) { x[1] = 1e-40f; x[3] = -1e-44f; }
+  if (variant == 4) {
+    std::fill(x.begin(), x.end(), 0.0f);
+    if (n > 0) x[n / 2] = -4.4e-23f;  // x^2 = 1.38 subnormal units, rounded to 1
+  }
+  return x;
+}
+
+TEST(Qsgd, EveryBodyFollowsTheRule) {
+  using Body = cpu::detail::QsgdBody;
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 0; n <= 200; ++n) sizes.push_back(n);
+  for (std::size_t n : {255, 257, 511, 1025, 4097, 65537}) sizes.push_back(n);
+  int vector_bodies = 0;
+  for (Body body : {Body::kAvx2, Body::kAvx512}) vector_bodies += cpu::detail::qsgd_body_supported(body);
+  for (std::size_t n : sizes)
+    for (unsigned s : {1u, 2u, 3u, 5u, 9u, 16u, 31u, 33u, 64u, 127u})  // 2..8 bits
+      for (unsigned variant = 0; variant < 5; ++variant) {
+        const auto x = qsgd_input(n, variant);
+        float ref_norm = 0;
+        const auto ref = qsgd_reference(x, s, 5 + n, &ref_norm);
+        for (Body body : {Body::kScalar, Body::kAvx2, Body::kAvx512})
+          for (bool store : {false, true}) {
+            if (!cpu::detail::qsgd_body_supported(body)) continue;
+            std::vector<std::uint8_t> packed(ref.size() + 64, 0xa5);  // 64 guard bytes
+            float norm = -1;
+            ASSERT_EQ(cpu::detail::qsgd_encode_with(body, store, x.data(), n, s, 5 + n, &norm, packed.data()), Status::kOk);
+            const auto where = ::testing::Message() << "n=" << n << " s=" << s << " variant=" << variant
+                                                    << " body=" << int(body) << " store=" << store;
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(norm), std::bit_cast<std::uint32_t>(ref_norm)) << where;
+            ASSERT_TRUE(std::equal(ref.begin(), ref.end(), packed.begin())) << where;
+            ASSERT_TRUE(std::all_of(packed.begin() + ref.size(), packed.end(), [](std::uint8_t b) { return b == 0xa5; })) << where;
+          }
+        // The public call (this CPU's fastest body, its scratch) gives the same.
+        std::vector<std::uint8_t> packed(ref.size());
+        float norm = 0;
+        ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_encode(sc, b, x.data(), n, s, 5 + n, &norm, packed.data()); }), Status::kOk);
+        ASSERT_EQ(packed, ref) << "n=" << n << " s=" << s << " variant=" << variant;
+      }
+  if (vector_bodies == 0) GTEST_SKIP() << "only the scalar body runs on this CPU (no AVX2+FMA): checked against the rule alone";
+}
+
+TEST(Qsgd, NonFiniteOrZeroNormGivesZeroLevels) {
+  using Body = cpu::detail::QsgdBody;
+  for (float special : {NAN, INFINITY, -INFINITY, 0.0f})
+    for (std::size_t n : {1u, 7u, 64u, 100u, 1000u}) {
+      std::vector<float> x(n, special == 0.0f ? -0.0f : 0.5f);
+      for (std::size_t i = 0; i < n; i += 3) x[i] = -x[i];
+      x[n / 2] = special;
+      const unsigned bits = mk::qsgd_bits(16);
+      for (Body body : {Body::kScalar, Body::kAvx2, Body::kAvx512})
+        for (bool store : {false, true}) {
+          if (!cpu::detail::qsgd_body_supported(body)) continue;
+          std::vector<std::uint8_t> packed(mk::packed_bytes(n, bits));
+          std::vector<float> y(n);
+          float norm = 0;
+          ASSERT_EQ(cpu::detail::qsgd_encode_with(body, store, x.data(), n, 16, 3, &norm, packed.data()), Status::kOk);
+          // Decode with norm 1: every level 0, so every value is +-0 with x's sign.
+          ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_decode(sc, b, packed.data(), n, 16, 1.0f, y.data()); }), Status::kOk);
+          for (std::size_t i = 0; i < n; ++i) {
+            EXPECT_EQ(y[i], 0.0f) << "special=" << special << " n=" << n << " i=" << i;
+            EXPECT_EQ(std::signbit(y[i]), std::signbit(x[i])) << "special=" << special << " n=" << n << " i=" << i;
+          }
+        }
+    }
+}
+
+TEST(Qsgd, MeanLevelIsTheScaledMagnitude) {
+  // 10000 = 156 * 64 + 16 elements of magnitude 1: s|x|/norm = 127/100, so
+  // each level is 1 or 2 and the mean over the elements is 1.27, within
+  // 4 standard deviations (sqrt(0.27 * 0.73 / n) = 0.0044) for every seed.
+  const std::size_t n = 10000;
+  std::vector<float> x(n, 1.0f);
+  for (std::size_t i = 0; i < n; i += 2) x[i] = -1.0f;
+  std::vector<std::uint8_t> packed(mk::packed_bytes(n, mk::qsgd_bits(127)));
+  std::vector<float> y(n);
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    float norm = 0;
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_encode(sc, b, x.data(), n, 127, seed, &norm, packed.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_decode(sc, b, packed.data(), n, 127, 127.0f, y.data()); }), Status::kOk);
+    double mean = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(std::fabs(y[i]) == 1.0f || std::fabs(y[i]) == 2.0f) << i << ": " << y[i];
+      ASSERT_EQ(std::signbit(y[i]), std::signbit(x[i])) << i;
+      mean += std::fabs(y[i]) / n;
+    }
+    EXPECT_NEAR(mean, 1.27, 4 * 0.0044) << "seed=" << seed;
+  }
+}
+
+TEST(Qsgd, ScratchQueryIsEnforced) {
+  const auto x = randn(4096, 8);
+  std::vector<std::uint8_t> packed(mk::packed_bytes(x.size(), 6));
+  float norm = 0;
+  std::size_t asked = 0;
+  ASSERT_EQ(cpu::qsgd_encode(nullptr, asked, x.data(), x.size(), 16, 1, &norm, packed.data()), Status::kOk);
+  EXPECT_LE(asked, 2 * x.size());  // at most 2 bytes an element (the stored draws)
+  if (asked == 0) GTEST_SKIP() << "this CPU's body asks for no scratch";
+  std::vector<std::byte> scratch(asked);
+  std::size_t fewer = asked - 1;
+  EXPECT_EQ(cpu::qsgd_encode(scratch.data(), fewer, x.data(), x.size(), 16, 1, &norm, packed.data()), Status::kScratchTooSmall);
 }
 
 TEST(Sign, ScaleAndSigns) {

@@ -82,14 +82,20 @@ TEST_F(CudaTwin, QsgdMatchesCpu) {
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::qsgd_encode(sc, b, dx.ptr, n, s, 77, dnorm.ptr, dp.ptr, nullptr); }), Status::kOk);
   const float gnorm = dnorm.host()[0];
   EXPECT_NEAR(gnorm, hnorm, 1e-5 * hnorm);
-  // Decode both code streams on the CPU; they may differ only where the
-  // norm's last bit moved an element across a level (rare).
+  // Decode both code streams on the CPU. Both follow kernels/cpu/qsgd.h with
+  // the same draws, so they differ only where the norm's last bits (summed
+  // in another order) moved an element across a level (rare), and then by
+  // one step.
   std::vector<float> ycpu(n), ygpu(n);
   const auto gp = dp.host();
   ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, hp.data(), n, s, hnorm, ycpu.data()); }), Status::kOk);
   ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return mk::cpu::qsgd_decode(sc, b, gp.data(), n, s, gnorm, ygpu.data()); }), Status::kOk);
   std::size_t differ = 0;
-  for (std::size_t i = 0; i < n; ++i) differ += std::fabs(ycpu[i] - ygpu[i]) > 1e-4f * hnorm;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float d = std::fabs(ycpu[i] - ygpu[i]);
+    differ += d > 1e-4f * hnorm;
+    EXPECT_LE(d, 1.001f * hnorm / s) << i;
+  }
   EXPECT_LE(differ, n / 1000);
   // The device decoder gives the CPU decoder's values for the same codes.
   ASSERT_EQ(run_device([&](void* sc, std::size_t& b) { return mk::cuda::qsgd_decode(sc, b, dp.ptr, n, s, gnorm, dy.ptr, nullptr); }), Status::kOk);
