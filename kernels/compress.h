@@ -54,9 +54,11 @@ std::size_t packed_bytes(std::size_t n, unsigned bits);
                      std::uint16_t* out, std::size_t n STREAM_PARAM);                     \
   Status bf16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in,  \
                      float* out, std::size_t n STREAM_PARAM);                             \
-  /* QSGD: norm = ||x||_2; level_i = floor(s|x_i|/norm + u_i), u_i uniform from */        \
-  /* draw_unit16(seed, i) (rng.h), so E[decode] = x (to 2^-16 of a step). Writes *norm and packed_bytes(n,    */          \
-  /* qsgd_bits(s)) bytes of codes (sign in the top bit of each code).         */          \
+  /* QSGD: norm = ||x||_2; level_i = min(floor(s|x_i|/norm + u_i), s) in one  */          \
+  /* rounding, u_i from draw_unit16(seed, i) (rng.h; the rule: cpu/qsgd.h),  */          \
+  /* so E[decode] = x (to 2^-17 of a step); a zero or non-finite norm gives   */          \
+  /* level 0. Writes *norm and packed_bytes(n, qsgd_bits(s)) bytes of codes  */          \
+  /* (sign in the top bit of each code).                                     */          \
   Status qsgd_encode(void* scratch, std::size_t& scratch_bytes, const float* in,          \
                      std::size_t n, unsigned s, std::uint64_t seed, float* norm,          \
                      std::uint8_t* packed STREAM_PARAM);                                  \
