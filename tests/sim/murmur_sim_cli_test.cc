@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -15,6 +16,12 @@ namespace {
 
 const std::string kTool = MURMUR_BIN_DIR "/src/sim/murmur-sim";
 
+// ctest runs this binary's tests as parallel processes: each gets its own
+// files.
+std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-" + name);
+}
+
 struct Result {
   int status = -1;
   std::string out;  // stdout only
@@ -23,7 +30,7 @@ struct Result {
 
 Result run(const std::string& args) {
   Result r;
-  const std::filesystem::path err_file = std::filesystem::temp_directory_path() / "murmur_sim_cli_test.err";
+  const std::filesystem::path err_file = temp_path("murmur_sim_cli_test.err");
   FILE* p = popen((kTool + " " + args + " 2>" + err_file.string()).c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
@@ -36,7 +43,7 @@ Result run(const std::string& args) {
 }
 
 std::string temp_file(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
+  const auto path = temp_path(name);
   std::ofstream(path) << text;
   return path.string();
 }
@@ -78,7 +85,7 @@ TEST(MurmurSimCli, CompareReferenceSummarisesTheCalibration) {
 }
 
 TEST(MurmurSimCli, WritesAPlot) {
-  const auto svg = std::filesystem::temp_directory_path() / "murmur_sim_cli_test.svg";
+  const auto svg = temp_path("murmur_sim_cli_test.svg");
   const Result r = run("--model bert-base --gpus 4,8,16,32 --plot " + svg.string());
   ASSERT_EQ(r.status, 0) << r.err;
   std::ifstream in(svg);
