@@ -201,6 +201,40 @@ TEST(InProcess, OverlapFoldsLocalProgress) {
   }
 }
 
+TEST(InProcess, ChocoTrialRatioLastsOneRound) {
+  // The scheduler's exploration: retune with a trial ratio sends one round
+  // at it, then the held ratio again, without another retune.
+  auto c = make_cluster(2);
+  auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+  std::vector<std::future<std::vector<double>>> fs;
+  for (int r = 0; r < 2; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r] {
+      AlgorithmOptions o;
+      o.compressor = "topk:0.01";
+      o.max_ratio = 1;
+      o.overlap = false;
+      auto a = gossip::make_algorithm("choco", o, *c.comms[r], topo.get());
+      EXPECT_TRUE(a->tunes_ratio());
+      a->retune({.period = 1, .ratio = 0.01, .trial_ratio = 0.25});
+      std::vector<float> x(10000);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919 + r * 31) % 1000) - 500.0f;
+      for (int t = 0; t < 4; ++t) a->step(x);
+      a->finish(x);
+      std::vector<double> sizes;
+      for (const auto& s : a->take_transfer_samples()) sizes.push_back(s.bytes);
+      return sizes;
+    }));
+  }
+  for (auto& f : fs) {
+    const auto sizes = f.get();
+    ASSERT_EQ(sizes.size(), 4u);
+    // 2,500 kept values against 100: the first round only.
+    EXPECT_GT(sizes[0], 20 * sizes[1]);
+    EXPECT_EQ(sizes[1], sizes[2]);
+    EXPECT_EQ(sizes[2], sizes[3]);
+  }
+}
+
 TEST(InProcess, DeadPeerSurfacesFromStepNamingIt) {
   auto c = make_cluster(2);
   auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});

@@ -160,6 +160,28 @@ TEST(LinkEstimator, HundredfoldDropAndRecoveryShowWithinFiveSamples) {
   EXPECT_EQ(est.estimate().changes, 2u);
 }
 
+TEST(LinkEstimator, OneSizeFitTakesASecondSizeAsItsSecondPoint) {
+  // 5 ms per message on 10 Gbit/s, measured at 750 KB only: the one-size fit
+  // says 134 MB/s, so it predicts 22 ms for 3 MB, which take 7.4 ms. Off by
+  // 3x, that one transfer would be a suspect change and be dropped; it is
+  // the second point the line needs (the scheduler's exploration), and one
+  // is enough.
+  const TrueLink link{5e-3, k10Gbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(750e3, link.seconds(750e3), now += 0.01);
+  ASSERT_FALSE(est.estimate().line_identified);
+  ASSERT_GT(est.predict(3e6), 3 * link.seconds(3e6));
+  est.observe(3e6, link.seconds(3e6), now += 0.01);
+  EXPECT_TRUE(est.estimate().line_identified);
+  EXPECT_EQ(est.estimate().changes, 0u);
+  EXPECT_NEAR(est.estimate().latency_s, 5e-3, 1e-6);
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 1e-3 * k10Gbit);
+  // Once identified, a stall at either size is a suspect again.
+  est.observe(3e6, link.seconds(3e6) * 20, now += 0.01);
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 1e-3 * k10Gbit);
+}
+
 TEST(LinkEstimator, SingleSlowTransferIsIgnored) {
   const TrueLink link{25e-6, k10Gbit};
   Noise noise(0.05, 4);

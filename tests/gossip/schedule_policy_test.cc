@@ -264,21 +264,49 @@ LinkView one_size(int peer, double bandwidth_Bps) {
   return l;
 }
 
-TEST(AdaptivePolicy, OneSizeLinkHeldBelowMaxExploresTwiceTheBytes) {
+TEST(AdaptivePolicy, OneSizeLinkHeldBelowMaxExploresTwiceTheBytesForOneRound) {
   AdaptivePolicy policy({.explore_rounds = 5});
   const ScheduleInputs in = inputs({one_size(1, k100Mbit)});
-  std::vector<double> ratios;
-  for (int r = 0; r < 12; ++r) ratios.push_back(policy.decide(in).ratio);
+  std::vector<ScheduleDecision> d;
+  for (int r = 0; r < 12; ++r) d.push_back(policy.decide(in));
   // 100 Mbit/s, 8 ms: 100 KB, about 1/64 of the values at 6 B each.
-  const double held = ratios[0];
+  const double held = d[0].ratio;
   EXPECT_LT(held, 1.0);
   for (int r = 0; r < 12; ++r) {
-    // The 5th decision holding it explores, once, the ratio whose messages
-    // are at least twice as large (two rungs: the header makes one rung
-    // just short of 2x); the rule brings it back at the next decision (the
-    // measurement did not change), which is the first of the next 5.
+    // Every 5th decision holding it asks for one round at the ratio whose
+    // messages are at least twice as large (two rungs: the header makes one
+    // rung just short of 2x). The held ratio never moves: the measurement
+    // did not change.
     const bool explores = r == 4 || r == 9;
-    EXPECT_EQ(ratios[r], explores ? held * 4 : held) << "decision " << r;
+    EXPECT_EQ(d[r].ratio, held) << "decision " << r;
+    const auto tried = d[r].explore_link_ratio.find(1);
+    EXPECT_EQ(tried == d[r].explore_link_ratio.end() ? 0.0 : tried->second, explores ? held * 4 : 0.0)
+        << "decision " << r;
+    EXPECT_EQ(d[r].changed, explores || r == 0) << "decision " << r;
+  }
+}
+
+// What the try measured decides, by the rule for any move up: a larger
+// ratio is taken only if it fits within (1 - hysteresis) * budget. Judged
+// from the tried rung instead, hysteresis would keep a ratio that is up to
+// 25% over budget.
+TEST(AdaptivePolicy, AnExploredRatioIsTakenOnlyIfItFitsAsAMoveUp) {
+  for (const bool fits : {false, true}) {
+    AdaptivePolicy policy({.explore_rounds = 2});
+    const ScheduleInputs held_in = inputs({one_size(1, k100Mbit)});
+    const double held = policy.decide(held_in).ratio;  // 1/64
+    ASSERT_EQ(policy.decide(held_in).explore_link_ratio.at(1), 4 * held);
+    // The try at 1/16 (375 KB) measured: 8.8 ms (over the 8 ms budget, but
+    // inside the 10 ms band that keeps a held ratio; 1/32 needs 6.5 ms, over
+    // the 6 ms that a move up needs); or a fast link.
+    const LinkView measured = fits ? link(1, 0.5e-3, k10Gbit) : link(1, 4.2e-3, 81.5e6);
+    const ScheduleDecision after = policy.decide(inputs({measured}));
+    if (fits) {
+      EXPECT_EQ(after.ratio, 1.0) << after.reason;
+    } else {
+      EXPECT_EQ(after.ratio, held) << after.reason;
+      EXPECT_LE(after.predicted_comm_s, 0.008);
+    }
   }
 }
 
@@ -305,8 +333,12 @@ TEST(AdaptivePolicy, PerLinkExplorationMovesOnlyThatLink) {
   in.per_link = true;
   ScheduleDecision d;
   for (int r = 0; r < 4; ++r) d = policy.decide(in);
-  EXPECT_EQ(d.link_ratio.at(1), 4 * d.link_ratio.at(2)) << d.reason;
+  EXPECT_EQ(d.link_ratio.at(1), d.link_ratio.at(2)) << d.reason;
+  EXPECT_EQ(d.explore_link_ratio.at(1), 4 * d.link_ratio.at(2)) << d.reason;
+  EXPECT_EQ(d.explore_link_ratio.count(2), 0u);
+  EXPECT_EQ(d.explore_ratio, 0.0);  // per link: the map says it
   EXPECT_TRUE(contains(d.reason, "link 1: explore ratio")) << d.reason;
+  EXPECT_EQ(to_json(d, in)["links"][0]["explore_ratio"], 4 * d.link_ratio.at(2));
 }
 
 TEST(AdaptivePolicy, MisuseIsABug) {

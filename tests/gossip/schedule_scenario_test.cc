@@ -159,37 +159,43 @@ namespace {
 // a slow software stack) on top of 1.25 GB/s. Held at ratio 1/8 (left over
 // from a slow period), it carries one message size, so its estimate cannot
 // tell the 5 ms from the bandwidth: bytes / whole time says 134 MB/s and a
-// larger ratio never looks affordable. Exploring one rung up now and then
-// gives the estimator a second size, and the ratio climbs to what fits.
+// larger ratio never looks affordable. Exploring (one round now and then at
+// twice the bytes) gives the estimator a second size, and the ratio climbs
+// to what fits.
 double climb_from_one_eighth(int explore_rounds) {
   ScheduleBounds bounds;
   bounds.explore_rounds = explore_rounds;
   AdaptivePolicy policy(bounds);
   LinkEstimator estimator;
   ScheduleInputs in;
-  in.compute_s_per_step = 0.010;  // budget 8 ms at period 1
+  in.compute_s_per_step = 0.013;  // budget 10.4 ms at period 1; a move up must fit 7.8 ms
   in.parameters = 1'000'000;
   in.per_link = false;
   double ratio = 0.125;
+  double trial = 0;
   double now = 0;
   for (int round = 0; round < 120; ++round) {
-    const double bytes = message_bytes(in, ratio);
-    for (int k = 0; k < 5; ++k) estimator.observe(bytes, 0.005 + bytes / 1.25e9, now += 0.01);
+    for (int k = 0; k < 5; ++k) {
+      const double bytes = message_bytes(in, k == 0 && trial > 0 ? trial : ratio);
+      estimator.observe(bytes, 0.005 + bytes / 1.25e9, now += 0.01);
+    }
     const LinkEstimate e = estimator.estimate();
     in.links = {{1, e.latency_s, e.bandwidth_Bps, e.samples, e.line_identified}};
-    ratio = policy.decide(in).ratio;
+    const ScheduleDecision d = policy.decide(in);
+    ratio = d.ratio;
+    trial = d.explore_ratio;
   }
   return ratio;
 }
 
 TEST(ScheduleScenario, ExploringSeparatesPerMessageCostFromBandwidth) {
-  // Without exploration the one-size estimate keeps it at 1/8 (1/16 even:
-  // 750 KB in 5.6 ms predicts 11 ms for 1/4).
+  // Without exploration the one-size estimate keeps it at 1/8 (750 KB in
+  // 5.6 ms predicts 11.2 ms for 1/4).
   EXPECT_LE(climb_from_one_eighth(0), 0.125);
-  // With it, one rung per exploration: 1/4, 1/2 (3 MB: 5 + 2.4 = 7.4 ms),
-  // then 1 (4 MB dense: 8.2 ms, kept: within the hysteresis band of the
-  // 8 ms budget).
-  EXPECT_GE(climb_from_one_eighth(20), 0.5);
+  // With it, one round at 1/2 (3 MB: 5 + 2.4 = 7.4 ms, the line is exact)
+  // moves it to 1/2 at the next decision; a later try of 1 (4 MB dense:
+  // 8.2 ms, over the 7.8 ms a move up needs) leaves it there.
+  EXPECT_EQ(climb_from_one_eighth(20), 0.5);
 }
 
 }  // namespace

@@ -103,6 +103,10 @@ struct Tuning {
   // each sender alone: receivers decode whatever ratio arrives, up to
   // AlgorithmOptions::max_ratio.
   double ratio = 0;
+  // A ratio for the next round only, after which `ratio` applies (the
+  // scheduler's exploration: one round at a second message size). Dropped
+  // if another retune() comes before that round.
+  double trial_ratio = 0;
 };
 
 // One completed send: how long `bytes` took from posting to completion. The

@@ -53,7 +53,10 @@ class Choco final : public RoundAlgorithm {
   bool tunes_ratio() const override { return sparse_kind_ != nullptr && max_ratio_ > 0; }
 
  private:
-  void set_ratio(double ratio) override { pending_ratio_ = std::min(ratio, max_ratio_); }
+  void set_ratio(double ratio, double trial_ratio) override {
+    pending_ratio_ = std::min(trial_ratio > 0 ? trial_ratio : ratio, max_ratio_);
+    after_trial_ratio_ = trial_ratio > 0 ? std::min(ratio, max_ratio_) : 0;
+  }
 
   // "topk:0.015625": %.9g keeps small ratios exact where std::to_string's
   // six decimals would round them to zero.
@@ -67,7 +70,8 @@ class Choco final : public RoundAlgorithm {
     if (pending_ratio_ > 0) {
       encoder_ = make_compressor(ratio_spec(pending_ratio_), Feedback::kNone);
       self_decoder_ = make_compressor(ratio_spec(pending_ratio_), Feedback::kNone);
-      pending_ratio_ = 0;
+      pending_ratio_ = after_trial_ratio_;
+      after_trial_ratio_ = 0;
     }
     snapshot_.assign(params.begin(), params.end());
     if (x_hat_.size() != snapshot_.size()) {
@@ -130,6 +134,7 @@ class Choco final : public RoundAlgorithm {
   const char* sparse_kind_ = nullptr;  // "topk" / "randk" when the ratio can be tuned
   double max_ratio_ = 0;               // 0: the ratio cannot grow past the configured one
   double pending_ratio_ = 0;           // set_ratio -> next begin_round
+  double after_trial_ratio_ = 0;       // the round after a trial round (set_ratio's trial_ratio)
   std::unique_ptr<Compressor> capacity_;  // sizes receive buffers for max_ratio_
   std::unique_ptr<Compressor> encoder_;
   std::unique_ptr<Compressor> self_decoder_;

@@ -111,7 +111,7 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
 void RoundAlgorithm::retune(const Tuning& tuning) {
   measure_mixing_ = true;
   if (tuning.period > 0) period_.store(tuning.period);
-  if (tuning.ratio > 0 && tunes_ratio()) set_ratio(tuning.ratio);
+  if (tuning.ratio > 0 && tunes_ratio()) set_ratio(tuning.ratio, tuning.trial_ratio);
 }
 
 void RoundAlgorithm::step(std::span<float> params) {

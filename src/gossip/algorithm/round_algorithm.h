@@ -64,8 +64,9 @@ class RoundAlgorithm : public Algorithm {
   // Adds algorithm-specific numbers; called from stats() on any thread.
   virtual void add_stats(AlgorithmStats&) const {}
   // A new compression ratio from retune(), on the caller thread; subclasses
-  // that tunes_ratio() apply it from their next begin_round.
-  virtual void set_ratio(double) {}
+  // that tunes_ratio() apply it from their next begin_round, or from the one
+  // after when `trial_ratio` > 0 (which the next begin_round uses alone).
+  virtual void set_ratio(double /*ratio*/, double /*trial_ratio*/) {}
 
   fabric::Tag tag(Phase phase, std::uint64_t round) const { return make_tag(options_.channel, phase, round); }
   int rank() const { return comm_.rank(); }

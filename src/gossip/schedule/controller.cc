@@ -85,7 +85,10 @@ void ScheduleController::on_step(double compute_seconds) {
   }
   Tuning tuning;
   tuning.period = decision.period;
-  if (algorithm_.tunes_ratio()) tuning.ratio = decision.ratio;
+  if (algorithm_.tunes_ratio()) {
+    tuning.ratio = decision.ratio;
+    tuning.trial_ratio = decision.explore_ratio;
+  }
   algorithm_.retune(tuning);
   ratio_ = decision.ratio;
   if (decision.changed) {

@@ -17,6 +17,8 @@ nlohmann::json to_json(const ScheduleDecision& d, const ScheduleInputs& in) {
       link["message_bytes"] = message_bytes(in, ratio->second);
     }
     if (predicted != d.link_predicted_s.end()) link["predicted_s"] = predicted->second;
+    if (const auto trial = d.explore_link_ratio.find(l.peer); trial != d.explore_link_ratio.end())
+      link["explore_ratio"] = trial->second;
     links.push_back(std::move(link));
   }
   return {{"event", "schedule"},
@@ -24,6 +26,7 @@ nlohmann::json to_json(const ScheduleDecision& d, const ScheduleInputs& in) {
           {"period", d.period},
           {"proposed_period", d.proposed_period},
           {"ratio", d.ratio},
+          {"explore_ratio", d.explore_ratio},
           {"changed", d.changed},
           {"reason", d.reason},
           {"predicted_comm_s", d.predicted_comm_s},

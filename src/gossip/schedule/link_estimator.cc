@@ -56,6 +56,17 @@ LinkEstimator::Verdict LinkEstimator::judge(const Sample& s) const {
   if (!estimate_.known()) return Verdict::kUnjudged;
   // A large message says nothing against a fit that has no bandwidth yet.
   if (s.bytes > options_.small_message_bytes && !estimate_.bandwidth_known()) return Verdict::kUnjudged;
+  if (!estimate_.line_identified && s.bytes > options_.small_message_bytes) {
+    // A fit from one message size cannot predict another (its bandwidth is
+    // bytes over the whole time, a lower bound): a message of a size at
+    // least kMinSizeSpan away from all of the window's is the second point
+    // the line needs (the policy's exploration sends it), not a change.
+    bool near = false;
+    for (const Sample& w : window_)
+      near |= w.bytes > options_.small_message_bytes && s.bytes < w.bytes * kMinSizeSpan &&
+              w.bytes < s.bytes * kMinSizeSpan;
+    if (!near) return Verdict::kUnjudged;
+  }
   const double p = predict(s.bytes);
   if (!(p > 0)) return Verdict::kUnjudged;
   if (std::abs(s.seconds - p) <= options_.change_min_s) return Verdict::kAgrees;

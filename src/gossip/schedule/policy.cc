@@ -204,7 +204,7 @@ std::size_t AdaptivePolicy::maybe_explore(const ScheduleInputs& in, int key, std
   // Twice the bytes (headers make one rung just short of it), or max_ratio.
   std::size_t target = rung - 1;
   while (target > 0 && message_bytes(in, ladder_[target]) < 2 * message_bytes(in, ladder_[rung])) --target;
-  append(note, fmt::format("{}: explore ratio {:.4g} -> {:.4g} (measured at one message size for {} rounds)",
+  append(note, fmt::format("{}: explore ratio {:.4g} -> {:.4g} for one round (measured at one message size for {} rounds)",
                            key < 0 ? std::string("shared ratio") : fmt::format("link {}", key), ladder_[rung],
                            ladder_[target], bounds_.explore_rounds));
   return target;
@@ -236,21 +236,16 @@ ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_per
   const bool estimated = in.compute_s_per_step > 0;
   auto one_size = [&](const LinkView& l) { return estimated && l.bandwidth_Bps > 0 && !l.identified; };
   if (in.per_link) {
-    uniform = 0;
     for (const LinkView& l : in.links) {
-      rungs[l.peer] = maybe_explore(in, l.peer, rungs[l.peer], one_size(l), explore_note);
-      uniform = std::max(uniform, rungs[l.peer]);
+      const std::size_t trial = maybe_explore(in, l.peer, rungs[l.peer], one_size(l), explore_note);
+      if (trial != rungs[l.peer]) d.explore_link_ratio[l.peer] = ladder_[trial];
     }
   } else if (!in.links.empty()) {
-    // The shared ratio explores when a link that sets it cannot tell. The
-    // links that set it move with it, so that the next decision keeps the
-    // explored rung if its measurement fits (hysteresis from there).
+    // The shared ratio explores when a link that sets it cannot tell.
     bool setter_one_size = false;
     for (const LinkView& l : in.links) setter_one_size |= rungs[l.peer] == uniform && one_size(l);
-    const std::size_t explored = maybe_explore(in, -1, uniform, setter_one_size, explore_note);
-    for (auto& [peer, rung] : rungs)
-      if (rung == uniform) rung = explored;
-    uniform = explored;
+    const std::size_t trial = maybe_explore(in, -1, uniform, setter_one_size, explore_note);
+    if (trial != uniform) d.explore_ratio = ladder_[trial];
   }
   for (const LinkView& l : in.links) {
     const std::size_t k = in.per_link ? rungs[l.peer] : uniform;

@@ -41,10 +41,13 @@
 //      per-message cost looks slower the smaller its messages get. After
 //      explore_rounds decisions in a row with such a link below max_ratio
 //      (at any rung), one decision sends it one
-//      rung up (less compression), or as many as it takes for its messages
-//      to be at least twice as large, so that the estimator sees two sizes
-//      it can fit a line through; the next decision keeps that rung only
-//      if it fits (hysteresis from there) and otherwise steps back at once.
+//      rung up (less compression), or as many as it takes
+//      for its messages to be at least twice as large, for one round only
+//      (ScheduleDecision::explore_ratio): the estimator sees two sizes it
+//      can fit a line through. The try is a measurement, not a choice: the
+//      held rung does not move, and the next decision judges the link from
+//      it with the new estimate, so the larger ratio is taken only if it
+//      fits as any move up must (within (1 - hysteresis) * budget).
 //      With one ratio for all links (per_link false) the shared ratio
 //      explores when a link that sets it is one-size.
 // Links whose bandwidth is unknown (no transfer measured yet), and all links
@@ -131,6 +134,10 @@ struct ScheduleDecision {
   double ratio = 1.0;                      // one ratio for all links: the smallest link ratio
   std::map<int, double> link_ratio;        // by peer (all == ratio when !per_link)
   std::map<int, double> link_predicted_s;  // t(ratio) per peer
+  // Step 6: ratios to use for the next round only, then the ones above
+  // again (a measurement at a second size, not a choice). 0 / absent: none.
+  double explore_ratio = 0;                // the shared ratio's (per_link false)
+  std::map<int, double> explore_link_ratio;  // by peer (per_link true)
   double predicted_comm_s = 0;             // the slowest link's t
   double compute_budget_s = 0;             // period * compute_s_per_step (before budget_fraction)
   double floor_ratio = 0;                  // the most aggressive ratio the guard allows now
@@ -163,7 +170,7 @@ class AdaptivePolicy {
   std::size_t most_aggressive_rung_in_use() const;
   double slowest_at_floor(const ScheduleInputs& in) const;
   std::size_t choose_rung(const ScheduleInputs& in, const LinkView& link, double budget) const;
-  // Step 6: `rung` for `key`, or the exploring rung when it is time.
+  // Step 6: the rung to try for one round for `key`, or `rung` (no try).
   std::size_t maybe_explore(const ScheduleInputs& in, int key, std::size_t rung, bool one_size, std::string& note);
 
   const ScheduleBounds bounds_;
