@@ -7,6 +7,11 @@ time rank 0's model first reaches the target test accuracy, the final
 averaged-model accuracy and the bytes sent.
 
   bench/peer/scheduler_drop.py --build build [--target 0.85] [--drop 6s --recover 14s]
+      [--extra-compute-ms 20]
+
+--extra-compute-ms X makes every peer sleep X ms per step, as a GPU peer's
+CPU idles while its accelerator computes: on a host with fewer cores than
+peers, send times then measure the links instead of CPU scheduling.
 
 tcp, not shm: the scheduler times sends from posting to completion, and an
 shm send completes only when the receiver has progressed (docs/scheduler.md).
@@ -38,6 +43,7 @@ def main():
     p.add_argument("--recover", default="14s")
     p.add_argument("--only", help="comma-separated labels")
     p.add_argument("--keep", help="keep the metrics files in this directory")
+    p.add_argument("--extra-compute-ms", type=float, default=0, help="murmur-peer --extra-compute-ms")
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -55,7 +61,8 @@ def main():
                        "@" + profile, "--summary", summary, "--",
                        os.path.join(args.build, "src/peer/train/murmur-peer"), "--algorithm", "choco",
                        "--topology", "exponential", "--provider", "tcp", "--model", "mlp", "--epochs",
-                       str(args.epochs), "--evals-per-epoch", "4", "--metrics", metrics] + extra
+                       str(args.epochs), "--evals-per-epoch", "4", "--metrics", metrics,
+                       "--extra-compute-ms", str(args.extra_compute_ms)] + extra
             done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
                 sys.stderr.write(done.stdout[-2000:])

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -16,37 +17,40 @@
 namespace murmur::sim {
 namespace {
 
-// The schedulers' agree_max as a simulated collective: each rank blocks
-// until every rank has proposed, then all return the maximum. It takes no
-// virtual time (the real one is a few scalars through the rendezvous store,
-// small next to a round). Baton holders only.
-class SimAgreeMax {
+// The schedulers' gather as a simulated collective, lagged by one call as
+// the real one is (ScalarGather::lagged): a rank publishes its proposal and
+// gets every rank's from its previous call, waiting only while some rank has
+// not made that call yet. It takes no virtual time (the real one is a few
+// scalars through the rendezvous store). Baton holders only.
+class SimGather {
  public:
-  SimAgreeMax(VirtualRuntime& runtime, int ranks) : runtime_(runtime), ranks_(ranks) {}
+  using Proposal = gossip::schedule::ScheduleProposal;
+  SimGather(VirtualRuntime& runtime, int ranks) : runtime_(runtime), ranks_(ranks), calls_(ranks, 0) {}
 
-  int operator()(int proposal) {
-    best_ = arrived_ == 0 ? proposal : std::max(best_, proposal);
-    if (++arrived_ == ranks_) {
-      result_ = best_;
-      arrived_ = 0;
-      ++generation_;
-      runtime_.notify_all(this);
-      return result_;
-    }
-    // A rank of this generation reads result_ before the next one can
-    // complete: that needs every rank, this one included.
-    const std::uint64_t generation = generation_;
-    while (generation_ == generation) runtime_.wait(this, "the schedule's period agreement (agree_max)");
-    return result_;
+  std::vector<Proposal> operator()(int rank, const Proposal& mine) {
+    const std::uint64_t call = calls_[static_cast<std::size_t>(rank)]++;
+    Generation& published = generations_[call];
+    if (published.proposals.empty()) published.proposals.resize(static_cast<std::size_t>(ranks_));
+    published.proposals[static_cast<std::size_t>(rank)] = mine;
+    ++published.arrived;
+    runtime_.notify_all(this);
+    const std::uint64_t wanted = call == 0 ? 0 : call - 1;
+    while (generations_[wanted].arrived < ranks_) runtime_.wait(this, "the schedule's agreement (gather)");
+    std::vector<Proposal> result = generations_[wanted].proposals;
+    // Every rank has published `wanted`, so none reads below wanted - 1.
+    while (!generations_.empty() && generations_.begin()->first + 1 < wanted) generations_.erase(generations_.begin());
+    return result;
   }
 
  private:
+  struct Generation {
+    std::vector<Proposal> proposals;
+    int arrived = 0;
+  };
   VirtualRuntime& runtime_;
   const int ranks_;
-  int arrived_ = 0;
-  int best_ = 0;
-  int result_ = 0;
-  std::uint64_t generation_ = 0;
+  std::vector<std::uint64_t> calls_;
+  std::map<std::uint64_t, Generation> generations_;
 };
 
 // What one simulated peer leaves behind.
@@ -164,7 +168,7 @@ GossipResult run_gossip(const GossipSetup& s) {
   VirtualRuntime runtime;
   NetworkModel model(s.cluster);
   SimNetwork network(runtime, model, result.byte_scale);
-  SimAgreeMax agree_max(runtime, ranks);
+  SimGather gather(runtime, ranks);
   std::vector<PeerOutcome> peers(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) peers[r].params = initial_params(s.seed, r, s.proxy);
   auto [initial_distance, initial_mean] = consensus(peers);
@@ -185,7 +189,8 @@ GossipResult run_gossip(const GossipSetup& s) {
       std::unique_ptr<gossip::schedule::ScheduleController> controller;
       if (adaptive) {
         controller = std::make_unique<gossip::schedule::ScheduleController>(
-            schedule, *algorithm, s.proxy, s.schedule_interval, [&](int p) { return agree_max(p); },
+            schedule, *algorithm, s.proxy, s.schedule_interval,
+            [&gather, r](const gossip::schedule::ScheduleProposal& p) { return gather(r, p); },
             [&me, &s, &runtime, r](const nlohmann::json& decision) {
               ++me.decisions;
               if (s.on_decision) s.on_decision(r, runtime.now(), decision);

@@ -72,7 +72,7 @@ struct GossipSetup {
   int warmup_iterations = 2;             // run, not measured
   int iterations = 10;                   // measured
   // Unset or kFixed: no scheduler. kAdaptive: one ScheduleController per
-  // peer; their agree_max is a simulated collective (every rank blocks until
+  // peer; their gather is a simulated collective (every rank blocks until
   // all have proposed; it takes no virtual time).
   std::optional<gossip::schedule::ScheduleConfig> schedule;
   int schedule_interval = 5;  // steps between scheduler decisions

@@ -235,6 +235,46 @@ TEST(InProcess, ChocoTrialRatioLastsOneRound) {
   }
 }
 
+TEST(InProcess, ConsensusSignalIsMixingOverLocalProgressPerStep) {
+  // dpsgd on two ranks at period 2, each step adding u (rank 0) or -u
+  // (rank 1) to every value. Once measuring (after retune), a round sees 2
+  // steps of local progress, 2u per value: 0.01 per step whatever u is. The
+  // mixing is what averaging the two models changes, proportional to u, so
+  // mixing / local progress does not depend on u (the learning rate).
+  auto run = [](float u) {
+    auto c = make_cluster(2);
+    auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+    std::vector<std::future<std::pair<double, double>>> fs;
+    for (int r = 0; r < 2; ++r) {
+      fs.push_back(std::async(std::launch::async, [&, r] {
+        AlgorithmOptions o;
+        o.overlap = false;
+        auto a = gossip::make_algorithm("dpsgd", o, *c.comms[r], topo.get());
+        a->retune({.period = 2});
+        std::vector<float> x(1000, 0.0f);
+        for (int t = 0; t < 20; ++t) {
+          for (auto& v : x) v += r == 0 ? u : -u;
+          a->step(x);
+        }
+        const std::pair<double, double> seen{a->last_local_step_rms(), a->last_mixing_rms()};
+        a->finish(x);
+        return seen;
+      }));
+    }
+    std::vector<std::pair<double, double>> out;
+    for (auto& f : fs) out.push_back(f.get());
+    return out;
+  };
+  const auto small = run(0.001f);
+  const auto large = run(0.1f);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NEAR(small[r].first, 0.001, 1e-6);
+    EXPECT_NEAR(large[r].first, 0.1, 1e-4);
+    ASSERT_GT(small[r].second, 0.0);
+    EXPECT_NEAR(small[r].second / small[r].first, large[r].second / large[r].first, 1e-3);
+  }
+}
+
 TEST(InProcess, DeadPeerSurfacesFromStepNamingIt) {
   auto c = make_cluster(2);
   auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});

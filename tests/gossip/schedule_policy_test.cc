@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "gossip/schedule/controller.h"
 #include "gossip/schedule/decision_record.h"
 #include "gossip/schedule/policy.h"
 #include "gossip/schedule/ratio_ladder.h"
@@ -339,6 +340,19 @@ TEST(AdaptivePolicy, PerLinkExplorationMovesOnlyThatLink) {
   EXPECT_EQ(d.explore_ratio, 0.0);  // per link: the map says it
   EXPECT_TRUE(contains(d.reason, "link 1: explore ratio")) << d.reason;
   EXPECT_EQ(to_json(d, in)["links"][0]["explore_ratio"], 4 * d.link_ratio.at(2));
+}
+
+TEST(ScheduleAgreement, MaxPeriodAndTheLeastAggressiveRanksSignal) {
+  // Ranks 0 and 1 compress (signals 0.9, 0.8); 2 and 3 run least
+  // aggressive (0.4, 0.6); 4 is least aggressive but has not measured yet.
+  const std::vector<ScheduleProposal> proposals = {
+      {1, 0.9, false}, {3, 0.8, false}, {1, 0.4, true}, {2, 0.6, true}, {1, -1, true}};
+  const ScheduleAgreement a = agree(proposals);
+  EXPECT_EQ(a.period, 3);
+  EXPECT_DOUBLE_EQ(a.reference, 0.5);
+  // Nobody least aggressive: no reference (the controller keeps its last).
+  EXPECT_EQ(agree({{2, 0.9, false}, {1, 0.8, false}}).reference, -1);
+  EXPECT_EQ(agree({{1, -1, false}}).period, 1);
 }
 
 TEST(AdaptivePolicy, MisuseIsABug) {

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "peer/api/job_environment.h"
+#include "peer/api/scalar_gather.h"
 #include "peer/api/tensor_set.h"
 #include "tests/fabric/local_job.h"
 
@@ -91,6 +92,17 @@ TEST(JobEnvironment, RefusesWhatCannotWorkNamingTheVariable) {
                  "MURMUR_RENDEZVOUS='nohost': expected host:port");
   expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "2"}, {"MURMUR_RENDEZVOUS", "h:70000"}},
                  "port out of range");
+}
+
+TEST(ScalarList, ExactlyTheCountOfFiniteNumbers) {
+  using peer::parse_scalar_list;
+  EXPECT_EQ(parse_scalar_list("0x1.8p+1,-0x1p-2,1", 3), (std::vector<double>{3.0, -0.25, 1.0}));
+  EXPECT_EQ(parse_scalar_list("2.5", 1), (std::vector<double>{2.5}));
+  // What another rank could send that is not its proposal.
+  for (const char* bad : {"", "1,2", "1,2,3,4", "1,,3", "1,2,", ",1,2", "1,2,nan", "1,inf,3", "1 2 3", "1,2,3x",
+                          "0x1p+2000,1,1"}) {
+    EXPECT_FALSE(parse_scalar_list(bad, 3)) << bad;
+  }
 }
 
 TEST(TensorSet, OneHostTensorIsUsedInPlace) {

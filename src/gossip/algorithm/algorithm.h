@@ -142,6 +142,12 @@ class Algorithm {
   // consensus distance, for the scheduler's guard; measured once retune()
   // has been called (0 before). Any thread.
   virtual double last_mixing_rms() const { return 0; }
+  // sqrt(mean square) of what the caller's own steps changed in params
+  // between the last two rounds, per step: the local progress that the
+  // mixing corrects. Both scale with the learning rate, so their quotient
+  // does not (the scheduler's guard compares it with a reference taken
+  // early in training). Same conditions as last_mixing_rms. Any thread.
+  virtual double last_local_step_rms() const { return 0; }
 };
 
 // Throws std::invalid_argument naming the algorithm or option that does not

@@ -89,13 +89,28 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
     std::rethrow_exception(error);
   }
   // What the round changed is how far this model was from the others: the
-  // scheduler's local consensus signal.
-  // Measured only once a scheduler tunes this algorithm: it costs a copy
-  // of the parameters per round.
+  // scheduler's local consensus signal, normalised by the local progress
+  // since the last round's end (both scale with the learning rate).
+  // Measured only once a scheduler tunes this algorithm: it costs two
+  // copies of the parameters per round.
+  std::uint64_t steps = 0;
+  {
+    std::lock_guard lock(mutex_);
+    steps = stats_.steps;
+  }
   if (!measure_mixing_) {
     end_round(params);
   } else {
     before_end_.assign(params.begin(), params.end());
+    if (after_end_.size() == params.size() && steps > steps_at_end_) {
+      double local = 0;
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        const double d = static_cast<double>(before_end_[i]) - after_end_[i];
+        local += d * d;
+      }
+      local_step_rms_.store(std::sqrt(local / static_cast<double>(params.size())) /
+                            static_cast<double>(steps - steps_at_end_));
+    }
     end_round(params);
     double squares = 0;
     for (std::size_t i = 0; i < params.size(); ++i) {
@@ -103,6 +118,8 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
       squares += d * d;
     }
     mixing_rms_.store(params.empty() ? 0.0 : std::sqrt(squares / static_cast<double>(params.size())));
+    after_end_.assign(params.begin(), params.end());
+    steps_at_end_ = steps;
   }
   std::lock_guard lock(mutex_);
   ++stats_.rounds;

@@ -49,6 +49,7 @@ class RoundAlgorithm : public Algorithm {
   int period() const override { return period_.load(); }
   std::vector<TransferSample> take_transfer_samples() override { return traffic_.take_send_samples(); }
   double last_mixing_rms() const override { return mixing_rms_.load(); }
+  double last_local_step_rms() const override { return local_step_rms_.load(); }
 
  protected:
   RoundAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm, bool default_overlap);
@@ -87,7 +88,10 @@ class RoundAlgorithm : public Algorithm {
   int steps_since_round_ = 0;       // caller thread only
   bool measure_mixing_ = false;     // caller thread only: set by the first retune()
   std::vector<float> before_end_;   // caller thread only: params before end_round
+  std::vector<float> after_end_;    // caller thread only: params after the last end_round
+  std::uint64_t steps_at_end_ = 0;  // caller thread only: stats_.steps then
   std::atomic<double> mixing_rms_{0};
+  std::atomic<double> local_step_rms_{0};
   std::uint64_t next_round_ = 0;  // caller thread only
   bool in_flight_ = false;        // caller thread only
   bool finished_ = false;         // caller thread only

@@ -20,13 +20,28 @@ ScheduleBounds bounds_for(const ScheduleConfig& config, const Algorithm& algorit
 
 }  // namespace
 
+ScheduleAgreement agree(const std::vector<ScheduleProposal>& proposals) {
+  ScheduleAgreement a;
+  double sum = 0;
+  int count = 0;
+  for (const ScheduleProposal& p : proposals) {
+    a.period = std::max(a.period, p.period);
+    if (p.least_aggressive && p.consensus > 0) {
+      sum += p.consensus;
+      ++count;
+    }
+  }
+  if (count > 0) a.reference = sum / count;
+  return a;
+}
+
 ScheduleController::ScheduleController(const ScheduleConfig& config, Algorithm& algorithm, std::size_t parameters,
-                                       int interval_steps, AgreeMax agree_max, Record record)
+                                       int interval_steps, Gather gather, Record record)
     : config_(config),
       algorithm_(algorithm),
       parameters_(parameters),
       interval_steps_(interval_steps),
-      agree_max_(std::move(agree_max)),
+      gather_(std::move(gather)),
       record_(std::move(record)),
       policy_(bounds_for(config, algorithm)),
       compute_(config.compute_window),
@@ -65,7 +80,11 @@ ScheduleInputs ScheduleController::gather_inputs() {
     // A fixed encoding (dense, sign, qsgd): its measured size per value.
     in.bytes_per_dense_value = std::max(1e-3, (observed_message_bytes_ - in.header_bytes) / parameters_);
   }
-  in.consensus_distance = algorithm_.last_mixing_rms();
+  // Mixing over local progress per step: a drift between the models that
+  // grows with the learning rate (its warm-up) is not one that compression
+  // or skipping caused. Unmeasured (-1) until both are known.
+  const double local = algorithm_.last_local_step_rms();
+  in.consensus_distance = local > 0 ? algorithm_.last_mixing_rms() / local : -1;
   in.consensus_reference = reference_;
   return in;
 }
@@ -74,15 +93,18 @@ void ScheduleController::on_step(double compute_seconds) {
   compute_.observe(compute_seconds);
   if (++steps_ % static_cast<std::uint64_t>(interval_steps_) != 0) return;
   const auto in = gather_inputs();
-  const int proposal = policy_.propose_period(in);
-  const int agreed = std::clamp(agree_max_(proposal), policy_.bounds().min_period, policy_.bounds().max_period);
-  auto decision = policy_.decide(in, agreed);
+  ScheduleProposal mine;
+  mine.period = policy_.propose_period(in);
+  mine.consensus = in.consensus_distance;
+  mine.least_aggressive = ratio_ >= policy_.bounds().max_ratio && algorithm_.period() <= policy_.bounds().min_period;
+  const auto proposals = gather_(mine);
+  MURMUR_CHECK(!proposals.empty());
+  const ScheduleAgreement agreed = agree(proposals);
+  auto decision = policy_.decide(in, std::clamp(agreed.period, policy_.bounds().min_period, policy_.bounds().max_period));
   ++decisions_;
+  // For the next decision: the signal was measured before this one applies.
+  if (agreed.reference > 0) reference_ = agreed.reference;
 
-  const bool least_aggressive = decision.ratio >= policy_.bounds().max_ratio && decision.period <= policy_.bounds().min_period;
-  if (least_aggressive && in.consensus_distance > 0) {
-    reference_ = reference_ < 0 ? in.consensus_distance : 0.8 * reference_ + 0.2 * in.consensus_distance;
-  }
   Tuning tuning;
   tuning.period = decision.period;
   if (algorithm_.tunes_ratio()) {

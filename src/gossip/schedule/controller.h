@@ -5,20 +5,29 @@
 //   every interval  the algorithm's timed sends feed one LinkEstimator per
 //                   peer; the inputs (links, compute per step, message cost,
 //                   the algorithm's mixing RMS as the consensus signal) go to
-//                   propose_period; `agree_max` turns the proposals of all
-//                   ranks into one period; decide() picks the ratios;
+//                   propose_period; `gather` brings every rank's proposal
+//                   (period wish, consensus signal) to every rank; the
+//                   maximum period is agreed; decide() picks the ratios;
 //                   Algorithm::retune applies both from the next step on;
 //                   `record` receives the decision with its measurements.
 //
 // All ranks must call on_step() the same number of times and with the same
-// interval, because agree_max is a collective and the agreed period must
+// interval, because gather is a collective and the agreed period must
 // change at the same step everywhere (rounds pair up across ranks).
 //
-// The consensus reference is the mixing RMS measured while the schedule was
-// least aggressive (max ratio, min period), so the guard compares the drift
-// under compression and skipping with the drift gossip alone leaves.
+// The consensus signal is the mixing RMS over the local progress per step
+// (Algorithm::last_mixing_rms / last_local_step_rms): both grow with the
+// learning rate, their quotient does not. The guard compares this rank's
+// signal with a reference measured at the same time: the mean signal of the
+// ranks that run least aggressive (max ratio, min period) at this decision,
+// learnt through the gather and used from the next one. When no rank is least
+// aggressive the last reference is kept. So a drift that every rank sees
+// (the first rounds from identical models, the learning-rate schedule) is
+// not blamed on compression or skipping; a frozen reference from early
+// rounds was (docs/scheduler.md).
 //
-// Blocking: on_step blocks in agree_max at each interval. Threads: the
+// Blocking: on_step blocks in gather at each interval (a lagged gather only
+// while some rank is more than an interval behind). Threads: the
 // caller's thread only (the one that drives the algorithm).
 #pragma once
 
@@ -36,15 +45,35 @@
 
 namespace murmur::gossip::schedule {
 
+// What each rank contributes to a decision.
+struct ScheduleProposal {
+  int period = 1;                 // propose_period's wish
+  double consensus = -1;          // this rank's consensus signal; < 0: not measured
+  bool least_aggressive = false;  // running max_ratio at min_period
+};
+
+// The agreed period (the maximum wish, a larger one only adds budget) and the
+// guard's reference (the mean signal of the least aggressive ranks that
+// measured one; -1 when none did). Pure: the same on every rank.
+struct ScheduleAgreement {
+  int period = 1;
+  double reference = -1;
+};
+ScheduleAgreement agree(const std::vector<ScheduleProposal>& proposals);
+
 class ScheduleController {
  public:
-  // Blocking collective: the maximum of every rank's proposal.
-  using AgreeMax = std::function<int(int proposal)>;
+  // Collective: publishes this rank's proposal and returns every rank's, in
+  // rank order, the same vector on every rank. It may lag by one call (the
+  // proposals of the previous decision: ScalarGather::lagged), so that
+  // agreeing is not a barrier every interval; the agreed period then applies
+  // one interval after it was wished for, still at the same step everywhere.
+  using Gather = std::function<std::vector<ScheduleProposal>(const ScheduleProposal& mine)>;
   using Record = std::function<void(const nlohmann::json& decision)>;
 
   // `algorithm` must outlive the controller. `interval_steps` >= 1.
   ScheduleController(const ScheduleConfig& config, Algorithm& algorithm, std::size_t parameters, int interval_steps,
-                     AgreeMax agree_max, Record record);
+                     Gather gather, Record record);
 
   void on_step(double compute_seconds);
 
@@ -59,7 +88,7 @@ class ScheduleController {
   Algorithm& algorithm_;
   const std::size_t parameters_;
   const int interval_steps_;
-  AgreeMax agree_max_;
+  Gather gather_;
   Record record_;
   AdaptivePolicy policy_;
   ComputeEstimator compute_;
@@ -68,7 +97,9 @@ class ScheduleController {
   std::uint64_t decisions_ = 0;
   double ratio_;
   double observed_message_bytes_ = 0;  // mean of the last interval's sends
-  double reference_ = -1;              // mixing RMS under the least aggressive setting
+  // Mean consensus signal of the least aggressive ranks at the last
+  // decision that had any; -1 before.
+  double reference_ = -1;
   std::optional<ScheduleDecision> last_;
 };
 

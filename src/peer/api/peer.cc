@@ -2,9 +2,11 @@
 // exact ring all-reduce on a second channel for the collectives.
 #include "murmur/peer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <span>
 #include <cstdio>
 #include <stdexcept>
 #include <thread>
@@ -101,6 +103,8 @@ class Peer::Impl {
     group_ = fabric::Group::join(group_options);
     communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
     scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s));
+    schedule_gather_ =
+        std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/", to_ms(config_.timeout_s));
 
     gossip::AlgorithmOptions options;
     options.period = config_.period;
@@ -153,6 +157,7 @@ class Peer::Impl {
       }
     }
     scalars_.reset();
+    schedule_gather_.reset();
     group_.reset();
     if (server_) {
       // Rank 0 hosts the job's rendezvous: closing it while another rank is
@@ -332,16 +337,18 @@ class Peer::Impl {
     }
     started_ = true;
     if (schedule_config_) {
-      auto agree_max = [this](int proposal) {
-        double most = proposal;
-        for (double v : scalars_->all(proposal, "the schedule's period agreement")) most = std::max(most, v);
-        return static_cast<int>(most);
+      auto gather = [this](const gossip::schedule::ScheduleProposal& mine) {
+        const double values[] = {static_cast<double>(mine.period), mine.consensus, mine.least_aggressive ? 1.0 : 0.0};
+        std::vector<gossip::schedule::ScheduleProposal> all;
+        for (const auto& v : schedule_gather_->lagged(std::span<const double>(values), "the schedule's agreement"))
+          all.push_back({static_cast<int>(std::clamp(v[0], 1.0, 1e6)), v[1], v[2] != 0});
+        return all;
       };
       auto record = [this](const nlohmann::json& decision) {
         if (config_.on_schedule_decision) config_.on_schedule_decision(decision.dump());
       };
       controller_ = std::make_unique<gossip::schedule::ScheduleController>(
-          *schedule_config_, *gossip_, tensors_.count(), config_.schedule_interval, agree_max, record);
+          *schedule_config_, *gossip_, tensors_.count(), config_.schedule_interval, gather, record);
     }
     left_step_ = std::chrono::steady_clock::now();
   }
@@ -361,6 +368,7 @@ class Peer::Impl {
   std::atomic<std::uint64_t> steps_{0};   // read by stats() on any thread
   std::atomic<double> ratio_now_{1.0};    // likewise
   std::unique_ptr<peer::ScalarGather> scalars_;
+  std::unique_ptr<peer::ScalarGather> schedule_gather_;  // its own sequence: lagged
   std::optional<gossip::schedule::ScheduleConfig> schedule_config_;
   std::unique_ptr<gossip::schedule::ScheduleController> controller_;
   std::chrono::steady_clock::time_point left_step_;

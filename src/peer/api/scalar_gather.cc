@@ -9,28 +9,72 @@
 
 namespace murmur::peer {
 
+std::optional<std::vector<double>> parse_scalar_list(const std::string& text, std::size_t count) {
+  std::vector<double> values;
+  const char* at = text.c_str();
+  while (values.size() < count) {
+    char* end = nullptr;
+    const double v = std::strtod(at, &end);
+    if (end == at || !std::isfinite(v)) return std::nullopt;
+    values.push_back(v);
+    at = end;
+    if (values.size() < count) {
+      if (*at != ',') return std::nullopt;
+      ++at;
+    }
+  }
+  if (*at != '\0') return std::nullopt;
+  return values;
+}
+
 ScalarGather::ScalarGather(fabric::Group& group, std::string prefix, std::chrono::milliseconds timeout)
     : group_(group), prefix_(std::move(prefix)), timeout_(timeout) {}
 
 std::vector<double> ScalarGather::all(double value, const std::string& what) {
-  const std::string prefix = prefix_ + std::to_string(sequence_++) + "/";
-  char text[64];
-  std::snprintf(text, sizeof(text), "%a", value);  // hex float: exact
-  auto& control = group_.control();
-  control.set(prefix + std::to_string(group_.rank()), text);
   std::vector<double> values;
-  values.reserve(group_.size());
+  for (auto& one : all(std::span<const double>(&value, 1), what)) values.push_back(one.front());
+  return values;
+}
+
+std::vector<std::vector<double>> ScalarGather::all(std::span<const double> values, const std::string& what) {
+  const std::uint64_t sequence = sequence_++;
+  publish(sequence, values);
+  return collect(sequence, values.size(), what);
+}
+
+std::vector<std::vector<double>> ScalarGather::lagged(std::span<const double> values, const std::string& what) {
+  const std::uint64_t sequence = sequence_++;
+  publish(sequence, values);
+  return collect(sequence == 0 ? 0 : sequence - 1, values.size(), what);
+}
+
+void ScalarGather::publish(std::uint64_t sequence, std::span<const double> values) {
+  std::string text;
+  for (double v : values) {
+    char one[64];
+    std::snprintf(one, sizeof(one), "%a", v);  // hex float: exact
+    if (!text.empty()) text += ',';
+    text += one;
+  }
+  group_.control().set(prefix_ + std::to_string(sequence) + "/" + std::to_string(group_.rank()), text);
+}
+
+std::vector<std::vector<double>> ScalarGather::collect(std::uint64_t sequence, std::size_t count,
+                                                       const std::string& what) {
+  const std::string prefix = prefix_ + std::to_string(sequence) + "/";
+  auto& control = group_.control();
+  std::vector<std::vector<double>> gathered;
+  gathered.reserve(group_.size());
   for (int r = 0; r < group_.size(); ++r) {
     const std::string reply = control.wait(prefix + std::to_string(r), timeout_);
-    char* end = nullptr;
-    const double v = std::strtod(reply.c_str(), &end);
-    if (end == reply.c_str() || *end != '\0' || !std::isfinite(v)) {
+    auto theirs = parse_scalar_list(reply, count);
+    if (!theirs) {
       throw std::runtime_error("rank " + std::to_string(r) + " (" + group_.peers()[r].host + ") contributed '" +
-                               reply + "' to " + what + ", not a finite number");
+                               reply + "' to " + what + ", not " + std::to_string(count) + " finite number(s)");
     }
-    values.push_back(v);
+    gathered.push_back(std::move(*theirs));
   }
-  return values;
+  return gathered;
 }
 
 }  // namespace murmur::peer

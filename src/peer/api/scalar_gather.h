@@ -14,12 +14,18 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "fabric/group.h"
 
 namespace murmur::peer {
+
+// "v1,v2,...": exactly `count` finite numbers (any strtod form, the hex
+// floats ScalarGather writes included), nothing else; nullopt otherwise.
+std::optional<std::vector<double>> parse_scalar_list(const std::string& text, std::size_t count);
 
 class ScalarGather {
  public:
@@ -28,8 +34,21 @@ class ScalarGather {
 
   // `what` names the collective in errors ("average()").
   std::vector<double> all(double value, const std::string& what);
+  // Several scalars per rank in one call: every rank's `values`, in rank
+  // order. All ranks must pass the same count; another count is refused
+  // like a bad number, naming the rank and host.
+  std::vector<std::vector<double>> all(std::span<const double> values, const std::string& what);
+  // The same collective lagged by one call: publishes `values` and returns
+  // every rank's values from this rank's previous call (the first call: from
+  // this one). It waits only for ranks more than one call behind, so a
+  // collective every few steps is not a barrier every few steps. Do not mix
+  // with all() on one object (they share the sequence).
+  std::vector<std::vector<double>> lagged(std::span<const double> values, const std::string& what);
 
  private:
+  void publish(std::uint64_t sequence, std::span<const double> values);
+  std::vector<std::vector<double>> collect(std::uint64_t sequence, std::size_t count, const std::string& what);
+
   fabric::Group& group_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
