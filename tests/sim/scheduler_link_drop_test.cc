@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
@@ -96,6 +97,18 @@ TEST_F(SchedulerLinkDrop, BothEndsFollowTheDropAndTheRecoveryWithin20Rounds) {
     while (relaxed < ds.size() && (ds[relaxed].ratio < before.ratio || ds[relaxed].period > before.period)) ++relaxed;
     EXPECT_LE(relaxed - recover, 20U) << "rank " << rank << " ratio " << during.ratio << " H " << during.period
                                       << " during the drop, " << before.ratio << " H " << before.period << " before";
+    // The rounds docs/scheduler.md quotes.
+    std::string while_slow;
+    for (std::size_t i = reacted; i < recover && i < ds.size(); ++i)
+      if (i == reacted || ds[i].ratio != ds[i - 1].ratio || ds[i].period != ds[i - 1].period)
+        while_slow += " " + std::to_string(ds[i].round) + ":" + std::to_string(ds[i].ratio).substr(0, 6) + "/H" +
+                      std::to_string(ds[i].period);
+    std::printf("rank %d while slow:%s\n", rank, while_slow.c_str());
+    std::printf("rank %d: drop after round %zu: %s at round %zu (ratio %g H %d); recovery after round %zu: "
+                "back at round %zu (ratio %g H %d)\n",
+                rank, drop, reacted < ds.size() ? "reacted" : "never", reacted, ds[std::min(reacted, ds.size() - 1)].ratio,
+                ds[std::min(reacted, ds.size() - 1)].period, recover, relaxed,
+                ds[std::min(relaxed, ds.size() - 1)].ratio, ds[std::min(relaxed, ds.size() - 1)].period);
     // And it stays near there: the link is as fast as before. (At this
     // budget's edge the ratio moves between neighbouring rungs: measured
     // times cross the hysteresis band, and a held one-size link explores.)
