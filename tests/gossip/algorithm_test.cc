@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -236,12 +237,13 @@ TEST(InProcess, ChocoTrialRatioLastsOneRound) {
 }
 
 TEST(InProcess, ConsensusSignalIsMixingOverLocalProgressPerStep) {
-  // dpsgd on two ranks at period 2, each step adding u (rank 0) or -u
-  // (rank 1) to every value. Once measuring (after retune), a round sees 2
-  // steps of local progress, 2u per value: 0.01 per step whatever u is. The
+  // dpsgd on two ranks at period 2, each step adding +u (rank 0) or -u
+  // (rank 1) to the first half of the values and +-3u to the second. Once
+  // measuring (after retune), local progress per step is sqrt(5) u. The
   // mixing is what averaging the two models changes, proportional to u, so
-  // mixing / local progress does not depend on u (the learning rate).
-  auto run = [](float u) {
+  // mixing / local progress does not depend on u (the learning rate). On a
+  // large model both are measured on a strided sample, covering both halves.
+  auto run = [](float u, std::size_t n) {
     auto c = make_cluster(2);
     auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
     std::vector<std::future<std::pair<double, double>>> fs;
@@ -251,9 +253,10 @@ TEST(InProcess, ConsensusSignalIsMixingOverLocalProgressPerStep) {
         o.overlap = false;
         auto a = gossip::make_algorithm("dpsgd", o, *c.comms[r], topo.get());
         a->retune({.period = 2});
-        std::vector<float> x(1000, 0.0f);
+        std::vector<float> x(n, 0.0f);
         for (int t = 0; t < 20; ++t) {
-          for (auto& v : x) v += r == 0 ? u : -u;
+          // The second half moves 3x as fast: RMS per step sqrt(5) u.
+          for (std::size_t i = 0; i < x.size(); ++i) x[i] += (r == 0 ? u : -u) * (i < x.size() / 2 ? 1.0f : 3.0f);
           a->step(x);
         }
         const std::pair<double, double> seen{a->last_local_step_rms(), a->last_mixing_rms()};
@@ -265,13 +268,17 @@ TEST(InProcess, ConsensusSignalIsMixingOverLocalProgressPerStep) {
     for (auto& f : fs) out.push_back(f.get());
     return out;
   };
-  const auto small = run(0.001f);
-  const auto large = run(0.1f);
+  const auto small = run(0.001f, 1000);
+  const auto large = run(0.1f, 1000);
+  // 300,000 values: measured on an evenly strided sample of them.
+  const auto sampled = run(0.1f, 300'000);
   for (int r = 0; r < 2; ++r) {
-    EXPECT_NEAR(small[r].first, 0.001, 1e-6);
-    EXPECT_NEAR(large[r].first, 0.1, 1e-4);
+    EXPECT_NEAR(small[r].first, 0.001 * std::sqrt(5.0), 1e-6);
+    EXPECT_NEAR(large[r].first, 0.1 * std::sqrt(5.0), 1e-4);
     ASSERT_GT(small[r].second, 0.0);
     EXPECT_NEAR(small[r].second / small[r].first, large[r].second / large[r].first, 1e-3);
+    EXPECT_NEAR(sampled[r].first, large[r].first, 1e-6);
+    EXPECT_NEAR(sampled[r].second, large[r].second, 1e-6);
   }
 }
 

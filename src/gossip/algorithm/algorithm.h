@@ -145,8 +145,10 @@ class Algorithm {
   // sqrt(mean square) of what the caller's own steps changed in params
   // between the last two rounds, per step: the local progress that the
   // mixing corrects. Both scale with the learning rate, so their quotient
-  // does not (the scheduler's guard compares it with a reference taken
-  // early in training). Same conditions as last_mixing_rms. Any thread.
+  // does not (the scheduler's guard compares it with the quotient of ranks
+  // running least aggressive). Same conditions as last_mixing_rms. Both may
+  // be estimated on a sample of the values (RoundAlgorithm: at most 65536,
+  // evenly strided). Any thread.
   virtual double last_local_step_rms() const { return 0; }
 };
 

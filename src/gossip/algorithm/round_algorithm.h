@@ -87,8 +87,10 @@ class RoundAlgorithm : public Algorithm {
   std::atomic<int> period_;         // written on the caller thread, read anywhere
   int steps_since_round_ = 0;       // caller thread only
   bool measure_mixing_ = false;     // caller thread only: set by the first retune()
-  std::vector<float> before_end_;   // caller thread only: params before end_round
-  std::vector<float> after_end_;    // caller thread only: params after the last end_round
+  // Values of params sampled for the consensus signal (complete_round).
+  static constexpr std::size_t kMixingSamples = 65536;
+  std::vector<float> before_end_;   // caller thread only: sampled params before end_round
+  std::vector<float> after_end_;    // caller thread only: sampled params after the last end_round
   std::uint64_t steps_at_end_ = 0;  // caller thread only: stats_.steps then
   std::atomic<double> mixing_rms_{0};
   std::atomic<double> local_step_rms_{0};

@@ -65,7 +65,7 @@ class ScheduleController {
  public:
   // Collective: publishes this rank's proposal and returns every rank's, in
   // rank order, the same vector on every rank. It may lag by one call (the
-  // proposals of the previous decision: ScalarGather::lagged), so that
+  // proposals of the previous decision: peer/api/schedule_agreement.h), so that
   // agreeing is not a barrier every interval; the agreed period then applies
   // one interval after it was wished for, still at the same step everywhere.
   using Gather = std::function<std::vector<ScheduleProposal>(const ScheduleProposal& mine)>;

@@ -22,6 +22,7 @@
 #include "gossip/topology/factory.h"
 #include "peer/api/job_environment.h"
 #include "peer/api/scalar_gather.h"
+#include "peer/api/schedule_agreement.h"
 #include "peer/api/tensor_set.h"
 
 namespace murmur {
@@ -142,6 +143,7 @@ class Peer::Impl {
     // Algorithms stop their threads before the communicator and the group
     // they talk through go away.
     controller_.reset();
+    schedule_agreement_.reset();  // waits for a gather in flight
     collective_.reset();
     gossip_.reset();
     communicator_.reset();
@@ -337,13 +339,8 @@ class Peer::Impl {
     }
     started_ = true;
     if (schedule_config_) {
-      auto gather = [this](const gossip::schedule::ScheduleProposal& mine) {
-        const double values[] = {static_cast<double>(mine.period), mine.consensus, mine.least_aggressive ? 1.0 : 0.0};
-        std::vector<gossip::schedule::ScheduleProposal> all;
-        for (const auto& v : schedule_gather_->lagged(std::span<const double>(values), "the schedule's agreement"))
-          all.push_back({static_cast<int>(std::clamp(v[0], 1.0, 1e6)), v[1], v[2] != 0});
-        return all;
-      };
+      schedule_agreement_ = std::make_unique<peer::ScheduleAgreement>(*schedule_gather_);
+      auto gather = [this](const gossip::schedule::ScheduleProposal& mine) { return (*schedule_agreement_)(mine); };
       auto record = [this](const nlohmann::json& decision) {
         if (config_.on_schedule_decision) config_.on_schedule_decision(decision.dump());
       };
@@ -368,7 +365,8 @@ class Peer::Impl {
   std::atomic<std::uint64_t> steps_{0};   // read by stats() on any thread
   std::atomic<double> ratio_now_{1.0};    // likewise
   std::unique_ptr<peer::ScalarGather> scalars_;
-  std::unique_ptr<peer::ScalarGather> schedule_gather_;  // its own sequence: lagged
+  std::unique_ptr<peer::ScalarGather> schedule_gather_;  // its own sequence, used by schedule_agreement_ only
+  std::unique_ptr<peer::ScheduleAgreement> schedule_agreement_;
   std::optional<gossip::schedule::ScheduleConfig> schedule_config_;
   std::unique_ptr<gossip::schedule::ScheduleController> controller_;
   std::chrono::steady_clock::time_point left_step_;

@@ -42,12 +42,6 @@ std::vector<std::vector<double>> ScalarGather::all(std::span<const double> value
   return collect(sequence, values.size(), what);
 }
 
-std::vector<std::vector<double>> ScalarGather::lagged(std::span<const double> values, const std::string& what) {
-  const std::uint64_t sequence = sequence_++;
-  publish(sequence, values);
-  return collect(sequence == 0 ? 0 : sequence - 1, values.size(), what);
-}
-
 void ScalarGather::publish(std::uint64_t sequence, std::span<const double> values) {
   std::string text;
   for (double v : values) {

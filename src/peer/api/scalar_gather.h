@@ -38,12 +38,6 @@ class ScalarGather {
   // order. All ranks must pass the same count; another count is refused
   // like a bad number, naming the rank and host.
   std::vector<std::vector<double>> all(std::span<const double> values, const std::string& what);
-  // The same collective lagged by one call: publishes `values` and returns
-  // every rank's values from this rank's previous call (the first call: from
-  // this one). It waits only for ranks more than one call behind, so a
-  // collective every few steps is not a barrier every few steps. Do not mix
-  // with all() on one object (they share the sequence).
-  std::vector<std::vector<double>> lagged(std::span<const double> values, const std::string& what);
 
  private:
   void publish(std::uint64_t sequence, std::span<const double> values);

@@ -2,8 +2,8 @@
 // or mpirun); each reads its rank from its flags or its launcher's
 // environment (include/murmur/peer.h says which variables, in which order).
 //
-//   murmur-run -np 8 -- murmur-peer --algorithm choco --compress topk:0.01 \
-//       --topology exponential --model mlp --epochs 5
+//   murmur-run -np 8 -- murmur-peer --algorithm choco --compress topk:0.01
+//       --topology exponential --model mlp --epochs 5   (one command line)
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
