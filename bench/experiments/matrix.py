@@ -348,7 +348,17 @@ def merge(args, out_dir):
         f.write(text + "\n")
     print(text)
     profiles = split_profiles(args.profiles)
-    written = plots(rows, out_dir, args.plot_profile or profiles[0], args.plot_peers or 8, args.target)
+    write_plots(rows, out_dir, args.plot_profile or profiles[0], args.plot_peers or 8, args.target)
+
+
+def write_plots(rows, out_dir, plot_profile, plot_peers, target):
+    try:
+        written = plots(rows, out_dir, plot_profile, plot_peers, target)
+    except ImportError as e:
+        # The CSV and the table are written; only the plots need matplotlib.
+        sys.exit(f"matrix.py: results.csv and table.md are in {out_dir}, but the plots need matplotlib ({e}): "
+                 f"apt install python3-matplotlib and run this script with the python that has it "
+                 f"(--merge {out_dir} --out DIR redraws them without running anything)")
     print(f"\nresults.csv, table.md, {', '.join(os.path.basename(w) for w in written)} in {out_dir}")
 
 
@@ -409,8 +419,7 @@ def main():
         with open(os.path.join(out_dir, "table.md"), "w") as f:
             f.write(derivation_table(compute_s) + "\n\n" + text + "\n")
         print("\n" + text)
-        written = plots(rows, out_dir, args.plot_profile or profiles[0], args.plot_peers or 8, args.target)
-        print(f"\nresults.csv, table.md, {', '.join(os.path.basename(w) for w in written)} in {out_dir}")
+        write_plots(rows, out_dir, args.plot_profile or profiles[0], args.plot_peers or 8, args.target)
     if any(r["rc"] != 0 for r in rows):
         sys.exit(1)
 

@@ -49,6 +49,7 @@ TEST(ScheduleFile, GoodFileSetsEveryKnobItNames) {
       "hysteresis = 0\n"
       "guard_cooldown_rounds = 4\n"
       "guard_release_rounds = 50\n"
+      "guard_warmup_rounds = 3\n"
       "explore_rounds = 0\n"
       "probe_interval_s = 0.5\n"
       "window = 32\n"
@@ -68,6 +69,7 @@ TEST(ScheduleFile, GoodFileSetsEveryKnobItNames) {
   EXPECT_EQ(c.bounds.hysteresis, 0);
   EXPECT_EQ(c.bounds.guard_cooldown_rounds, 4);
   EXPECT_EQ(c.bounds.guard_release_rounds, 50);
+  EXPECT_EQ(c.guard_warmup_rounds, 3);
   EXPECT_EQ(c.bounds.explore_rounds, 0);
   EXPECT_EQ(c.link.probe_interval_s, 0.5);
   EXPECT_EQ(c.link.window, 32u);
@@ -77,7 +79,7 @@ TEST(ScheduleFile, GoodFileSetsEveryKnobItNames) {
   EXPECT_EQ(c.link.small_message_bytes, 1024);
   EXPECT_EQ(c.compute_window, 5u);
   // Every knob is in the table that lists them, and the file above named them all.
-  EXPECT_EQ(schedule_settings().size(), 17u);
+  EXPECT_EQ(schedule_settings().size(), 18u);
 }
 
 TEST(ScheduleFile, EmptyFileGivesDefaults) {

@@ -350,9 +350,14 @@ TEST(ScheduleAgreement, MaxPeriodAndTheLeastAggressiveRanksSignal) {
   const ScheduleAgreement a = agree(proposals);
   EXPECT_EQ(a.period, 3);
   EXPECT_DOUBLE_EQ(a.reference, 0.5);
-  // Nobody least aggressive: no reference (the controller keeps its last).
-  EXPECT_EQ(agree({{2, 0.9, false}, {1, 0.8, false}}).reference, -1);
+  EXPECT_DOUBLE_EQ(a.overall, 0.675);
+  // Nobody least aggressive: no reference (the controller keeps its last,
+  // or takes the overall mean when it has none).
+  const ScheduleAgreement compressed = agree({{2, 0.9, false}, {1, 0.8, false}});
+  EXPECT_EQ(compressed.reference, -1);
+  EXPECT_DOUBLE_EQ(compressed.overall, 0.85);
   EXPECT_EQ(agree({{1, -1, false}}).period, 1);
+  EXPECT_EQ(agree({{1, -1, false}}).overall, -1);
 }
 
 TEST(AdaptivePolicy, MisuseIsABug) {

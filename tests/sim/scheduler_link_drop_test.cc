@@ -91,8 +91,11 @@ TEST_F(SchedulerLinkDrop, BothEndsFollowTheDropAndTheRecoveryWithin20Rounds) {
     EXPECT_GT(reacted, drop) << "rank " << rank << " moved before the drop";
     // Within 20 rounds of the recovery: back to at least the ratio and at
     // most the period of before the drop.
+    // Still more compression or a longer period just before the recovery
+    // (the guard may trade one for the other while the link is slow).
     const Decision during = ds[recover - 1];
-    EXPECT_LT(during.ratio, before.ratio) << "rank " << rank;
+    EXPECT_TRUE(during.ratio < before.ratio || during.period > before.period)
+        << "rank " << rank << ": ratio " << during.ratio << " H " << during.period;
     std::size_t relaxed = recover;
     while (relaxed < ds.size() && (ds[relaxed].ratio < before.ratio || ds[relaxed].period > before.period)) ++relaxed;
     EXPECT_LE(relaxed - recover, 20U) << "rank " << rank << " ratio " << during.ratio << " H " << during.period

@@ -22,16 +22,20 @@ ScheduleBounds bounds_for(const ScheduleConfig& config, const Algorithm& algorit
 
 ScheduleAgreement agree(const std::vector<ScheduleProposal>& proposals) {
   ScheduleAgreement a;
-  double sum = 0;
-  int count = 0;
+  double least_sum = 0, all_sum = 0;
+  int least = 0, all = 0;
   for (const ScheduleProposal& p : proposals) {
     a.period = std::max(a.period, p.period);
-    if (p.least_aggressive && p.consensus > 0) {
-      sum += p.consensus;
-      ++count;
+    if (p.consensus <= 0) continue;
+    all_sum += p.consensus;
+    ++all;
+    if (p.least_aggressive) {
+      least_sum += p.consensus;
+      ++least;
     }
   }
-  if (count > 0) a.reference = sum / count;
+  if (least > 0) a.reference = least_sum / least;
+  if (all > 0) a.overall = all_sum / all;
   return a;
 }
 
@@ -103,7 +107,18 @@ void ScheduleController::on_step(double compute_seconds) {
   auto decision = policy_.decide(in, std::clamp(agreed.period, policy_.bounds().min_period, policy_.bounds().max_period));
   ++decisions_;
   // For the next decision: the signal was measured before this one applies.
-  if (agreed.reference > 0) reference_ = agreed.reference;
+  // Not in the first decisions: models that start identical drift apart
+  // for a while whatever the setting, and a reference taken then would
+  // make every later drift look like the compression's.
+  if (decisions_ > static_cast<std::uint64_t>(config_.guard_warmup_rounds)) {
+    if (agreed.reference > 0) {
+      reference_ = agreed.reference;
+    } else if (reference_ < 0 && agreed.overall > 0) {
+      // Nobody least aggressive since the warm-up: the drift under the
+      // settings in force then is the baseline.
+      reference_ = agreed.overall;
+    }
+  }
 
   Tuning tuning;
   tuning.period = decision.period;

@@ -20,11 +20,16 @@
 // learning rate, their quotient does not. The guard compares this rank's
 // signal with a reference measured at the same time: the mean signal of the
 // ranks that run least aggressive (max ratio, min period) at this decision,
-// learnt through the gather and used from the next one. When no rank is least
-// aggressive the last reference is kept. So a drift that every rank sees
-// (the first rounds from identical models, the learning-rate schedule) is
-// not blamed on compression or skipping; a frozen reference from early
-// rounds was (docs/scheduler.md).
+// learnt through the gather and used from the next one, once
+// guard_warmup_rounds decisions have passed. When no rank is least aggressive
+// the last reference is kept; if there is none yet (every rank compressed or
+// skipped from the start), the mean signal of all ranks after the warm-up
+// becomes it, so that a drift growing from there still trips the guard. So
+// a drift that every rank sees (the first rounds from identical models) is
+// not blamed on compression or skipping; a reference frozen in the first
+// rounds was (docs/scheduler.md). The signal also rises late in a run whose
+// learning rate decays to zero (the models' distance was built by earlier,
+// larger steps), which a reference kept from mid-run can take for drift.
 //
 // Blocking: on_step blocks in gather at each interval (a lagged gather only
 // while some rank is more than an interval behind). Threads: the
@@ -52,12 +57,14 @@ struct ScheduleProposal {
   bool least_aggressive = false;  // running max_ratio at min_period
 };
 
-// The agreed period (the maximum wish, a larger one only adds budget) and the
+// The agreed period (the maximum wish, a larger one only adds budget), the
 // guard's reference (the mean signal of the least aggressive ranks that
-// measured one; -1 when none did). Pure: the same on every rank.
+// measured one; -1 when none did) and the mean signal of all ranks that
+// measured one (-1: none). Pure: the same on every rank.
 struct ScheduleAgreement {
   int period = 1;
   double reference = -1;
+  double overall = -1;
 };
 ScheduleAgreement agree(const std::vector<ScheduleProposal>& proposals);
 
@@ -98,7 +105,7 @@ class ScheduleController {
   double ratio_;
   double observed_message_bytes_ = 0;  // mean of the last interval's sends
   // Mean consensus signal of the least aggressive ranks at the last
-  // decision that had any; -1 before.
+  // decision that had any (or of all ranks, see above); -1 before.
   double reference_ = -1;
   std::optional<ScheduleDecision> last_;
 };

@@ -42,6 +42,10 @@ struct ScheduleConfig {
   ScheduleBounds bounds;
   LinkEstimatorOptions link;
   std::size_t compute_window = 9;  // ComputeEstimator window
+  // Decisions at the start whose consensus signals set no guard reference
+  // (ScheduleController): models that start identical drift apart for a
+  // while whatever the setting.
+  int guard_warmup_rounds = 20;
   std::string source = "adaptive"; // the flag or "@path" it came from, for the record
 };
 
