@@ -255,6 +255,66 @@ TEST(Rendezvous, WaitAndBarrierTimeOutNamingTheKeyAndTheMissingRanks) {
   tc.join();
 }
 
+// gather: one reply with every rank's key, whether the keys were there
+// before it asked or arrive while it waits; a timeout names the missing
+// indices; a count no collective needs is refused.
+TEST(Rendezvous, GatherAnswersOnceEveryKeyIsSet) {
+  Server server(server_options());
+  constexpr int kSize = 3;
+  Client a(client_options(server, 0, kSize));
+  Client b(client_options(server, 1, kSize));
+  Client c(client_options(server, 2, kSize));
+  a.set("g/1/0", std::string("zero\0", 5));
+  b.set("g/1/1", "one");
+  std::vector<std::string> early;
+  std::thread waiting([&] { early = a.gather("g/1/", kSize, 5000ms); });
+  std::this_thread::sleep_for(50ms);  // a is waiting for key 2
+  c.set("g/1/2", "two");
+  waiting.join();
+  EXPECT_EQ(early, (std::vector<std::string>{std::string("zero\0", 5), "one", "two"}));
+  // Everything present already: answered at once, to any member.
+  EXPECT_EQ(b.gather("g/1/", kSize, 100ms), early);
+  // A key sharing the prefix but not an index does not complete it.
+  a.set("g/2/0", "x");
+  a.set("g/2/10", "y");
+  const auto error = message_of([&] { b.gather("g/2/", kSize, 100ms); });
+  EXPECT_NE(error.find("gather 'g/2/' (3 keys) timed out"), std::string::npos) << error;
+  EXPECT_NE(error.find("still missing: 1, 2"), std::string::npos) << error;
+  const auto zero = message_of([&] { b.gather("g/3/", 0, 100ms); });
+  EXPECT_NE(zero.find("count 0 out of range"), std::string::npos) << zero;
+  const auto huge = message_of([&] { b.gather("g/3/", 1u << 30, 100ms); });
+  EXPECT_NE(huge.find("out of range for world size 3"), std::string::npos) << huge;
+  EXPECT_EQ(server.rejected_count(), 0u);
+}
+
+TEST(RendezvousWire, GatherRequestAndValuesRoundTrip) {
+  wire::Request q;
+  q.id = 9;
+  q.op = wire::Op::gather;
+  q.key = "murmur/peer/schedule/12/";
+  q.count = 8;
+  q.timeout_ms = 250;
+  const auto frame = wire::encode(wire::ClientMessage{q});
+  std::vector<std::uint64_t> body((frame.size() - wire::kPrefixBytes) / 8);
+  std::memcpy(body.data(), frame.data() + wire::kPrefixBytes, body.size() * 8);
+  const auto back = std::get<wire::Request>(wire::decode_client(body, 1 << 20));
+  EXPECT_EQ(back.op, wire::Op::gather);
+  EXPECT_EQ(back.key, q.key);
+  EXPECT_EQ(back.count, 8u);
+  EXPECT_EQ(back.timeout_ms, 250u);
+
+  wire::Response r;
+  r.id = 9;
+  r.kind = wire::Response::Kind::values;
+  r.values = {"a", std::string("\0b", 2), ""};
+  const auto rframe = wire::encode(wire::ServerMessage{r});
+  std::vector<std::uint64_t> rbody((rframe.size() - wire::kPrefixBytes) / 8);
+  std::memcpy(rbody.data(), rframe.data() + wire::kPrefixBytes, rbody.size() * 8);
+  const auto rback = std::get<wire::Response>(wire::decode_server(rbody, 1 << 20));
+  EXPECT_EQ(rback.kind, wire::Response::Kind::values);
+  EXPECT_EQ(rback.values, r.values);
+}
+
 TEST(Rendezvous, RefusesWrongTokenDuplicateRankAndOtherWorldSize) {
   Server server(server_options());
   Client first(client_options(server, 1, 4));

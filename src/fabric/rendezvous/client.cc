@@ -369,6 +369,21 @@ std::string Client::wait(const std::string& key, std::chrono::milliseconds timeo
   return std::move(r.text);
 }
 
+std::vector<std::string> Client::gather(const std::string& prefix, std::uint32_t count,
+                                        std::chrono::milliseconds timeout) {
+  wire::Request q;
+  q.op = wire::Op::gather;
+  q.key = prefix;
+  q.count = count;
+  q.timeout_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(timeout.count(), 0));
+  auto r = impl_->call(std::move(q), timeout + impl_->options().request_timeout, "gather '" + prefix + "'");
+  if (r.values.size() != count) {
+    throw FabricError("gather '" + prefix + "': the server answered " + std::to_string(r.values.size()) +
+                      " values for " + std::to_string(count) + " keys");
+  }
+  return std::move(r.values);
+}
+
 void Client::barrier(const std::string& name, std::chrono::milliseconds timeout) {
   wire::Request q;
   q.op = wire::Op::barrier;

@@ -70,6 +70,11 @@ class Client final {
   std::optional<std::string> get(const std::string& key);
   // Blocks until the key is set. Throws FabricError naming the key on timeout.
   std::string wait(const std::string& key, std::chrono::milliseconds timeout);
+  // The values of prefix + "0" .. prefix + (count - 1), in that order, in
+  // one reply once all are set: a collective's one key per rank without a
+  // round trip per key. Throws FabricError on timeout (naming the missing
+  // indices) or for a count past 16 x the world size.
+  std::vector<std::string> gather(const std::string& prefix, std::uint32_t count, std::chrono::milliseconds timeout);
   // Blocks until all `size` ranks reached the barrier `name`. Throws
   // FabricError on timeout (naming the ranks still missing) or when a member
   // is lost or leaves while waiting.

@@ -34,7 +34,16 @@ struct Request {
     members @5 :Void;
     heartbeat @6 :Void;   # never answered
     leave @7 :Void;       # answered with ok, then the server closes
+    gather @8 :Gather;    # answered with values once every key of the gather is set, or an error at timeout
   }
+}
+
+# The keys prefix + "0" ... prefix + (count - 1), decimal: one reply with all
+# their values in that order, instead of one wait per key.
+struct Gather {
+  prefix @0 :Text;
+  count @1 :UInt32;
+  timeoutMs @2 :UInt64;
 }
 
 struct KeyValue {
@@ -67,6 +76,7 @@ struct Response {
     notFound @3 :Void;
     error @4 :Text;
     members @5 :List(Member);
+    values @6 :List(Data);  # gather
   }
 }
 

@@ -13,7 +13,9 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -77,6 +79,12 @@ class Server::Impl {
   void do_set(const SessionPtr& s, const wire::Request& q);
   void do_wait(const SessionPtr& s, const wire::Request& q);
   void do_barrier(const SessionPtr& s, const wire::Request& q);
+  void do_gather(const SessionPtr& s, const wire::Request& q);
+  // The values of prefix + "0" .. prefix + (count - 1); nullopt while one
+  // is missing.
+  std::optional<std::vector<std::string>> gathered(const std::string& prefix, std::uint32_t count) const;
+  // Answers the gathers that `key` completes.
+  void complete_gathers(const std::string& key);
   void members_response(const SessionPtr& s, std::uint64_t id);
 
   void send(const SessionPtr& s, wire::ServerMessage message) { s->conn->send(wire::encode(message)); }
@@ -102,6 +110,11 @@ class Server::Impl {
   int world_size_ = 0;                 // fixed by the first Hello while anyone is joined
   std::map<std::string, std::string> store_;
   std::map<std::string, std::vector<Pending>> waiters_;  // key -> clients in wait()
+  struct Gathering {
+    Pending pending;
+    std::uint32_t count;
+  };
+  std::map<std::string, std::vector<Gathering>> gathers_;  // prefix -> clients in gather()
   std::map<std::string, std::map<int, Pending>> barriers_;  // name -> rank -> arrival
   std::thread thread_;  // last: started once everything above exists
 };
@@ -151,6 +164,7 @@ Server::Impl::~Impl() {
   asio::post(io_, [this] { io_.stop(); });
   if (thread_.joinable()) thread_.join();
   waiters_.clear();
+  gathers_.clear();
   barriers_.clear();
   members_.clear();
   sessions_.clear();
@@ -292,6 +306,7 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Request& q) {
     }
     case wire::Op::wait: do_wait(s, q); break;
     case wire::Op::barrier: do_barrier(s, q); break;
+    case wire::Op::gather: do_gather(s, q); break;
     case wire::Op::members: members_response(s, q.id); break;
     case wire::Op::heartbeat: break;  // last_seen is already updated
     case wire::Op::leave: {
@@ -320,6 +335,7 @@ void Server::Impl::do_set(const SessionPtr& s, const wire::Request& q) {
   wire::Response ok;
   ok.id = q.id;
   send(s, ok);
+  if (!gathers_.empty()) complete_gathers(q.key);
   auto it = waiters_.find(q.key);
   if (it == waiters_.end()) return;
   for (const Pending& p : it->second) {
@@ -331,6 +347,74 @@ void Server::Impl::do_set(const SessionPtr& s, const wire::Request& q) {
     send(p.session, r);
   }
   waiters_.erase(it);
+}
+
+std::optional<std::vector<std::string>> Server::Impl::gathered(const std::string& prefix, std::uint32_t count) const {
+  std::vector<std::string> values;
+  values.reserve(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    auto it = store_.find(prefix + std::to_string(i));
+    if (it == store_.end()) return std::nullopt;
+    values.push_back(it->second);
+  }
+  return values;
+}
+
+void Server::Impl::complete_gathers(const std::string& key) {
+  for (auto it = gathers_.begin(); it != gathers_.end();) {
+    if (key.compare(0, it->first.size(), it->first) != 0) {
+      ++it;
+      continue;
+    }
+    std::erase_if(it->second, [&](const Gathering& g) {
+      auto values = gathered(it->first, g.count);
+      if (!values) return false;
+      g.pending.timer->cancel();
+      wire::Response r;
+      r.id = g.pending.id;
+      r.kind = wire::Response::Kind::values;
+      r.values = std::move(*values);
+      send(g.pending.session, r);
+      return true;
+    });
+    it = it->second.empty() ? gathers_.erase(it) : std::next(it);
+  }
+}
+
+void Server::Impl::do_gather(const SessionPtr& s, const wire::Request& q) {
+  // Bounded: one reply carries every value, and a count past the world
+  // cannot be the one-key-per-rank collective this is for.
+  if (q.count == 0 || q.count > static_cast<std::uint32_t>(std::max(world_size_, 1)) * 16) {
+    send(s, error_response(q.id, "gather '" + q.key + "': count " + std::to_string(q.count) +
+                                     " out of range for world size " + std::to_string(world_size_)));
+    return;
+  }
+  if (auto values = gathered(q.key, q.count)) {
+    wire::Response r;
+    r.id = q.id;
+    r.kind = wire::Response::Kind::values;
+    r.values = std::move(*values);
+    send(s, r);
+    return;
+  }
+  auto timer = std::make_shared<TimerPtr>();
+  *timer = arm(q.timeout_ms, [this, s, id = q.id, prefix = q.key, count = q.count, ms = q.timeout_ms, timer] {
+    auto it = gathers_.find(prefix);
+    if (it == gathers_.end()) return;  // answered just before the expiry ran
+    const auto removed = std::erase_if(it->second, [&](const Gathering& g) { return g.pending.timer == *timer; });
+    if (it->second.empty()) gathers_.erase(it);
+    if (removed == 0) return;
+    std::string missing;
+    int listed = 0;
+    for (std::uint32_t i = 0; i < count && listed < 16; ++i) {
+      if (store_.count(prefix + std::to_string(i)) != 0) continue;
+      missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+      ++listed;
+    }
+    send(s, error_response(id, "gather '" + prefix + "' (" + std::to_string(count) + " keys) timed out after " +
+                                   std::to_string(ms) + " ms; still missing: " + missing));
+  });
+  gathers_[q.key].push_back(Gathering{Pending{s, q.id, *timer}, q.count});
 }
 
 void Server::Impl::do_wait(const SessionPtr& s, const wire::Request& q) {
@@ -436,6 +520,14 @@ void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool lef
       return true;
     });
     it = it->second.empty() ? waiters_.erase(it) : std::next(it);
+  }
+  for (auto it = gathers_.begin(); it != gathers_.end();) {
+    std::erase_if(it->second, [&](const Gathering& g) {
+      if (g.pending.session != s) return false;
+      g.pending.timer->cancel();
+      return true;
+    });
+    it = it->second.empty() ? gathers_.erase(it) : std::next(it);
   }
   // No barrier can complete without it any more.
   const std::string why = "rank " + std::to_string(s->rank) + " (" + s->host + ") " +

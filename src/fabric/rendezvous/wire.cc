@@ -22,6 +22,7 @@ const char* op_name(Op op) {
     case Op::members: return "members";
     case Op::heartbeat: return "heartbeat";
     case Op::leave: return "leave";
+    case Op::gather: return "gather";
   }
   return "?";
 }
@@ -82,6 +83,12 @@ Request read_request(cw::Request::Reader r) {
       out.key = to_string(r.getBarrier().getKey());
       out.timeout_ms = r.getBarrier().getTimeoutMs();
       break;
+    case cw::Request::GATHER:
+      out.op = Op::gather;
+      out.key = to_string(r.getGather().getPrefix());
+      out.count = r.getGather().getCount();
+      out.timeout_ms = r.getGather().getTimeoutMs();
+      break;
     case cw::Request::MEMBERS: out.op = Op::members; break;
     case cw::Request::HEARTBEAT: out.op = Op::heartbeat; break;
     case cw::Request::LEAVE: out.op = Op::leave; break;
@@ -126,6 +133,13 @@ std::vector<std::byte> encode(const ClientMessage& message) {
         kt.setTimeoutMs(q.timeout_ms);
         break;
       }
+      case Op::gather: {
+        auto g = r.initGather();
+        g.setPrefix(q.key);
+        g.setCount(q.count);
+        g.setTimeoutMs(q.timeout_ms);
+        break;
+      }
       case Op::members: r.setMembers(); break;
       case Op::heartbeat: r.setHeartbeat(); break;
       case Op::leave: r.setLeave(); break;
@@ -158,6 +172,11 @@ std::vector<std::byte> encode(const ServerMessage& message) {
           list[i].setRank(q->members[i].rank);
           list[i].setHost(q->members[i].host);
         }
+        break;
+      }
+      case Response::Kind::values: {
+        auto list = r.initValues(static_cast<unsigned>(q->values.size()));
+        for (unsigned i = 0; i < q->values.size(); ++i) list.set(i, as_data(q->values[i]));
         break;
       }
     }
@@ -218,6 +237,10 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
           case cw::Response::MEMBERS:
             out.kind = Response::Kind::members;
             for (auto m : r.getMembers()) out.members.push_back(Member{m.getRank(), to_string(m.getHost())});
+            break;
+          case cw::Response::VALUES:
+            out.kind = Response::Kind::values;
+            for (auto v : r.getValues()) out.values.push_back(to_string(v));
             break;
           default: throw DecodeError("response of unknown kind " + std::to_string(int(r.which())));
         }

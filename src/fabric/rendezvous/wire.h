@@ -30,15 +30,16 @@ struct Hello {
   std::string host;
 };
 
-enum class Op { set, get, wait, barrier, members, heartbeat, leave };
+enum class Op { set, get, wait, barrier, members, heartbeat, leave, gather };
 const char* op_name(Op op);
 
 struct Request {
   std::uint64_t id = 0;
   Op op = Op::heartbeat;
-  std::string key;    // set, get, wait, barrier (its name)
+  std::string key;    // set, get, wait, barrier (its name), gather (the prefix)
   std::string value;  // set
-  std::uint64_t timeout_ms = 0;  // wait, barrier
+  std::uint64_t timeout_ms = 0;  // wait, barrier, gather
+  std::uint32_t count = 0;       // gather
 };
 
 struct Welcome {
@@ -47,11 +48,12 @@ struct Welcome {
 };
 
 struct Response {
-  enum class Kind { ok, value, not_found, error, members };
+  enum class Kind { ok, value, not_found, error, members, values };
   std::uint64_t id = 0;
   Kind kind = Kind::ok;
   std::string text;  // the value, or the error
   std::vector<Member> members;
+  std::vector<std::string> values;  // gather
 };
 
 using ClientMessage = std::variant<Hello, Request>;

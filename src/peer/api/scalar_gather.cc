@@ -55,12 +55,13 @@ void ScalarGather::publish(std::uint64_t sequence, std::span<const double> value
 
 std::vector<std::vector<double>> ScalarGather::collect(std::uint64_t sequence, std::size_t count,
                                                        const std::string& what) {
-  const std::string prefix = prefix_ + std::to_string(sequence) + "/";
-  auto& control = group_.control();
+  // One reply with every rank's value (not a round trip per rank).
+  const auto replies = group_.control().gather(prefix_ + std::to_string(sequence) + "/",
+                                               static_cast<std::uint32_t>(group_.size()), timeout_);
   std::vector<std::vector<double>> gathered;
   gathered.reserve(group_.size());
   for (int r = 0; r < group_.size(); ++r) {
-    const std::string reply = control.wait(prefix + std::to_string(r), timeout_);
+    const std::string& reply = replies[static_cast<std::size_t>(r)];
     auto theirs = parse_scalar_list(reply, count);
     if (!theirs) {
       throw std::runtime_error("rank " + std::to_string(r) + " (" + group_.peers()[r].host + ") contributed '" +

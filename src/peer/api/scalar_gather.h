@@ -1,8 +1,9 @@
 // ScalarGather: every rank's double, exactly, through the rendezvous'
 // key/value store. For the few scalars a job agrees on (an accuracy count,
-// the scheduler's period): a message per rank per call to the rendezvous,
-// no data-plane traffic, and every rank sees the same values in rank order,
-// so sums over them are bitwise equal everywhere.
+// the scheduler's period): two requests per rank per call to the rendezvous
+// (set its key, then one gather that answers with every rank's once all are
+// there), no data-plane traffic, and every rank sees the same values in rank
+// order, so sums over them are bitwise equal everywhere.
 //
 // Each call uses fresh keys ("<prefix><sequence>/<rank>"), so all ranks must
 // call it the same number of times in the same order (a collective). Values
