@@ -20,8 +20,9 @@ namespace {
 // The schedulers' gather as a simulated collective, lagged by one call as
 // the real one is (peer/api/schedule_agreement.h): a rank publishes its
 // proposal and gets every rank's from its previous call (the first two calls:
-// the first call's), waiting only while some rank has not made that call yet. It takes no virtual time (the real one is a few
-// scalars through the rendezvous store). Baton holders only.
+// the first call's), waiting only while some rank has not made that call
+// yet. It takes no virtual time (the real one is a few scalars through the
+// rendezvous store). Baton holders only.
 class SimGather {
  public:
   using Proposal = gossip::schedule::ScheduleProposal;

@@ -100,11 +100,13 @@ void ScheduleController::on_step(double compute_seconds) {
   ScheduleProposal mine;
   mine.period = policy_.propose_period(in);
   mine.consensus = in.consensus_distance;
-  mine.least_aggressive = ratio_ >= policy_.bounds().max_ratio && algorithm_.period() <= policy_.bounds().min_period;
+  mine.least_aggressive =
+      ratio_ >= policy_.bounds().max_ratio && algorithm_.period() <= policy_.bounds().min_period;
   const auto proposals = gather_(mine);
   MURMUR_CHECK(!proposals.empty());
   const ScheduleAgreement agreed = agree(proposals);
-  auto decision = policy_.decide(in, std::clamp(agreed.period, policy_.bounds().min_period, policy_.bounds().max_period));
+  const int period = std::clamp(agreed.period, policy_.bounds().min_period, policy_.bounds().max_period);
+  auto decision = policy_.decide(in, period);
   ++decisions_;
   // For the next decision: the signal was measured before this one applies.
   // Not in the first decisions: models that start identical drift apart

@@ -204,7 +204,8 @@ std::size_t AdaptivePolicy::maybe_explore(const ScheduleInputs& in, int key, std
   // Twice the bytes (headers make one rung just short of it), or max_ratio.
   std::size_t target = rung - 1;
   while (target > 0 && message_bytes(in, ladder_[target]) < 2 * message_bytes(in, ladder_[rung])) --target;
-  append(note, fmt::format("{}: explore ratio {:.4g} -> {:.4g} for one round (measured at one message size for {} rounds)",
+  append(note, fmt::format("{}: explore ratio {:.4g} -> {:.4g} for one round "
+                           "(measured at one message size for {} rounds)",
                            key < 0 ? std::string("shared ratio") : fmt::format("link {}", key), ladder_[rung],
                            ladder_[target], bounds_.explore_rounds));
   return target;
