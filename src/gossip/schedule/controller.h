@@ -4,9 +4,10 @@
 //   every step      on_step(compute seconds) feeds the ComputeEstimator
 //   every interval  the algorithm's timed sends feed one LinkEstimator per
 //                   peer; the inputs (links, compute per step, message cost,
-//                   the algorithm's mixing RMS as the consensus signal) go to
+//                   the consensus signal below) go to
 //                   propose_period; `gather` brings every rank's proposal
-//                   (period wish, consensus signal) to every rank; the
+//                   (period wish, consensus signal, least aggressive or
+//                   not) to every rank; the
 //                   maximum period is agreed; decide() picks the ratios;
 //                   Algorithm::retune applies both from the next step on;
 //                   `record` receives the decision with its measurements.
@@ -18,9 +19,10 @@
 // The consensus signal is the mixing RMS over the local progress per step
 // (Algorithm::last_mixing_rms / last_local_step_rms): both grow with the
 // learning rate, their quotient does not. The guard compares this rank's
-// signal with a reference measured at the same time: the mean signal of the
-// ranks that run least aggressive (max ratio, min period) at this decision,
-// learnt through the gather and used from the next one, once
+// signal with a reference measured on other ranks at nearly the same time:
+// the mean signal of the ranks that ran least aggressive (max ratio, min
+// period) at a decision, learnt through the (lagged) gather and used from the
+// next decision on, once
 // guard_warmup_rounds decisions have passed. When no rank is least aggressive
 // the last reference is kept; if there is none yet (every rank compressed or
 // skipped from the start), the mean signal of all ranks after the warm-up

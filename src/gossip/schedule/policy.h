@@ -92,7 +92,7 @@ struct ScheduleBounds {
   double hysteresis = 0.25;          // relative band around the budget, [0, 1)
   int guard_cooldown_rounds = 5;     // rounds between two step backs (the distance lags)
   int guard_release_rounds = 20;     // calm rounds in a row before one step back is undone
-  int explore_rounds = 20;           // rounds a ratio is held on a one-size link before trying one rung up; 0: never
+  int explore_rounds = 20;           // rounds a ratio is held on a one-size link before one round at 2x the bytes; 0: never
 };
 
 // MURMUR_CHECKs the ranges in ScheduleBounds' comments (a file or flag is
@@ -119,7 +119,7 @@ struct ScheduleInputs {
   double header_bytes = 16;         // per message
   bool per_link = true;             // false: the algorithm sends one message to all (choco)
   double consensus_distance = -1;   // < 0: not measured this round
-  double consensus_reference = -1;  // distance under the least aggressive setting, or a baseline; <= 0: none
+  double consensus_reference = -1;  // the integrator's baseline for the distance; <= 0: none (no guard)
 };
 
 // Bytes of one message at `ratio`: header + min(ceil(ratio * n) * kept, n * dense).

@@ -72,7 +72,7 @@ const Knob kKnobs[] = {
    [](const ScheduleConfig& c) { return double(c.guard_warmup_rounds); },
    [](ScheduleConfig& c, double v) { c.guard_warmup_rounds = int(v); }},
   {"explore_rounds", true, "[0, 1000000]", [](double v) { return v >= 0 && v <= 1e6; },
-   "rounds a ratio is held on a link measured at one message size before one round tries one rung up (0: never)",
+   "rounds a ratio is held on a link measured at one message size before one round tries twice the bytes (0: never)",
    [](const ScheduleConfig& c) { return double(c.bounds.explore_rounds); },
    [](ScheduleConfig& c, double v) { c.bounds.explore_rounds = int(v); }},
   {"probe_interval_s", false, "(0, 3600]", [](double v) { return v > 0 && v <= 3600; },
