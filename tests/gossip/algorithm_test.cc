@@ -217,6 +217,9 @@ TEST(InProcess, ChocoTrialRatioLastsOneRound) {
       auto a = gossip::make_algorithm("choco", o, *c.comms[r], topo.get());
       EXPECT_TRUE(a->tunes_ratio());
       a->retune({.period = 1, .ratio = 0.01, .trial_ratio = 0.25});
+      // A retune without a trial before the trial's round (a period longer
+      // than the scheduler's interval): the trial still goes first.
+      a->retune({.period = 1, .ratio = 0.02});
       std::vector<float> x(10000);
       for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919 + r * 31) % 1000) - 500.0f;
       for (int t = 0; t < 4; ++t) a->step(x);
@@ -229,10 +232,11 @@ TEST(InProcess, ChocoTrialRatioLastsOneRound) {
   for (auto& f : fs) {
     const auto sizes = f.get();
     ASSERT_EQ(sizes.size(), 4u);
-    // 2,500 kept values against 100: the first round only.
-    EXPECT_GT(sizes[0], 20 * sizes[1]);
-    EXPECT_EQ(sizes[1], sizes[2]);
-    EXPECT_EQ(sizes[2], sizes[3]);
+    // 2,500 kept values against 200: the first round only.
+    // (Sizes at one ratio vary a little: the indices are coded by gap.)
+    EXPECT_GT(sizes[0], 8 * sizes[1]);
+    EXPECT_GT(sizes[1], 1.5 * 100 * 6);  // 0.02, not 0.01
+    for (int k = 2; k < 4; ++k) EXPECT_NEAR(sizes[k], sizes[1], 0.1 * sizes[1]) << "round " << k;
   }
 }
 

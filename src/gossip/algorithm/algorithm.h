@@ -104,8 +104,8 @@ struct Tuning {
   // AlgorithmOptions::max_ratio.
   double ratio = 0;
   // A ratio for the next round only, after which `ratio` applies (the
-  // scheduler's exploration: one round at a second message size). Dropped
-  // if another retune() comes before that round.
+  // scheduler's exploration: one round at a second message size). A later
+  // retune() without one, before that round, changes only what follows it.
   double trial_ratio = 0;
 };
 

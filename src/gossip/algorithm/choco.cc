@@ -54,8 +54,16 @@ class Choco final : public RoundAlgorithm {
 
  private:
   void set_ratio(double ratio, double trial_ratio) override {
-    pending_ratio_ = std::min(trial_ratio > 0 ? trial_ratio : ratio, max_ratio_);
-    after_trial_ratio_ = trial_ratio > 0 ? std::min(ratio, max_ratio_) : 0;
+    if (trial_ratio > 0) {
+      pending_ratio_ = std::min(trial_ratio, max_ratio_);
+      after_trial_ratio_ = std::min(ratio, max_ratio_);
+    } else if (after_trial_ratio_ > 0) {
+      // A trial not sent yet (the period is longer than the scheduler's
+      // interval) stays; the new ratio follows it.
+      after_trial_ratio_ = std::min(ratio, max_ratio_);
+    } else {
+      pending_ratio_ = std::min(ratio, max_ratio_);
+    }
   }
 
   // "topk:0.015625": %.9g keeps small ratios exact where std::to_string's

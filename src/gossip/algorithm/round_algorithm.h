@@ -66,7 +66,8 @@ class RoundAlgorithm : public Algorithm {
   virtual void add_stats(AlgorithmStats&) const {}
   // A new compression ratio from retune(), on the caller thread; subclasses
   // that tunes_ratio() apply it from their next begin_round, or from the one
-  // after when `trial_ratio` > 0 (which the next begin_round uses alone).
+  // after when `trial_ratio` > 0 (which the next begin_round uses alone, even
+  // if set_ratio is called again without a trial before it).
   virtual void set_ratio(double /*ratio*/, double /*trial_ratio*/) {}
 
   fabric::Tag tag(Phase phase, std::uint64_t round) const { return make_tag(options_.channel, phase, round); }

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <span>
-#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
