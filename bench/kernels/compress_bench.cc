@@ -131,7 +131,9 @@ constexpr std::int64_t kSizes[] = {1 << 20, 1 << 26};
 
 int register_all() {
   for (auto n : kSizes) benchmark::RegisterBenchmark("memcpy", BM_Memcpy)->Arg(n)->Unit(benchmark::kMillisecond);
-  for (const char* spec : {"identity", "fp16", "bf16", "qsgd:16", "sign", "topk:0.01", "randk:0.01", "powersgd:4"})
+  for (const char* spec : {"identity", "fp16", "bf16", "qsgd:16", "sign", "topk:0.01", "randk:0.01", "powersgd:4",
+                           // the scheduler's rungs: what less compression costs the CPU
+                           "topk:1", "topk:0.5", "topk:0.25", "topk:0.1"})
     for (auto n : kSizes) {
       benchmark::RegisterBenchmark((std::string("encode/") + spec).c_str(), BM_Encode, std::string(spec))
           ->Arg(n)->Unit(benchmark::kMillisecond);

@@ -41,7 +41,7 @@ RoundTrip round_trip(mg::Compressor& tx, mg::Compressor& rx, std::span<const flo
 }
 
 const char* kSpecs[] = {"identity", "fp16", "bf16", "qsgd:16", "qsgd:1", "sign",
-                        "topk:0.01", "topk:0.5", "randk:0.1", "powersgd:2"};
+                        "topk:0.01", "topk:0.5", "topk:1", "randk:0.1", "powersgd:2"};
 
 class EveryCompressor : public ::testing::TestWithParam<std::tuple<const char*, std::size_t>> {};
 
@@ -188,6 +188,28 @@ TEST(Compressors, TopKRejectsBadIndices) {
   m = r.msg;
   m[0] = std::byte{2};  // another codec's id
   EXPECT_THROW(t->decode(m, out), mg::MalformedMessage);
+}
+
+TEST(Compressors, TopKOfEveryEntrySendsNoIndices) {
+  const std::size_t n = 1000;
+  auto x = randn(n, 5);
+  x[3] = 0;  // a zero is an entry like any other
+  auto t = mg::make_compressor("topk:1", mg::Feedback::kNone);
+  auto r = round_trip(*t, *t, x);
+  EXPECT_EQ(static_cast<unsigned>(r.msg[1]), 2u);  // every entry, in index order
+  EXPECT_EQ(r.msg.size(), 16 + 4 * n);
+  EXPECT_EQ(r.out, x);
+  // Format 2 must say k = n and carry no index bytes.
+  std::vector<float> out(n);
+  auto m = r.msg;
+  m[8] = std::byte{0xe7};  // k = 999
+  EXPECT_THROW(t->decode(m, out), mg::MalformedMessage);
+  m = r.msg;
+  m[12] = std::byte{4};  // 4 index bytes
+  EXPECT_THROW(t->decode(m, out), mg::MalformedMessage);
+  // A ratio just short of 1 selects as before.
+  auto almost = mg::make_compressor("topk:0.999", mg::Feedback::kNone);
+  EXPECT_EQ(static_cast<unsigned>(round_trip(*almost, *almost, x).msg[1]), 1u);
 }
 
 TEST(Compressors, RandKCountAndSeedOnTheWire) {

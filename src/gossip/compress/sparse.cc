@@ -1,8 +1,13 @@
 // topk:<ratio> and randk:<ratio>: k = ceil(ratio * n) entries.
 //
 // topk body (header param: 0 = delta-varint indices, 1 = bitmap, whichever
-// is smaller for this message):
+// is smaller for this message; 2 = every entry in index order, k = n and no
+// index bytes):
 //   u32 k, u32 index_bytes, index_bytes of indices, zero pad to 4, k f32 values
+// Format 2 exists because a ratio of 1 is where an adaptive schedule leaves
+// most links: selecting and indexing all n entries cost 55x a memcpy to
+// encode and 17x to decode (bench/kernels/compress_bench, topk:1), CPU that
+// the peers sharing a host pay for nothing.
 // randk body: the receiver redraws the indices from the seed, so only
 //   u64 seed, u32 k, k f32 values
 // randk is *unscaled* (values as they are, not times n/k): biased, so it runs
@@ -55,6 +60,14 @@ class TopK final : public Sparse {
 
   std::size_t do_encode(std::span<const float> in, std::span<std::byte> out, const EncodeParams& p) override {
     const std::size_t n = in.size(), k = detail::count_for_ratio(ratio_, n);
+    if (k == n) {
+      wire::Writer w(out);
+      w.header(wire::Codec::kTopK, kEveryEntry, n);
+      w.put<std::uint32_t>(static_cast<std::uint32_t>(n));
+      w.put<std::uint32_t>(0);
+      std::memcpy(w.take(4 * n), in.data(), 4 * n);
+      return w.size();
+    }
     idx_.resize(k);
     vals_.resize(k);
     const std::uint64_t seed = detail::next_seed(counter_, p);
@@ -81,11 +94,19 @@ class TopK final : public Sparse {
     wire::Reader r(in, name_.c_str());
     const std::size_t n = out.size();
     const unsigned format = r.header(wire::Codec::kTopK, n);
-    if (format > 1) wire::malformed(name_.c_str(), "unknown index format " + std::to_string(format));
+    if (format > kEveryEntry) wire::malformed(name_.c_str(), "unknown index format " + std::to_string(format));
     const std::size_t k = r.get<std::uint32_t>();
     const std::size_t index_bytes = r.get<std::uint32_t>();
     if (k > n) wire::malformed(name_.c_str(), std::to_string(k) + " entries for " + std::to_string(n) + " elements");
     if (4 * k > r.left()) wire::malformed(name_.c_str(), "shorter than its " + std::to_string(k) + " values");
+    if (format == kEveryEntry) {
+      if (k != n || index_bytes != 0)
+        wire::malformed(name_.c_str(), "every-entry format with " + std::to_string(k) + " of " + std::to_string(n) +
+                                           " entries and " + std::to_string(index_bytes) + " index bytes");
+      std::memcpy(out.data(), r.take(4 * n), 4 * n);
+      r.finish();
+      return;
+    }
     const auto* index = reinterpret_cast<const std::uint8_t*>(r.take(index_bytes));
     idx_.resize(k);
     if (format == 1) {
@@ -104,6 +125,7 @@ class TopK final : public Sparse {
     scatter_into(vals, k, out);
   }
 
+  static constexpr unsigned kEveryEntry = 2;  // header param: k = n, no indices
   double ratio_;
   std::uint64_t counter_ = 0;
 };
@@ -155,6 +177,7 @@ class RandK final : public Sparse {
     scatter_into(vals, k, out);
   }
 
+  static constexpr unsigned kEveryEntry = 2;  // header param: k = n, no indices
   double ratio_;
   std::uint64_t counter_ = 0;
 };
