@@ -41,10 +41,13 @@ def main():
     p.add_argument("--target", type=float, default=0.85)
     p.add_argument("--drop", default="6s")
     p.add_argument("--recover", default="14s")
-    p.add_argument("--only", help="comma-separated labels")
+    p.add_argument("--only", help="labels separated by ';' (labels contain commas), e.g. 'fixed ratio 1, H 1;adaptive'")
     p.add_argument("--keep", help="keep the metrics files in this directory")
     p.add_argument("--extra-compute-ms", type=float, default=0, help="murmur-peer --extra-compute-ms")
     args = p.parse_args()
+    unknown = sorted(set(args.only.split(";")) - {label for label, _ in GRID}) if args.only else []
+    if unknown:
+        raise SystemExit(f"--only: no setting {unknown}; the settings are {[label for label, _ in GRID]}")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or scratch
@@ -53,7 +56,7 @@ def main():
         with open(profile, "w") as f:
             f.write(f"default 10gbe\nat {args.drop} edge 0 1 lat=25us,bw=100mbit\nat {args.recover} edge 0 1 default\n")
         for label, extra in GRID:
-            if args.only and label not in args.only.split(","):
+            if args.only and label not in args.only.split(";"):
                 continue
             metrics = os.path.join(tmp, label.replace(" ", "_").replace(",", "") + "-{rank}.jsonl")
             summary = os.path.join(tmp, "summary.json")
