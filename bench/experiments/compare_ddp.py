@@ -22,6 +22,10 @@ Columns:
   test accuracy reached --target (per-epoch resolution). DDP: rank 0's
   model; murmur: the mean over ranks of each rank's own model (the averaged
   model is only evaluated at the end), at the slowest rank's time.
+- training s to 85%: the same point's time without the setup and the
+  test-set passes (train_seconds in both systems' records; murmur: the
+  slowest rank's). Every murmur rank evaluates its own model each epoch,
+  DDP's rank 0 its one model while the others wait at the next all-reduce.
 - payload MB: what the systems count as sent, over all ranks (DDP's is an
   estimate: 2(N-1)/N x model bytes per step per rank).
 - wire MB: bytes the namespaces' veth ends transmitted, over all ranks,
@@ -98,11 +102,13 @@ def murmur_curve(metrics_glob):
             for line in f:
                 e = json.loads(line)
                 if e.get("event") == "epoch":
-                    by_epoch.setdefault(e["epoch"], []).append((e["time"], e["test_accuracy"]))
+                    by_epoch.setdefault(e["epoch"], []).append((e["time"], e["test_accuracy"],
+                                                                 e.get("train_seconds")))
                 elif e.get("event") == "step" and not seen_step:
                     first_step.append(e["time"])
                     seen_step = True
-    curve = [{"epoch": k, "time": max(t for t, _ in v), "test_accuracy": sum(a for _, a in v) / len(v)}
+    curve = [{"epoch": k, "time": max(t for t, _, _ in v), "test_accuracy": sum(a for _, a, _ in v) / len(v),
+              "train_seconds": None if any(x is None for _, _, x in v) else max(x for _, _, x in v)}
              for k, v in sorted(by_epoch.items())]
     return curve, (max(first_step) if first_step else None)
 
@@ -170,14 +176,16 @@ def run_one(args, rate, system, out_dir, port):
 
 def table(rows, target):
     pct = f"{target * 100:g}%"
-    lines = [f"| link | system | accuracy | wall s | setup s | t->{pct} s | payload MB | wire MB |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [f"| link | system | accuracy | wall s | setup s | t->{pct} s | training s to {pct} | payload MB | "
+             "wire MB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["rc"] != 0:
-            lines.append(f"| {r['rate']} | {r['label']} | failed (exit {r['rc']}) | | | | | |")
+            lines.append(f"| {r['rate']} | {r['label']} | failed (exit {r['rc']}) | | | | | | |")
             continue
         t = r["time_to_target"]
         reach = f"{t['time']:.1f} (ep. {t['epoch']})" if t else "not reached"
+        train = t.get("train_seconds") if t else None
+        reach += " | " + ("-" if not t else "n/a" if train is None else f"{train:.1f}")
         payload = f"{r['payload_bytes'] / 1e6:.1f}" + (" (est.)" if r["payload_is_estimate"] else "")
         setup = f"{r['setup_seconds']:.1f}" if r["setup_seconds"] is not None else "-"
         lines.append(f"| {r['rate']} | {r['label']} | {r['accuracy'] * 100:.2f}% | {r['wall_seconds']:.1f} | "

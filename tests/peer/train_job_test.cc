@@ -91,6 +91,15 @@ TEST_F(TrainJob, ChocoTopkTrainsAndTheSummaryHasTheKeys) {
   EXPECT_TRUE(last["epoch"]["consensus_distance"].is_number());
   EXPECT_TRUE(last["epoch"]["links"].is_object());
   EXPECT_GT(last["summary"]["peak_rss_bytes"].get<double>(), 0);
+  // The epoch's time splits into setup, test-set passes and training.
+  const auto& epoch = last["epoch"];
+  const double setup = last["summary"]["setup_seconds"].get<double>();
+  EXPECT_GT(setup, 0);
+  EXPECT_GT(epoch["eval_seconds"].get<double>(), 0);
+  EXPECT_GT(epoch["train_seconds"].get<double>(), 0);
+  EXPECT_NEAR(epoch["time"].get<double>(),
+              setup + epoch["eval_seconds"].get<double>() + epoch["train_seconds"].get<double>(), 1e-6);
+  EXPECT_EQ(epoch["eval_seconds"], last["summary"]["eval_seconds"]);  // no pass after the last epoch's
 }
 
 TEST_F(TrainJob, DirichletPartitionCompletesAndReportsEveryPeer) {
