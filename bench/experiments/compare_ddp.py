@@ -18,13 +18,14 @@ Columns:
 - setup s: time before the first training step (DDP: importing torch,
   loading data, joining gloo; murmur: loading data and joining, read from
   the first step event at --log-every 1).
-- t->85%: time from the rank's start to the end of the first epoch whose
-  test accuracy reached --target (per-epoch resolution). DDP: rank 0's
+- t->85%: time from the rank's start to the first evaluation whose
+  test accuracy reached --target (--evals-per-epoch per epoch, the last at
+  its end, at the same steps in every system). DDP: rank 0's
   model; murmur: the mean over ranks of each rank's own model (the averaged
   model is only evaluated at the end), at the slowest rank's time.
 - training s to 85%: the same point's time without the setup and the
   test-set passes (train_seconds in both systems' records; murmur: the
-  slowest rank's). Every murmur rank evaluates its own model each epoch,
+  slowest rank's). Every murmur rank evaluates its own model each time,
   DDP's rank 0 its one model while the others wait at the next all-reduce.
 - payload MB: what the systems count as sent, over all ranks (DDP's is an
   estimate: 2(N-1)/N x model bytes per step per rank).
@@ -68,6 +69,8 @@ def parse_args():
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--train-examples", type=int, default=0, help="cap each shard (quick checks)")
     p.add_argument("--target", type=float, default=0.85, help="test accuracy for the time-to-accuracy column")
+    p.add_argument("--evals-per-epoch", type=int, default=1,
+                   help="test-set passes per epoch in every system (the time-to-accuracy resolution)")
     p.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"), help="murmur build directory")
     p.add_argument("--out", default=None, help="directory for logs and results (default /tmp/compare_ddp-<time>)")
     p.add_argument("--timeout", type=int, default=1200, help="seconds per run before murmur-run stops it")
@@ -93,23 +96,24 @@ def first_reaching(curve, target):
 
 
 def murmur_curve(metrics_glob):
-    """Per-epoch (slowest rank's time, mean of the ranks' own accuracies), and
-    the first step event's time (the setup before training)."""
-    by_epoch, first_step = {}, []
+    """Per evaluation (every rank evaluates at the same steps): the slowest
+    rank's time and training time, the mean of the ranks' own accuracies;
+    and the first step event's time (the setup before training)."""
+    by_step, first_step = {}, []
     for path in sorted(glob.glob(metrics_glob)):
         seen_step = False
         with open(path) as f:
             for line in f:
                 e = json.loads(line)
-                if e.get("event") == "epoch":
-                    by_epoch.setdefault(e["epoch"], []).append((e["time"], e["test_accuracy"],
-                                                                 e.get("train_seconds")))
+                if e.get("event") == "eval":
+                    by_step.setdefault(e["step"], []).append(e)
                 elif e.get("event") == "step" and not seen_step:
                     first_step.append(e["time"])
                     seen_step = True
-    curve = [{"epoch": k, "time": max(t for t, _, _ in v), "test_accuracy": sum(a for _, a, _ in v) / len(v),
-              "train_seconds": None if any(x is None for _, _, x in v) else max(x for _, _, x in v)}
-             for k, v in sorted(by_epoch.items())]
+    curve = [{"epoch": v[0]["epoch"], "step": k, "time": max(e["time"] for e in v),
+              "test_accuracy": sum(e["test_accuracy"] for e in v) / len(v),
+              "train_seconds": max(e["train_seconds"] for e in v) if all("train_seconds" in e for e in v) else None}
+             for k, v in sorted(by_step.items())]
     return curve, (max(first_step) if first_step else None)
 
 
@@ -120,7 +124,7 @@ def run_one(args, rate, system, out_dir, port):
     hostfile = os.path.join(out_dir, f"hosts-{args.np}.txt")
     launcher = os.path.join(args.build, "src/peer/launcher/murmur-run")
     env = dict(os.environ)
-    common = ["--epochs", str(args.epochs)]
+    common = ["--epochs", str(args.epochs), "--evals-per-epoch", str(args.evals_per_epoch)]
     if args.train_examples:
         common += ["--train-examples", str(args.train_examples)]
     if system == "ddp":
@@ -164,7 +168,8 @@ def run_one(args, rate, system, out_dir, port):
     if system == "ddp":
         with open(ddp_summary) as f:
             ddp = json.load(f)
-        row.update(curve=ddp["epochs"], setup_seconds=ddp["setup_seconds"], payload_is_estimate=True)
+        row.update(curve=ddp.get("evals", ddp["epochs"]), setup_seconds=ddp["setup_seconds"],
+                   payload_is_estimate=True)
     else:
         curve, setup = murmur_curve(os.path.join(out_dir, f"{tag}.metrics-*.jsonl"))
         row.update(curve=curve, setup_seconds=setup, payload_is_estimate=False)
@@ -183,7 +188,7 @@ def table(rows, target):
             lines.append(f"| {r['rate']} | {r['label']} | failed (exit {r['rc']}) | | | | | | |")
             continue
         t = r["time_to_target"]
-        reach = f"{t['time']:.1f} (ep. {t['epoch']})" if t else "not reached"
+        reach = f"{t['time']:.1f} (ep. {t['epoch']}, step {t.get('step', '-')})" if t else "not reached"
         train = t.get("train_seconds") if t else None
         reach += " | " + ("-" if not t else "n/a" if train is None else f"{train:.1f}")
         payload = f"{r['payload_bytes'] / 1e6:.1f}" + (" (est.)" if r["payload_is_estimate"] else "")

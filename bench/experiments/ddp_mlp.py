@@ -71,6 +71,8 @@ def parse_args():
     p.add_argument("--summary", help="JSON summary written by rank 0")
     p.add_argument("--timeout", type=float, default=300, help="seconds gloo waits for a peer")
     p.add_argument("--log-every", type=int, default=50, help="steps between progress events")
+    p.add_argument("--evals-per-epoch", type=int, default=1,
+                   help="test-set passes per epoch on rank 0, the last at its end (murmur-peer's rule)")
     return p.parse_args()
 
 
@@ -195,9 +197,21 @@ def main():
 
     rng = torch.Generator().manual_seed(args.seed * 1000003 + rank)
     setup_seconds = time.monotonic() - START  # imports, data, joining the group
-    epochs = []
+    epochs, evals = [], []
     step = 0
     eval_seconds = 0.0  # rank 0's test-set passes; the others wait for it at the next all-reduce
+
+    def timed_eval(epoch):
+        """Rank 0: one test-set pass, recorded in evals with its times."""
+        nonlocal eval_seconds
+        eval_start = time.monotonic()
+        acc = evaluate(model.module, test_x, test_y)
+        eval_seconds += time.monotonic() - eval_start
+        now = time.monotonic() - START
+        # train_seconds: as murmur-peer's, the time without the setup and the test-set passes.
+        evals.append({"epoch": epoch + 1, "step": step, "time": now, "test_accuracy": acc,
+                      "eval_seconds": eval_seconds, "train_seconds": now - setup_seconds - eval_seconds})
+        return evals[-1]
     for epoch in range(args.epochs):
         perm = torch.randperm(len(x), generator=rng)
         loss_sum, correct, seen = 0.0, 0, 0
@@ -216,19 +230,17 @@ def main():
             seen += len(idx)
             if not math.isfinite(loss.item()):
                 sys.exit(f"ddp_mlp: rank {rank}: the loss is {loss.item()} at step {step}: lower --lr")
+            if (rank == 0 and args.evals_per_epoch > 1 and s + 1 < steps_per_epoch
+                    and (s + 1) % max(1, steps_per_epoch // args.evals_per_epoch) == 0):
+                timed_eval(epoch)
             if (s + 1) % args.log_every == 0 or s + 1 == steps_per_epoch:
                 emit_event({"event": "progress", "rank": rank, "epoch": epoch + 1, "epochs": args.epochs,
                             "step": s + 1, "steps": steps_per_epoch, "loss": loss_sum / seen,
                             "accuracy": correct / seen, "bytes_sent": int(per_step_bytes * step)})
         if rank == 0:
-            eval_start = time.monotonic()
-            acc = evaluate(model.module, test_x, test_y)
-            eval_seconds += time.monotonic() - eval_start
-            now = time.monotonic() - START
-            # train_seconds: as murmur-peer's, the time without the setup and the test-set passes.
-            epochs.append({"epoch": epoch + 1, "time": now, "test_accuracy": acc,
-                           "loss": loss_sum / seen, "train_accuracy": correct / seen,
-                           "eval_seconds": eval_seconds, "train_seconds": now - setup_seconds - eval_seconds})
+            point = timed_eval(epoch)
+            acc = point["test_accuracy"]
+            epochs.append({**point, "loss": loss_sum / seen, "train_accuracy": correct / seen})
             print(f"epoch {epoch + 1}/{args.epochs}: loss {loss_sum / seen:.4f}, test accuracy {acc:.4f}, "
                   f"{epochs[-1]['time']:.1f} s", flush=True)
 
@@ -258,6 +270,7 @@ def main():
             "backend": "gloo",
             "torch": torch.__version__,
             "epochs": epochs,
+            "evals": evals,
         }
         tmp = args.summary + ".tmp"
         with open(tmp, "w") as f:
