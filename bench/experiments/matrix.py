@@ -234,7 +234,9 @@ def run_cell(args, cell, spec, out_dir):
     images = sum(p["steps"] for p in summary["peers"]) * BATCH
     row.update(accuracy=summary["average_model_test_accuracy"], wall_s=summary["wall_seconds"],
                time_to_target_s=reach, train_to_target_s=train_reach, images_per_s=images / summary["wall_seconds"],
-               bytes_sent=summary["bytes_sent"], evals=evals, epochs=epochs)
+               bytes_sent=summary["bytes_sent"], evals=evals, epochs=epochs,
+               train_evals=[(e["train_seconds"], e["test_accuracy"]) for e in rank0
+                            if e["event"] == "eval" and "train_seconds" in e])
     print(f"  accuracy {row['accuracy']:.4f}, wall {row['wall_s']:.1f} s, "
           f"t->{args.target:g} {reach if reach is None else round(reach, 1)} "
           f"(training {train_reach if train_reach is None else round(train_reach, 1)}), "
@@ -310,6 +312,21 @@ def plots(rows, out_dir, plot_profile, plot_peers, target):
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
         save(fig, "accuracy_vs_time.png")
+
+        timed = [r for r in sliced if r.get("train_evals")]
+        if timed:
+            fig, ax = plt.subplots(figsize=(7, 4.2))
+            for r in timed:
+                ax.plot([t for t, _ in r["train_evals"]], [a * 100 for _, a in r["train_evals"]], marker=".",
+                        label=label(r))
+            ax.axhline(target * 100, color="grey", lw=0.8, ls="--")
+            ax.set_xlabel("training time, s (rank 0; without the setup and the test-set passes)")
+            ax.set_ylabel("test accuracy, % (rank 0's model)")
+            ax.set_ylim(60, 90)
+            ax.set_title(f"accuracy vs training time: {plot_profile}, {plot_peers} peers")
+            ax.legend(fontsize=7)
+            ax.grid(alpha=0.3)
+            save(fig, "accuracy_vs_training_time.png")
 
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for r in sliced:
