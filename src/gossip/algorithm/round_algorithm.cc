@@ -1,5 +1,6 @@
 #include "gossip/algorithm/round_algorithm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -103,10 +104,21 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
   if (!measure_mixing_ || params.empty()) {
     end_round(params);
   } else {
-    const std::size_t stride = (params.size() + kMixingSamples - 1) / kMixingSamples;
-    const std::size_t samples = (params.size() + stride - 1) / stride;
-    before_end_.resize(samples);
-    for (std::size_t k = 0; k < samples; ++k) before_end_[k] = params[k * stride];
+    // Runs of kSampleRun neighbours (one cache line) at an even stride: the
+    // params are cold here (evicted while the step ran), and one value per
+    // line cost a cache miss per value.
+    const std::size_t runs =
+        std::max<std::size_t>(1, std::min(params.size() / kSampleRun, kMixingSamples / kSampleRun));
+    const std::size_t run = std::min(kSampleRun, params.size());
+    const std::size_t samples = runs * run;
+    auto sample = [&](std::vector<float>& into) {
+      into.resize(samples);
+      // Run r starts at r * size / runs: as many runs in each part of the
+      // model as its share of the values.
+      for (std::size_t r = 0; r < runs; ++r)
+        std::copy_n(params.data() + r * params.size() / runs, run, into.data() + r * run);
+    };
+    sample(before_end_);
     if (after_end_.size() == samples && steps > steps_at_end_) {
       double local = 0;
       for (std::size_t k = 0; k < samples; ++k) {
@@ -117,10 +129,9 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
                             static_cast<double>(steps - steps_at_end_));
     }
     end_round(params);
+    sample(after_end_);
     double squares = 0;
-    after_end_.resize(samples);
     for (std::size_t k = 0; k < samples; ++k) {
-      after_end_[k] = params[k * stride];
       const double d = static_cast<double>(after_end_[k]) - before_end_[k];
       squares += d * d;
     }
