@@ -50,7 +50,7 @@ struct LinkEstimatorOptions {
   double change_factor = 3.0;         // a sample off the prediction by more than this is a suspect...
   double change_min_s = 50e-6;        // ...and by more than this many seconds (OS jitter on tiny messages)
   std::size_t change_run = 3;         // suspects in a row that make a change, 1..window
-  double small_message_bytes = 4096;  // at most this size a message measures latency (a probe)
+  double small_message_bytes = 256;   // at most this size a message measures latency (a probe)
 };
 
 struct LinkEstimate {
