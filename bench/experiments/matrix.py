@@ -299,34 +299,28 @@ def plots(rows, out_dir, plot_profile, plot_peers, target):
         plt.close(fig)
         written.append(path)
 
-    sliced = [r for r in ok if r["profile"] == plot_profile and r["peers"] == plot_peers]
-    if sliced:
+    def accuracy_against(curves, xlabel, what, name):
+        """curves: (row, [(x, accuracy)]) pairs."""
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        for r in sliced:
-            ax.plot([t for t, _, _ in r["evals"]], [a * 100 for _, a, _ in r["evals"]], marker=".", label=label(r))
+        for r, points in curves:
+            ax.plot([x for x, _ in points], [a * 100 for _, a in points], marker=".", label=label(r))
         ax.axhline(target * 100, color="grey", lw=0.8, ls="--")
-        ax.set_xlabel("time since start, s (rank 0)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("test accuracy, % (rank 0's model)")
         ax.set_ylim(60, 90)
-        ax.set_title(f"accuracy vs time: {plot_profile}, {plot_peers} peers")
+        ax.set_title(f"accuracy vs {what}: {plot_profile}, {plot_peers} peers")
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-        save(fig, "accuracy_vs_time.png")
+        save(fig, name)
 
-        timed = [r for r in sliced if r.get("train_evals")]
+    sliced = [r for r in ok if r["profile"] == plot_profile and r["peers"] == plot_peers]
+    if sliced:
+        accuracy_against([(r, [(t, a) for t, a, _ in r["evals"]]) for r in sliced], "time since start, s (rank 0)",
+                         "time", "accuracy_vs_time.png")
+        timed = [(r, r["train_evals"]) for r in sliced if r.get("train_evals")]
         if timed:
-            fig, ax = plt.subplots(figsize=(7, 4.2))
-            for r in timed:
-                ax.plot([t for t, _ in r["train_evals"]], [a * 100 for _, a in r["train_evals"]], marker=".",
-                        label=label(r))
-            ax.axhline(target * 100, color="grey", lw=0.8, ls="--")
-            ax.set_xlabel("training time, s (rank 0; without the setup and the test-set passes)")
-            ax.set_ylabel("test accuracy, % (rank 0's model)")
-            ax.set_ylim(60, 90)
-            ax.set_title(f"accuracy vs training time: {plot_profile}, {plot_peers} peers")
-            ax.legend(fontsize=7)
-            ax.grid(alpha=0.3)
-            save(fig, "accuracy_vs_training_time.png")
+            accuracy_against(timed, "training time, s (rank 0; without the setup and the test-set passes)",
+                             "training time", "accuracy_vs_training_time.png")
 
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for r in sliced:
