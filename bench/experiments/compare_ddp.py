@@ -91,7 +91,7 @@ def wire_bytes(n):
 
 
 def first_reaching(curve, target):
-    """The first per-epoch point at or above target, or None."""
+    """The first evaluation at or above target, or None."""
     return next((p for p in curve if p["test_accuracy"] >= target), None)
 
 

@@ -229,8 +229,8 @@ def run_cell(args, cell, spec, out_dir):
     reach = next((t for t, a, _ in evals if a >= args.target), None)
     # The same event's time without the setup and the test-set passes
     # (murmur-peer's train_seconds): what training itself took.
-    train_reach = next((e["train_seconds"] for e in rank0 if e["event"] == "eval" and e["test_accuracy"] >= args.target),
-                       None)
+    train_reach = next((e.get("train_seconds") for e in rank0
+                        if e["event"] == "eval" and e["test_accuracy"] >= args.target), None)
     images = sum(p["steps"] for p in summary["peers"]) * BATCH
     row.update(accuracy=summary["average_model_test_accuracy"], wall_s=summary["wall_seconds"],
                time_to_target_s=reach, train_to_target_s=train_reach, images_per_s=images / summary["wall_seconds"],

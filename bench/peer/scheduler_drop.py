@@ -78,7 +78,7 @@ def main():
             with open(metrics.replace("{rank}", "0")) as f:
                 evals = [json.loads(line) for line in f if '"eval"' in line]
             first = next((e for e in evals if e["test_accuracy"] >= args.target), None)
-            reached = first and (first["time"], first["train_seconds"])
+            reached = first and (first["time"], first.get("train_seconds"))
             periods = sorted({e["period"] for e in evals})
             rows.append((label, reached, s["average_model_test_accuracy"], s["wall_seconds"], s["bytes_sent"], periods))
             print(f"done: {label}", file=sys.stderr)
@@ -88,7 +88,8 @@ def main():
     print("| setting | time to target s | training s to target | averaged model acc. | wall s | MB sent | periods seen |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for label, reached, acc, wall, sent, periods in rows:
-        t = f"{reached[0]:.1f} | {reached[1]:.1f}" if reached else "not reached | -"
+        t = (f"{reached[0]:.1f} | " + ("n/a" if reached[1] is None else f"{reached[1]:.1f}")) if reached else \
+            "not reached | -"
         print(f"| {label} | {t} | {acc * 100:.2f}% | {wall:.1f} | {sent / 1e6:.1f} | {periods} |")
 
 

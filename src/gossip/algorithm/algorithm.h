@@ -148,7 +148,7 @@ class Algorithm {
   // does not (the scheduler's guard compares it with the quotient of ranks
   // running least aggressive). Same conditions as last_mixing_rms. Both may
   // be estimated on a sample of the values (RoundAlgorithm: at most 8192,
-  // evenly strided). Any thread.
+  // in runs of 16 spread evenly). Any thread.
   virtual double last_local_step_rms() const { return 0; }
 };
 

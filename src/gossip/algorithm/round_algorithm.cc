@@ -93,9 +93,10 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
   // scheduler's local consensus signal, normalised by the local progress
   // since the last round's end (both scale with the learning rate).
   // Measured only once a scheduler tunes this algorithm, on at most
-  // kMixingSamples evenly strided values: an RMS estimate needs no more,
-  // and copying a large model twice per round would cost more than the
-  // round (BERT-Large: 1.3 GB).
+  // kMixingSamples values (all of a smaller model's; runs of kSampleRun
+  // spread over a larger one): an RMS estimate needs no more, and copying a
+  // large model twice per round would cost more than the round (BERT-Large:
+  // 1.3 GB).
   std::uint64_t steps = 0;
   {
     std::lock_guard lock(mutex_);
@@ -104,12 +105,13 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
   if (!measure_mixing_ || params.empty()) {
     end_round(params);
   } else {
-    // Runs of kSampleRun neighbours (one cache line) at an even stride: the
+    // Runs of kSampleRun neighbours (one cache line) spread evenly: the
     // params are cold here (evicted while the step ran), and one value per
-    // line cost a cache miss per value.
-    const std::size_t runs =
-        std::max<std::size_t>(1, std::min(params.size() / kSampleRun, kMixingSamples / kSampleRun));
-    const std::size_t run = std::min(kSampleRun, params.size());
+    // line cost a cache miss per value. A model of at most kMixingSamples
+    // values is one run: all of it.
+    const bool whole = params.size() <= kMixingSamples;
+    const std::size_t runs = whole ? 1 : kMixingSamples / kSampleRun;
+    const std::size_t run = whole ? params.size() : kSampleRun;
     const std::size_t samples = runs * run;
     auto sample = [&](std::vector<float>& into) {
       into.resize(samples);

@@ -89,8 +89,9 @@ class RoundAlgorithm : public Algorithm {
   int steps_since_round_ = 0;       // caller thread only
   bool measure_mixing_ = false;     // caller thread only: set by the first retune()
   // Values of params sampled for the consensus signal (complete_round), in
-  // runs of kSampleRun neighbours spread evenly over the model. 8192 values
-  // estimate an RMS to about 1% (the guard acts at 2x). The sampling runs on
+  // runs of kSampleRun neighbours spread evenly over a larger model. 512
+  // runs estimate an RMS to a few percent (neighbours are correlated; the
+  // guard acts at 2x). The sampling runs on
   // the caller's thread every round on cold params: 65,536 values one per
   // stride cost about 0.25 ms a step for 8 peers on 2 cores (perf), nearly
   // all of it cache misses.

@@ -6,8 +6,9 @@
 //   u32 k, u32 index_bytes, index_bytes of indices, zero pad to 4, k f32 values
 // Format 2 exists because a ratio of 1 is where an adaptive schedule leaves
 // most links: selecting and indexing all n entries cost 55x a memcpy to
-// encode and 17x to decode (bench/kernels/compress_bench, topk:1), CPU that
-// the peers sharing a host pay for nothing.
+// encode and 15x to decode (bench/kernels/compress_bench, topk:1), CPU that
+// the peers sharing a host pay for nothing. Peers of one job must agree on
+// this format: older builds refuse param 2 as malformed.
 // randk body: the receiver redraws the indices from the seed, so only
 //   u64 seed, u32 k, k f32 values
 // randk is *unscaled* (values as they are, not times n/k): biased, so it runs
@@ -65,7 +66,7 @@ class TopK final : public Sparse {
       w.header(wire::Codec::kTopK, kEveryEntry, n);
       w.put<std::uint32_t>(static_cast<std::uint32_t>(n));
       w.put<std::uint32_t>(0);
-      std::memcpy(w.take(4 * n), in.data(), 4 * n);
+      if (n > 0) std::memcpy(w.take(4 * n), in.data(), 4 * n);
       return w.size();
     }
     idx_.resize(k);
@@ -103,7 +104,7 @@ class TopK final : public Sparse {
       if (k != n || index_bytes != 0)
         wire::malformed(name_.c_str(), "every-entry format with " + std::to_string(k) + " of " + std::to_string(n) +
                                            " entries and " + std::to_string(index_bytes) + " index bytes");
-      std::memcpy(out.data(), r.take(4 * n), 4 * n);
+      if (n > 0) std::memcpy(out.data(), r.take(4 * n), 4 * n);
       r.finish();
       return;
     }
@@ -177,7 +178,6 @@ class RandK final : public Sparse {
     scatter_into(vals, k, out);
   }
 
-  static constexpr unsigned kEveryEntry = 2;  // header param: k = n, no indices
   double ratio_;
   std::uint64_t counter_ = 0;
 };
