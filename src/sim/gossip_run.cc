@@ -61,6 +61,7 @@ struct PeerOutcome {
   double wait_s = 0;
   double comm_s = 0;
   int decisions = 0;
+  int reactions = 0;
   std::optional<int> period;
   std::optional<double> ratio;
 };
@@ -193,7 +194,7 @@ GossipResult run_gossip(const GossipSetup& s) {
             schedule, *algorithm, s.proxy, s.schedule_interval,
             [&gather, r](const gossip::schedule::ScheduleProposal& p) { return gather(r, p); },
             [&me, &s, &runtime, r](const nlohmann::json& decision) {
-              ++me.decisions;
+              ++(decision.value("agreed", true) ? me.decisions : me.reactions);
               if (s.on_decision) s.on_decision(r, runtime.now(), decision);
             });
       }
@@ -247,6 +248,7 @@ GossipResult run_gossip(const GossipSetup& s) {
   result.final_period = peers.front().period;
   result.final_ratio = peers.front().ratio;
   result.schedule_decisions = peers.front().decisions;
+  result.schedule_reactions = peers.front().reactions;
   result.virtual_seconds = runtime.now();
   result.thread_switches = runtime.switches();
   result.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();

@@ -120,11 +120,13 @@ struct GossipResult {
   double initial_consensus_distance = 0;
   double consensus_distance = 0;
   double mean_drift = 0;
-  // Adaptive schedule: rank 0's last decision (period, ratio) and how many
-  // decisions each rank made.
+  // Adaptive schedule: rank 0's last decision (period, ratio), how many
+  // agreed decisions each rank made, and rank 0's reactions between them
+  // (AdaptivePolicy::react).
   std::optional<int> final_period;
   std::optional<double> final_ratio;
   int schedule_decisions = 0;
+  int schedule_reactions = 0;
   double virtual_seconds = 0;  // the clock at the end
   double host_seconds = 0;     // wall-clock time the simulation took
   std::uint64_t thread_switches = 0;

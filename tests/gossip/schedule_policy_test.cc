@@ -81,6 +81,35 @@ TEST(AdaptivePolicy, SlowLinkAloneIsCompressedMore) {
   EXPECT_TRUE(contains(d.reason, "link 1: ratio none -> 0.0156")) << d.reason;
 }
 
+// Step 7: between agreements a link over budget at the ratio in use is
+// answered at once, at the agreed period, without a guard step or an
+// exploration; a link within budget is not.
+TEST(AdaptivePolicy, ReactsBetweenAgreementsOnlyToALinkOverBudget) {
+  AdaptivePolicy policy({});
+  EXPECT_FALSE(policy.react(inputs({link(1, 25e-6, k10Gbit)})));  // nothing decided yet
+  const auto fast = inputs({link(1, 25e-6, k10Gbit), link(2, 25e-6, k10Gbit)});
+  ASSERT_EQ(policy.decide(fast).ratio, 1.0);
+  EXPECT_FALSE(policy.react(fast));
+  // Link 1 drops to 100 Mbit/s: dense needs 320 ms against an 8 ms budget.
+  const auto dropped = inputs({link(1, 25e-6, k100Mbit), link(2, 25e-6, k10Gbit)});
+  const auto d = policy.react(dropped);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->period, 1);
+  EXPECT_EQ(d->link_ratio.at(1), 1.0 / 64);
+  EXPECT_EQ(d->ratio, 1.0 / 64);
+  EXPECT_TRUE(d->changed);
+  EXPECT_EQ(d->explore_ratio, 0);
+  EXPECT_TRUE(contains(d->reason, "between agreements: link 1")) << d->reason;
+  // Applied: the ratio in use fits now.
+  EXPECT_FALSE(policy.react(dropped));
+  // The agreed decisions go on as before (propose_period, decide).
+  EXPECT_EQ(policy.decide(dropped).ratio, 1.0 / 64);
+  // Over budget even at the floor: nothing can move, so no reaction.
+  const auto hopeless = inputs({link(1, 25e-6, 1e3), link(2, 25e-6, k10Gbit)});
+  EXPECT_EQ(policy.decide(hopeless).ratio, policy.ladder().back());
+  EXPECT_FALSE(policy.react(hopeless));
+}
+
 TEST(AdaptivePolicy, OneMessageForAllUsesTheSlowestLinksRatio) {
   AdaptivePolicy policy({});
   ScheduleInputs in = inputs({link(1, 25e-6, k100Mbit), link(2, 25e-6, k10Gbit)});

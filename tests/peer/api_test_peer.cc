@@ -49,10 +49,10 @@ int main(int argc, char** argv) {
     config.schedule = schedule;
     config.provider = provider;
     config.link_profile = link_profile;
-    int decisions = 0;
+    int decisions = 0, reactions = 0;  // agreed ones; between agreements
     std::FILE* decisions_out = decisions_file.empty() ? nullptr : std::fopen(decisions_file.c_str(), "a");
-    config.on_schedule_decision = [&decisions, decisions_out](const std::string& d) {
-      ++decisions;
+    config.on_schedule_decision = [&decisions, &reactions, decisions_out](const std::string& d) {
+      ++(d.find("\"agreed\":false") != std::string::npos ? reactions : decisions);
       if (decisions_out != nullptr) std::fprintf(decisions_out, "%s\n", d.c_str());
     };
     murmur::Peer peer(config);
@@ -87,11 +87,11 @@ int main(int argc, char** argv) {
     const double mean_of_ranks = peer.average(static_cast<double>(rank));
     const auto stats = peer.stats();
     std::printf("ok rank=%d spread_before=%.6g spread_after=%.6g worst=%.3g worst_averaged=%.3g mean_of_ranks=%.17g "
-                "bytes_sent=%llu links=%zu steps=%llu host0=%s period=%d ratio=%g decisions=%d\n",
+                "bytes_sent=%llu links=%zu steps=%llu host0=%s period=%d ratio=%g decisions=%d reactions=%d\n",
                 peer.rank(), spread_before, spread_after, worst, worst_averaged, mean_of_ranks,
                 static_cast<unsigned long long>(stats.bytes_sent), stats.links.size(),
                 static_cast<unsigned long long>(stats.steps), peer.host(0).c_str(), tuned.period, tuned.ratio,
-                decisions);
+                decisions, reactions);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "api_test_peer rank %d: %s\n", rank, e.what());

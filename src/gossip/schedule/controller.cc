@@ -95,7 +95,15 @@ ScheduleInputs ScheduleController::gather_inputs() {
 
 void ScheduleController::on_step(double compute_seconds) {
   compute_.observe(compute_seconds);
-  if (++steps_ % static_cast<std::uint64_t>(interval_steps_) != 0) return;
+  if (++steps_ % static_cast<std::uint64_t>(interval_steps_) != 0) {
+    // Between agreements: react at once to a link over budget (the
+    // policy's step 7), so a drop costs rounds, not an interval of them.
+    if (last_) {
+      const auto in = gather_inputs();
+      if (auto decision = policy_.react(in)) apply(std::move(*decision), in, /*agreed=*/false);
+    }
+    return;
+  }
   const auto in = gather_inputs();
   ScheduleProposal mine;
   mine.period = policy_.propose_period(in);
@@ -108,6 +116,11 @@ void ScheduleController::on_step(double compute_seconds) {
   const int period = std::clamp(agreed.period, policy_.bounds().min_period, policy_.bounds().max_period);
   auto decision = policy_.decide(in, period);
   ++decisions_;
+  update_reference(agreed);
+  apply(std::move(decision), in, /*agreed=*/true);
+}
+
+void ScheduleController::update_reference(const ScheduleAgreement& agreed) {
   // For the next decision: the signal was measured before this one applies.
   // Not in the first decisions: models that start identical drift apart
   // for a while whatever the setting, and a reference taken then would
@@ -121,7 +134,9 @@ void ScheduleController::on_step(double compute_seconds) {
       reference_ = agreed.overall;
     }
   }
+}
 
+void ScheduleController::apply(ScheduleDecision decision, const ScheduleInputs& in, bool agreed) {
   Tuning tuning;
   tuning.period = decision.period;
   if (algorithm_.tunes_ratio()) {
@@ -137,6 +152,7 @@ void ScheduleController::on_step(double compute_seconds) {
   if (record_) {
     auto j = to_json(decision, in);
     j["step"] = steps_;
+    j["agreed"] = agreed;
     record_(j);
   }
   last_ = std::move(decision);

@@ -11,6 +11,12 @@
 //                   maximum period is agreed; decide() picks the ratios;
 //                   Algorithm::retune applies both from the next step on;
 //                   `record` receives the decision with its measurements.
+//   other steps     the sends feed the estimators too, and when a link is
+//                   over budget at the ratio in use the policy reacts at
+//                   once (AdaptivePolicy::react: ratios at the agreed
+//                   period, no gather, no guard step); such a decision is
+//                   applied and recorded like the others, with "agreed":
+//                   false.
 //
 // All ranks must call on_step() the same number of times and with the same
 // interval, because gather is a collective and the agreed period must
@@ -92,6 +98,10 @@ class ScheduleController {
 
  private:
   ScheduleInputs gather_inputs();
+  void update_reference(const ScheduleAgreement& agreed);
+  // Retunes the algorithm, logs a change, records the decision (with
+  // "agreed": false for a reaction between agreements) and keeps it.
+  void apply(ScheduleDecision decision, const ScheduleInputs& in, bool agreed);
 
   const ScheduleConfig config_;
   Algorithm& algorithm_;

@@ -212,6 +212,38 @@ std::size_t AdaptivePolicy::maybe_explore(const ScheduleInputs& in, int key, std
 }
 
 ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_period) {
+  return decide(in, agreed_period, /*explore=*/true);
+}
+
+std::optional<ScheduleDecision> AdaptivePolicy::react(const ScheduleInputs& in) {
+  MURMUR_CHECK(!proposed_);  // not between propose_period and decide
+  check_inputs(in);
+  if (link_rung_.empty() || in.compute_s_per_step <= 0) return std::nullopt;
+  const double budget = bounds_.budget_fraction * period_ * in.compute_s_per_step;
+  const std::size_t shared = most_aggressive_rung_in_use();
+  std::string over;
+  for (const LinkView& l : in.links) {
+    const auto it = link_rung_.find(l.peer);
+    if (it == link_rung_.end() || l.bandwidth_Bps <= 0) continue;
+    const double ratio = ladder_[in.per_link ? std::min(it->second, floor_rung_) : shared];
+    const double t = link_seconds(in, l, ratio);
+    if (t > budget * (1 + bounds_.hysteresis) && over.empty())
+      over = fmt::format("between agreements: link {} needs {} at ratio {:.4g}, over budget {}", l.peer, seconds(t),
+                         ratio, seconds(budget));
+  }
+  if (over.empty()) return std::nullopt;
+  stepped_back_ = false;
+  guard_note_.clear();
+  period_note_ = over;
+  proposal_ = period_;
+  proposed_ = true;
+  ScheduleDecision d = decide(in, period_, /*explore=*/false);
+  // At the floor (or held there by the guard) nothing can move: no decision.
+  if (!d.changed) return std::nullopt;
+  return d;
+}
+
+ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_period, bool explore) {
   MURMUR_CHECK(proposed_);  // propose_period first, with the same inputs
   MURMUR_CHECK(agreed_period >= bounds_.min_period && agreed_period <= bounds_.max_period);
   proposed_ = false;
@@ -236,7 +268,9 @@ ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_per
   std::string explore_note;
   const bool estimated = in.compute_s_per_step > 0;
   auto one_size = [&](const LinkView& l) { return estimated && l.bandwidth_Bps > 0 && !l.identified; };
-  if (in.per_link) {
+  if (!explore) {
+    // A reaction (step 7) neither explores nor counts towards exploring.
+  } else if (in.per_link) {
     for (const LinkView& l : in.links) {
       const std::size_t trial = maybe_explore(in, l.peer, rungs[l.peer], one_size(l), explore_note);
       if (trial != rungs[l.peer]) d.explore_link_ratio[l.peer] = ladder_[trial];

@@ -50,6 +50,11 @@
 //      fits as any move up must (within (1 - hysteresis) * budget).
 //      With one ratio for all links (per_link false) the shared ratio
 //      explores when a link that sets it is one-size.
+//   7. Reaction. Between agreements (react), when some link's time at the
+//      ratio in use exceeds (1 + hysteresis) * budget at the agreed period,
+//      the ratios are decided again at once for that period: a round over
+//      budget is exposed now, and ratios need no agreement. No guard step
+//      and no exploration: those stay with the agreed decisions.
 // Links whose bandwidth is unknown (no transfer measured yet), and all links
 // while compute_s_per_step is unknown (0), keep their ratio (max_ratio at
 // first) and say so.
@@ -77,6 +82,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -161,11 +167,17 @@ class AdaptivePolicy {
   ScheduleDecision decide(const ScheduleInputs& in, int agreed_period);
   // Both steps, agreeing with itself (see AGREEMENT above).
   ScheduleDecision decide(const ScheduleInputs& in);
+  // Step 7, between agreements (not between propose_period and decide):
+  // a decision at the last agreed period when the ratio in use no longer
+  // fits and some ratio can move; nullopt otherwise (or before the first
+  // decision).
+  std::optional<ScheduleDecision> react(const ScheduleInputs& in);
 
   const ScheduleBounds& bounds() const { return bounds_; }
   const std::vector<double>& ladder() const { return ladder_; }
 
  private:
+  ScheduleDecision decide(const ScheduleInputs& in, int agreed_period, bool explore);
   void update_guard(const ScheduleInputs& in);
   std::size_t most_aggressive_rung_in_use() const;
   double slowest_at_floor(const ScheduleInputs& in) const;
