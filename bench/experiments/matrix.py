@@ -224,19 +224,19 @@ def run_cell(args, cell, spec, out_dir):
     with open(summary_path) as f:
         summary = json.load(f)
     rank0 = read_jsonl(metrics.replace("{rank}", "0"))
-    evals = [(e["time"], e["test_accuracy"], e["bytes_sent"]) for e in rank0 if e["event"] == "eval"]
+    eval_events = [e for e in rank0 if e["event"] == "eval"]
+    evals = [(e["time"], e["test_accuracy"], e["bytes_sent"]) for e in eval_events]
     epochs = [(e["epoch"], e["time"], e["consensus_distance"]) for e in rank0 if e["event"] == "epoch"]
-    reach = next((t for t, a, _ in evals if a >= args.target), None)
+    first = next((e for e in eval_events if e["test_accuracy"] >= args.target), None)
+    reach = first["time"] if first else None
     # The same event's time without the setup and the test-set passes
     # (murmur-peer's train_seconds): what training itself took.
-    train_reach = next((e.get("train_seconds") for e in rank0
-                        if e["event"] == "eval" and e["test_accuracy"] >= args.target), None)
+    train_reach = first.get("train_seconds") if first else None
     images = sum(p["steps"] for p in summary["peers"]) * BATCH
     row.update(accuracy=summary["average_model_test_accuracy"], wall_s=summary["wall_seconds"],
                time_to_target_s=reach, train_to_target_s=train_reach, images_per_s=images / summary["wall_seconds"],
                bytes_sent=summary["bytes_sent"], evals=evals, epochs=epochs,
-               train_evals=[(e["train_seconds"], e["test_accuracy"]) for e in rank0
-                            if e["event"] == "eval" and "train_seconds" in e])
+               train_evals=[(e["train_seconds"], e["test_accuracy"]) for e in eval_events if "train_seconds" in e])
     print(f"  accuracy {row['accuracy']:.4f}, wall {row['wall_s']:.1f} s, "
           f"t->{args.target:g} {reach if reach is None else round(reach, 1)} "
           f"(training {train_reach if train_reach is None else round(train_reach, 1)}), "

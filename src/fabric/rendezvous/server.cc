@@ -85,6 +85,7 @@ class Server::Impl {
   std::optional<std::vector<std::string>> gathered(const std::string& prefix, std::uint32_t count) const;
   // Answers the gathers that `key` completes.
   void complete_gathers(const std::string& key);
+  void send_values(const SessionPtr& s, std::uint64_t id, std::vector<std::string> values);
   void members_response(const SessionPtr& s, std::uint64_t id);
 
   void send(const SessionPtr& s, wire::ServerMessage message) { s->conn->send(wire::encode(message)); }
@@ -370,15 +371,19 @@ void Server::Impl::complete_gathers(const std::string& key) {
       auto values = gathered(it->first, g.count);
       if (!values) return false;
       g.pending.timer->cancel();
-      wire::Response r;
-      r.id = g.pending.id;
-      r.kind = wire::Response::Kind::values;
-      r.values = std::move(*values);
-      send(g.pending.session, r);
+      send_values(g.pending.session, g.pending.id, std::move(*values));
       return true;
     });
     it = it->second.empty() ? gathers_.erase(it) : std::next(it);
   }
+}
+
+void Server::Impl::send_values(const SessionPtr& s, std::uint64_t id, std::vector<std::string> values) {
+  wire::Response r;
+  r.id = id;
+  r.kind = wire::Response::Kind::values;
+  r.values = std::move(values);
+  send(s, r);
 }
 
 void Server::Impl::do_gather(const SessionPtr& s, const wire::Request& q) {
@@ -390,11 +395,7 @@ void Server::Impl::do_gather(const SessionPtr& s, const wire::Request& q) {
     return;
   }
   if (auto values = gathered(q.key, q.count)) {
-    wire::Response r;
-    r.id = q.id;
-    r.kind = wire::Response::Kind::values;
-    r.values = std::move(*values);
-    send(s, r);
+    send_values(s, q.id, std::move(*values));
     return;
   }
   auto timer = std::make_shared<TimerPtr>();

@@ -227,9 +227,11 @@ std::optional<ScheduleDecision> AdaptivePolicy::react(const ScheduleInputs& in) 
     if (it == link_rung_.end() || l.bandwidth_Bps <= 0) continue;
     const double ratio = ladder_[in.per_link ? std::min(it->second, floor_rung_) : shared];
     const double t = link_seconds(in, l, ratio);
-    if (t > budget * (1 + bounds_.hysteresis) && over.empty())
+    if (t > budget * (1 + bounds_.hysteresis)) {
       over = fmt::format("between agreements: link {} needs {} at ratio {:.4g}, over budget {}", l.peer, seconds(t),
                          ratio, seconds(budget));
+      break;
+    }
   }
   if (over.empty()) return std::nullopt;
   stepped_back_ = false;
