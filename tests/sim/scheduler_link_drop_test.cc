@@ -25,6 +25,7 @@ struct Decision {
   std::uint64_t round;
   double ratio;
   int period;
+  bool agreed;  // false: a reaction between agreements
 };
 
 ModelProfile one_tensor_model() {
@@ -41,7 +42,8 @@ class SchedulerLinkDrop : public ::testing::Test {
   static constexpr double kDrop = 2.0, kRecover = 6.0;  // virtual seconds
 
   // `schedule`: "adaptive", or "fixed" with choco at `ratio` every step.
-  std::map<int, std::vector<Decision>> run(const std::string& schedule = "adaptive", double ratio = 0.01) {
+  std::map<int, std::vector<Decision>> run(const std::string& schedule = "adaptive", double ratio = 0.01,
+                                           int interval = 1) {
     sched_log().set_level(spdlog::level::warn);  // 8 ranks x 500 decisions
     GossipSetup s;
     s.profile = one_tensor_model();
@@ -55,14 +57,14 @@ class SchedulerLinkDrop : public ::testing::Test {
     s.gamma = 0.5;
     s.topology.kind = "exponential";
     if (schedule == "adaptive") s.schedule = gossip::schedule::parse_schedule_flag(schedule);
-    s.schedule_interval = 1;
+    s.schedule_interval = interval;
     s.warmup_iterations = 0;
     s.iterations = 500;
     s.proxy = 4096;
     std::map<int, std::vector<Decision>> decisions;
     s.on_decision = [&](int rank, double t, const nlohmann::json& d) {
       decisions[rank].push_back({t, d.at("round").get<std::uint64_t>(), d.at("ratio").get<double>(),
-                                 d.at("period").get<int>()});
+                                 d.at("period").get<int>(), d.value("agreed", true)});
     };
     last_ = run_gossip(s);
     return decisions;
@@ -125,6 +127,27 @@ TEST_F(SchedulerLinkDrop, BothEndsFollowTheDropAndTheRecoveryWithin20Rounds) {
   const double adaptive = last_.virtual_seconds;
   run("fixed", 1.0);
   EXPECT_LT(adaptive, last_.virtual_seconds);
+}
+
+// Agreed decisions every 5 steps: the drop is answered between them by a
+// reaction on both ends of the link (ScheduleController -> AdaptivePolicy::
+// react), not at the next agreed decision.
+TEST_F(SchedulerLinkDrop, BetweenAgreementsBothEndsReactToTheDrop) {
+  const auto decisions = run("adaptive", 0.01, 5);
+  EXPECT_GT(last_.schedule_reactions, 0);
+  for (int rank : {0, 1}) {
+    const auto& ds = decisions.at(rank);
+    const std::size_t drop = first_after(ds, kDrop);
+    ASSERT_GT(drop, 0U);
+    ASSERT_LT(drop, ds.size());
+    const double before = ds[drop - 1].ratio;
+    const auto lowered = std::find_if(ds.begin() + static_cast<std::ptrdiff_t>(drop), ds.end(),
+                                      [&](const Decision& d) { return d.ratio < before; });
+    ASSERT_NE(lowered, ds.end()) << "rank " << rank << " never compressed after the drop";
+    EXPECT_FALSE(lowered->agreed) << "rank " << rank << ": first lowered at an agreed decision, round "
+                                  << lowered->round;
+    EXPECT_LT(lowered->time_s, kRecover) << "rank " << rank;
+  }
 }
 
 }  // namespace
