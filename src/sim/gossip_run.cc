@@ -84,6 +84,9 @@ void validate(const GossipSetup& s) {
     fail("iterations must be >= 1 and warm-up >= 0, got " + std::to_string(s.iterations) + " and " +
          std::to_string(s.warmup_iterations));
   if (s.proxy < 1) fail("proxy must be >= 1 parameter");
+  if (!s.initial.empty() && s.initial.size() != s.proxy)
+    fail("the initial parameters have " + std::to_string(s.initial.size()) + " values, the proxy " +
+         std::to_string(s.proxy));
   if (s.schedule_interval < 1) fail("schedule_interval must be >= 1");
   if (!(s.profile.gradient_bytes() > 0)) fail("profile '" + s.profile.name + "' has no parameters");
   if (!(s.profile.iteration_s() >= 0) || s.profile.batch < 1 || !(s.profile.single_gpu_samples_per_s > 0))
@@ -172,7 +175,7 @@ GossipResult run_gossip(const GossipSetup& s) {
   SimNetwork network(runtime, model, result.byte_scale);
   SimGather gather(runtime, ranks);
   std::vector<PeerOutcome> peers(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) peers[r].params = initial_params(s.seed, r, s.proxy);
+  for (int r = 0; r < ranks; ++r) peers[r].params = s.initial.empty() ? initial_params(s.seed, r, s.proxy) : s.initial;
   auto [initial_distance, initial_mean] = consensus(peers);
   const int total = s.warmup_iterations + s.iterations;
 
@@ -208,9 +211,14 @@ GossipResult run_gossip(const GossipSetup& s) {
           before = algorithm->stats();
         }
         runtime.sleep_for(compute_s);
-        if (s.perturb) perturb(me.params, noise);
+        if (s.local_step) {
+          s.local_step(r, it, me.params);
+        } else if (s.perturb) {
+          perturb(me.params, noise);
+        }
         algorithm->step(me.params);
         if (controller) controller->on_step(compute_s);
+        if (s.after_step) s.after_step(r, it, runtime.now(), me.params);
       }
       const auto after = algorithm->stats();
       me.iteration_s = (runtime.now() - start) / s.iterations;

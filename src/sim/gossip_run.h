@@ -49,6 +49,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,17 @@ struct GossipSetup {
   std::uint64_t seed = 1;     // proxy initial values and pseudo-gradients
   bool perturb = true;        // add the pseudo-gradient each iteration
   double timeout_s = 3600;    // virtual seconds before a stalled peer fails
+  // Real training in place of the proxy (sim/sim_training.h): `initial`,
+  // when not empty, is every rank's starting parameters (proxy values, so
+  // byte_scale is 1 when the profile has the same size), and `local_step`
+  // replaces the pseudo-gradient: called after the compute sleep and before
+  // the algorithm's step with the rank's parameters, to train them in place.
+  // `after_step` sees them once the step (and the controller) returned, at
+  // virtual time `time_s`. Both run with the baton held (one peer at a
+  // time): they may take host time, none virtual, and must not block.
+  std::vector<float> initial;
+  std::function<void(int rank, int iteration, std::span<float> params)> local_step;
+  std::function<void(int rank, int iteration, double time_s, std::span<const float> params)> after_step;
   // Adaptive schedule: called with every decision record (the JSON of
   // gossip/schedule/decision_record.h) as rank `rank` makes it at virtual
   // time `time_s`. Runs with the simulation's baton held: must not block.

@@ -1,0 +1,99 @@
+// run_training: real models trained on the simulator's virtual clock. Small
+// runs (4 peers, a capped shard, logistic regression) that check what the
+// scheduler experiment relies on: the trainer's evaluation steps, a clock
+// that holds the compute time and the links only, real learning, and
+// bit-for-bit reproducibility.
+#include "sim/sim_training.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "peer/data/fashion_mnist.h"
+
+namespace murmur::sim {
+namespace {
+
+const data::FashionMnist& fashion_mnist() {
+  static const data::FashionMnist data = data::load_fashion_mnist(data::default_fashion_mnist_dir());
+  return data;
+}
+
+TrainingSetup small_setup() {
+  TrainingSetup t;
+  t.gossip.cluster.gpus = 4;
+  t.gossip.cluster.gpus_per_node = 1;
+  t.gossip.cluster.network = "custom";
+  t.gossip.cluster.inter_node = {25e-6, 1.25e9};
+  t.gossip.cluster.intra_node = t.gossip.cluster.inter_node;
+  t.gossip.algorithm = "choco";
+  t.gossip.compressor = "topk:0.1";
+  t.gossip.topology.kind = "ring";
+  t.training.model = "logreg";
+  t.training.train_examples = 1024;  // 16 steps of 64 per epoch
+  t.training.epochs = 2;
+  t.training.evals_per_epoch = 4;
+  t.compute_s = 0.01;
+  return t;
+}
+
+TEST(SimTraining, EvaluatesAtTheTrainersStepsAndLearns) {
+  const auto r = run_training(small_setup(), fashion_mnist());
+  EXPECT_EQ(r.steps_per_epoch, 16);
+  EXPECT_EQ(r.parameters, 7850u);
+  std::vector<long> steps;
+  for (const auto& e : r.evals) steps.push_back(e.step);
+  EXPECT_EQ(steps, (std::vector<long>{4, 8, 12, 16, 20, 24, 28, 32}));
+  double previous = 0;
+  for (const auto& e : r.evals) {
+    // Each step costs at least its compute on the virtual clock; the links
+    // (40 KB at 1.25 GB/s) add little.
+    EXPECT_GE(e.time_s, e.step * 0.01 - 1e-9) << "step " << e.step;
+    EXPECT_LT(e.time_s, e.step * 0.011) << "step " << e.step;
+    EXPECT_GT(e.time_s, previous);
+    previous = e.time_s;
+  }
+  EXPECT_GT(r.evals.back().test_accuracy, 0.6);  // ten classes: chance is 0.1
+  EXPECT_LT(r.evals.front().test_accuracy, r.evals.back().test_accuracy);
+  ASSERT_TRUE(r.first_at(0.5).has_value());
+  EXPECT_FALSE(r.first_at(1.01).has_value());
+}
+
+TEST(SimTraining, SameSetupSameEvaluations) {
+  const auto a = run_training(small_setup(), fashion_mnist());
+  const auto b = run_training(small_setup(), fashion_mnist());
+  ASSERT_EQ(a.evals.size(), b.evals.size());
+  for (std::size_t i = 0; i < a.evals.size(); ++i) {
+    EXPECT_EQ(a.evals[i].time_s, b.evals[i].time_s);
+    EXPECT_EQ(a.evals[i].test_accuracy, b.evals[i].test_accuracy);
+    EXPECT_EQ(a.evals[i].test_loss, b.evals[i].test_loss);
+  }
+}
+
+// A slower link shows in the clock, not in what is learned per step.
+TEST(SimTraining, ASlowLinkCostsTimeNotSteps) {
+  auto slow = small_setup();
+  slow.gossip.cluster.episodes.push_back({0, 1, 0.0, 100.0, {25e-6, 125e3}});  // 1 Mbit/s: 38 ms a message
+  const auto fast = run_training(small_setup(), fashion_mnist());
+  const auto r = run_training(slow, fashion_mnist());
+  ASSERT_EQ(r.evals.size(), fast.evals.size());
+  EXPECT_GT(r.evals.back().time_s, fast.evals.back().time_s);
+  EXPECT_EQ(r.evals.back().test_accuracy, fast.evals.back().test_accuracy);
+}
+
+TEST(SimTraining, RefusesAnEvalRankOutsideTheCluster) {
+  auto t = small_setup();
+  t.eval_rank = 4;
+  try {
+    run_training(t, fashion_mnist());
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("eval_rank 4 is not a rank of 4"), std::string::npos) << e.what();
+  }
+  t = small_setup();
+  t.training.model = "resnet";
+  EXPECT_THROW(run_training(t, fashion_mnist()), std::exception);
+}
+
+}  // namespace
+}  // namespace murmur::sim
