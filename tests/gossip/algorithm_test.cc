@@ -240,6 +240,51 @@ TEST(InProcess, ChocoTrialRatioLastsOneRound) {
   }
 }
 
+TEST(InProcess, BeforeRoundHookSeesThePreviousRoundAndRetunesTheNext) {
+  // The scheduler's reaction point: with overlap, round t completes inside
+  // the step that starts round t+1; the hook runs then, with round t's send
+  // already sampled, and a retune from it shapes round t+1's message (not
+  // t+2's). Period 2: the hook runs once per round, not per step.
+  auto c = make_cluster(2);
+  auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+  std::vector<std::future<std::vector<std::vector<double>>>> fs;
+  for (int r = 0; r < 2; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r] {
+      AlgorithmOptions o;
+      o.compressor = "topk:1";
+      o.max_ratio = 1;
+      o.overlap = true;
+      o.period = 2;
+      auto a = gossip::make_algorithm("choco", o, *c.comms[r], topo.get());
+      a->retune({.period = 2, .ratio = 1});
+      std::vector<std::vector<double>> rounds;  // send sizes seen by each hook call, then after finish
+      auto take = [&] {
+        rounds.emplace_back();
+        for (const auto& s : a->take_transfer_samples()) rounds.back().push_back(s.bytes);
+      };
+      a->set_before_round([&] {
+        take();
+        if (rounds.size() == 2) a->retune({.ratio = 0.01});  // before round 2: round 2 on
+      });
+      std::vector<float> x(10000);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919 + r * 31) % 1000) - 500.0f;
+      for (int t = 0; t < 8; ++t) a->step(x);  // rounds start at steps 2, 4, 6 and 8
+      a->set_before_round({});
+      a->finish(x);
+      take();
+      return rounds;
+    }));
+  }
+  for (auto& f : fs) {
+    const auto rounds = f.get();
+    ASSERT_EQ(rounds.size(), 5u);  // four rounds, then finish
+    EXPECT_TRUE(rounds[0].empty());  // before round 1: nothing sent yet
+    for (std::size_t k = 1; k < 5; ++k) ASSERT_EQ(rounds[k].size(), 1u) << "after round " << k;
+    EXPECT_GT(rounds[1][0], 10000 * 4);  // round 1: dense
+    for (std::size_t k = 2; k < 5; ++k) EXPECT_LT(rounds[k][0], 100 * 6 + 64) << "round " << k << ": ratio 0.01";
+  }
+}
+
 TEST(InProcess, ConsensusSignalIsMixingOverLocalProgressPerStep) {
   // dpsgd on two ranks at period 2, each step adding +u (rank 0) or -u
   // (rank 1) to the first half of the values and +-3u to the second. Once

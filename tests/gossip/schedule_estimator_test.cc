@@ -196,6 +196,55 @@ TEST(LinkEstimator, SingleSlowTransferIsIgnored) {
   EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.05 * k10Gbit);
 }
 
+TEST(LinkEstimator, SlowerSuspectIsReportedAtOnceAndDroppedAsNoise) {
+  const TrueLink link{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(4e6, link.seconds(4e6), now += 0.01);
+  EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
+  est.observe(4e6, slow.seconds(4e6), now += 0.01);  // one transfer at 100 Mbit/s
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.01 * k10Gbit);          // the fit waits...
+  EXPECT_NEAR(est.estimate().suspect_bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);  // ...the suspect shows now
+  est.observe(4e6, link.seconds(4e6), now += 0.01);  // it was a stall
+  EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
+  EXPECT_EQ(est.estimate().changes, 0u);
+}
+
+// After a drop, the sender compresses: its next messages are 32x smaller,
+// a size a one-size fit cannot judge. The suspects' own line explains them,
+// so they confirm the drop (it does not wait for more full-size transfers).
+TEST(LinkEstimator, CompressedMessagesOnASlowedLinkConfirmTheDrop) {
+  const TrueLink fast{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(1e6, fast.seconds(1e6), now += 0.01);
+  ASSERT_FALSE(est.estimate().line_identified);
+  est.observe(1e6, slow.seconds(1e6), now += 0.1);
+  EXPECT_GT(est.estimate().suspect_bandwidth_Bps, 0);
+  est.observe(32e3, slow.seconds(32e3), now += 0.01);
+  EXPECT_GT(est.estimate().suspect_bandwidth_Bps, 0);  // still suspected: one more suspect
+  EXPECT_EQ(est.estimate().changes, 0u);
+  est.observe(32e3, slow.seconds(32e3), now += 0.01);
+  EXPECT_EQ(est.estimate().changes, 1u);
+  EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);  // confirmed: the fit has it
+  EXPECT_NEAR(est.predict(32e3), slow.seconds(32e3), 0.1 * slow.seconds(32e3));
+}
+
+// A compressed message as fast as the old link was shows the slow transfer
+// before it was noise: smaller messages are never slower per byte.
+TEST(LinkEstimator, ASmallMessageAsFastAsTheOldLinkEndsASlowerRun) {
+  const TrueLink fast{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(1e6, fast.seconds(1e6), now += 0.01);
+  est.observe(1e6, slow.seconds(1e6), now += 0.1);
+  ASSERT_GT(est.estimate().suspect_bandwidth_Bps, 0);
+  est.observe(32e3, fast.seconds(32e3), now += 0.01);
+  EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
+  for (int i = 0; i < 2; ++i) est.observe(1e6, slow.seconds(1e6), now += 0.1);
+  EXPECT_EQ(est.estimate().changes, 0u);  // the run started again: two suspects, not three
+}
+
 TEST(LinkEstimator, SuspectsInOppositeDirectionsAreNoChange) {
   const TrueLink link{25e-6, k10Gbit};
   LinkEstimator est;

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -133,6 +134,13 @@ class Algorithm {
   virtual bool tunes_period() const { return false; }
   virtual bool tunes_ratio() const { return false; }
   virtual void retune(const Tuning&) {}
+  // Called inside step(), on the caller's thread, when the previous round
+  // has completed (its sends' samples are in take_transfer_samples) and
+  // before the next round's message is made: a scheduler's last chance to
+  // retune() that round, instead of the one after it. May call retune();
+  // must not call step(). An empty function removes it. Algorithms without
+  // rounds ignore it.
+  virtual void set_before_round(std::function<void()> /*hook*/) {}
   virtual int period() const = 0;
   // The sends completed since the last call (bounded: the oldest are
   // dropped when nobody asks). Any thread.

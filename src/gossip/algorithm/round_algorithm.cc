@@ -162,6 +162,7 @@ void RoundAlgorithm::step(std::span<float> params) {
   if (++steps_since_round_ < period_.load()) return;
   steps_since_round_ = 0;
   if (in_flight_) complete_round(params);
+  if (before_round_) before_round_();
   begin_round(params);
   {
     std::lock_guard lock(mutex_);

@@ -46,6 +46,7 @@ class RoundAlgorithm : public Algorithm {
   bool tunes_period() const override { return true; }
   // Period now; ratio through set_ratio() when tunes_ratio().
   void retune(const Tuning& tuning) override;
+  void set_before_round(std::function<void()> hook) override { before_round_ = std::move(hook); }
   int period() const override { return period_.load(); }
   std::vector<TransferSample> take_transfer_samples() override { return traffic_.take_send_samples(); }
   double last_mixing_rms() const override { return mixing_rms_.load(); }
@@ -87,6 +88,7 @@ class RoundAlgorithm : public Algorithm {
   const bool overlap_;
   std::atomic<int> period_;         // written on the caller thread, read anywhere
   int steps_since_round_ = 0;       // caller thread only
+  std::function<void()> before_round_;  // caller thread only
   bool measure_mixing_ = false;     // caller thread only: set by the first retune()
   // Values of params sampled for the consensus signal (complete_round), in
   // runs of kSampleRun neighbours spread evenly over a larger model. 512

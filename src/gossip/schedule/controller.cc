@@ -57,6 +57,18 @@ ScheduleController::ScheduleController(const ScheduleConfig& config, Algorithm& 
   start.period = policy_.bounds().min_period;
   if (algorithm_.tunes_ratio()) start.ratio = ratio_;
   algorithm_.retune(start);
+  algorithm_.set_before_round([this] { react_before_round(); });
+}
+
+ScheduleController::~ScheduleController() { algorithm_.set_before_round({}); }
+
+void ScheduleController::react_before_round() {
+  // Reactions start with the first agreed decision (the budget needs the
+  // agreed period) and happen between agreements: a round is not retuned
+  // twice, and the agreed ratios after on_step are the policy's own.
+  if (!last_) return;
+  const auto in = gather_inputs();
+  if (auto decision = policy_.react(in)) apply(std::move(*decision), in, /*agreed=*/false);
 }
 
 ScheduleInputs ScheduleController::gather_inputs() {
@@ -74,8 +86,15 @@ ScheduleInputs ScheduleController::gather_inputs() {
   in.round = decisions_;
   for (const auto& [peer, estimator] : links_) {
     const auto e = estimator.estimate();
-    in.links.push_back(
-        {peer, e.latency_s, e.bandwidth_known() ? e.bandwidth_Bps : 0.0, e.samples, e.line_identified});
+    LinkView view{peer, e.latency_s, e.bandwidth_known() ? e.bandwidth_Bps : 0.0, e.samples, e.line_identified};
+    // Fast attack: a transfer far slower than the estimate counts at once
+    // (a drop is paid for every round until the estimator confirms it);
+    // a faster one waits for confirmation (slow release).
+    if (e.suspect_bandwidth_Bps > 0 && (view.bandwidth_Bps <= 0 || e.suspect_bandwidth_Bps < view.bandwidth_Bps)) {
+      view.bandwidth_Bps = e.suspect_bandwidth_Bps;
+      view.suspect = true;
+    }
+    in.links.push_back(view);
   }
   in.compute_s_per_step = compute_.seconds_per_step();
   in.parameters = parameters_;
@@ -95,15 +114,9 @@ ScheduleInputs ScheduleController::gather_inputs() {
 
 void ScheduleController::on_step(double compute_seconds) {
   compute_.observe(compute_seconds);
-  if (++steps_ % static_cast<std::uint64_t>(interval_steps_) != 0) {
-    // Between agreements: react at once to a link over budget (the
-    // policy's step 7), so a drop costs rounds, not an interval of them.
-    if (last_) {
-      const auto in = gather_inputs();
-      if (auto decision = policy_.react(in)) apply(std::move(*decision), in, /*agreed=*/false);
-    }
-    return;
-  }
+  // Between agreements the before-round hook reacts (the policy's step 7),
+  // so a drop costs a round, not an interval of them.
+  if (++steps_ % static_cast<std::uint64_t>(interval_steps_) != 0) return;
   const auto in = gather_inputs();
   ScheduleProposal mine;
   mine.period = policy_.propose_period(in);

@@ -11,12 +11,16 @@
 //                   maximum period is agreed; decide() picks the ratios;
 //                   Algorithm::retune applies both from the next step on;
 //                   `record` receives the decision with its measurements.
-//   other steps     the sends feed the estimators too, and when a link is
-//                   over budget at the ratio in use the policy reacts at
-//                   once (AdaptivePolicy::react: ratios at the agreed
-//                   period, no gather, no guard step); such a decision is
-//                   applied and recorded like the others, with "agreed":
-//                   false.
+//   every round     inside Algorithm::step, once the previous round has
+//                   completed and before the next one's message is made
+//                   (Algorithm::set_before_round): the sends feed the
+//                   estimators, and when a link is over budget at the ratio
+//                   in use, or its newest transfer is a suspected slowdown
+//                   (LinkEstimate::suspect_bandwidth_Bps, counted at once),
+//                   the policy reacts (AdaptivePolicy::react: ratios at the
+//                   agreed period, no gather, no guard step) for the round
+//                   about to start; such a decision is applied and
+//                   recorded like the others, with "agreed": false.
 //
 // All ranks must call on_step() the same number of times and with the same
 // interval, because gather is a collective and the agreed period must
@@ -86,9 +90,13 @@ class ScheduleController {
   using Gather = std::function<std::vector<ScheduleProposal>(const ScheduleProposal& mine)>;
   using Record = std::function<void(const nlohmann::json& decision)>;
 
-  // `algorithm` must outlive the controller. `interval_steps` >= 1.
+  // `algorithm` must outlive the controller, which installs itself as its
+  // before-round hook until destroyed. `interval_steps` >= 1.
   ScheduleController(const ScheduleConfig& config, Algorithm& algorithm, std::size_t parameters, int interval_steps,
                      Gather gather, Record record);
+  ~ScheduleController();
+  ScheduleController(const ScheduleController&) = delete;
+  ScheduleController& operator=(const ScheduleController&) = delete;
 
   void on_step(double compute_seconds);
 
@@ -98,6 +106,8 @@ class ScheduleController {
 
  private:
   ScheduleInputs gather_inputs();
+  // The before-round hook: a reaction between agreements, if one is due.
+  void react_before_round();
   void update_reference(const ScheduleAgreement& agreed);
   // Retunes the algorithm, logs a change, records the decision (with
   // "agreed": false for a reaction between agreements) and keeps it.

@@ -11,7 +11,8 @@ nlohmann::json to_json(const ScheduleDecision& d, const ScheduleInputs& in) {
                            {"latency_s", l.latency_s},
                            {"bandwidth_Bps", l.bandwidth_Bps},
                            {"samples", l.samples},
-                           {"identified", l.identified}};
+                           {"identified", l.identified},
+                           {"suspect", l.suspect}};
     if (ratio != d.link_ratio.end()) {
       link["ratio"] = ratio->second;
       link["message_bytes"] = message_bytes(in, ratio->second);

@@ -82,22 +82,59 @@ void LinkEstimator::observe(double bytes, double seconds, double now) {
   last_sample_time_ = now;
   ++estimate_.observed;
   const Sample s{bytes, seconds, next_seq_++};
-  const Verdict v = judge(s);
+  Verdict v = judge(s);
+  if (!run_.empty() && v != Verdict::kSlower && v != Verdict::kFaster) {
+    // The old fit has no objection (or cannot judge this size): weigh the
+    // sample against the suspects' own line instead.
+    const double a = std::max(s.bytes, run_.back().bytes);
+    const double b = std::min(s.bytes, run_.back().bytes);
+    const bool comparable = a <= options_.small_message_bytes || a <= b * kComparableSize;
+    const RunFit fit = fits_run(s);
+    if ((v == Verdict::kAgrees && comparable) || fit == RunFit::kContradicts) {
+      run_.clear();  // the suspects were noise
+      run_direction_ = Verdict::kUnjudged;
+    } else if (v == Verdict::kUnjudged && fit == RunFit::kConsistent) {
+      v = run_direction_;  // e.g. a compressed message on a link that just slowed: one more suspect
+    }
+  }
   if (v == Verdict::kSlower || v == Verdict::kFaster) {
     if (!run_.empty() && run_direction_ != v) run_.clear();
     run_.push_back(s);
     run_direction_ = v;
-    if (run_.size() >= options_.change_run) restart_from_run(now);
+    if (run_.size() >= options_.change_run) {
+      restart_from_run(now);
+    } else {
+      update_suspect();
+    }
     return;
   }
-  if (!run_.empty()) {
-    const double a = std::max(s.bytes, run_.back().bytes);
-    const double b = std::min(s.bytes, run_.back().bytes);
-    const bool both_small = a <= options_.small_message_bytes;
-    if (both_small || a <= b * kComparableSize) run_.clear();
-  }
+  update_suspect();
   admit(s);
   refit();
+}
+
+LinkEstimator::RunFit LinkEstimator::fits_run(const Sample& s) const {
+  // The newest large suspect's line through the current latency: a
+  // smaller message is never slower, a larger one never faster, than the
+  // line says (up to change_factor), on the link the suspects measured.
+  const Sample* last = nullptr;
+  for (const Sample& r : run_)
+    if (r.bytes > options_.small_message_bytes) last = &r;
+  if (last == nullptr || s.bytes <= options_.small_message_bytes) return RunFit::kUnknown;
+  const double latency = estimate_.latency_s;
+  const double predicted = latency + s.bytes * std::max(last->seconds - latency, 0.0) / last->bytes;
+  if (std::abs(s.seconds - predicted) <= options_.change_min_s) return RunFit::kConsistent;
+  if (run_direction_ == Verdict::kSlower)
+    return s.seconds * options_.change_factor >= predicted ? RunFit::kConsistent : RunFit::kContradicts;
+  return s.seconds <= predicted * options_.change_factor ? RunFit::kConsistent : RunFit::kContradicts;
+}
+
+void LinkEstimator::update_suspect() {
+  estimate_.suspect_bandwidth_Bps = 0;
+  if (run_direction_ != Verdict::kSlower) return;
+  for (const Sample& r : run_)
+    if (r.bytes > options_.small_message_bytes)
+      estimate_.suspect_bandwidth_Bps = r.bytes / std::max(r.seconds - estimate_.latency_s, 1e-12);
 }
 
 void LinkEstimator::admit(const Sample& s) {
@@ -130,6 +167,7 @@ void LinkEstimator::restart_from_run(double now) {
   }
   run_.clear();
   run_direction_ = Verdict::kUnjudged;
+  estimate_.suspect_bandwidth_Bps = 0;  // the fit now has it
   ++estimate_.changes;
   estimate_.last_change_time = now;
   refit();

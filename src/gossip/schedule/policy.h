@@ -54,7 +54,10 @@
 //      ratio in use exceeds (1 + hysteresis) * budget at the agreed period,
 //      the ratios are decided again at once for that period: a round over
 //      budget is exposed now, and ratios need no agreement. No guard step
-//      and no exploration: those stay with the agreed decisions.
+//      and no exploration: those stay with the agreed decisions. The
+//      controller calls it before every round, and gives a link whose
+//      newest transfer is a suspected slowdown the suspect's bandwidth
+//      (LinkView::suspect), so one slow round is enough to react.
 // Links whose bandwidth is unknown (no transfer measured yet), and all links
 // while compute_s_per_step is unknown (0), keep their ratio (max_ratio at
 // first) and say so.
@@ -113,6 +116,11 @@ struct LinkView {
   // The estimate separates latency from bandwidth (LinkEstimate::
   // line_identified); false: measured at one message size only.
   bool identified = true;
+  // bandwidth_Bps is the newest transfer's, slower than the estimate by the
+  // estimator's change factor and not yet confirmed as a change
+  // (LinkEstimate::suspect_bandwidth_Bps): the integrator plans for the
+  // slowdown at once and lets the estimate confirm or drop it.
+  bool suspect = false;
 };
 
 struct ScheduleInputs {
