@@ -44,6 +44,9 @@ def main():
     p.add_argument("--only", help="labels separated by ';' (labels contain commas), e.g. 'fixed ratio 1, H 1;adaptive'")
     p.add_argument("--keep", help="keep the metrics files in this directory")
     p.add_argument("--extra-compute-ms", type=float, default=0, help="murmur-peer --extra-compute-ms")
+    p.add_argument("--partition", default="iid",
+                   help="murmur-peer --partition: iid, or dirichlet:<alpha> for label skew (each peer's shard "
+                        "favours a few classes, so its model needs its neighbours' to reach the target)")
     p.add_argument("--evals-per-epoch", type=int, default=4,
                    help="test-set passes per epoch: the time-to-target resolution (their cost is left out of "
                         "the training time)")
@@ -68,7 +71,7 @@ def main():
                        os.path.join(args.build, "src/peer/train/murmur-peer"), "--algorithm", "choco",
                        "--topology", "exponential", "--provider", "tcp", "--model", "mlp", "--epochs",
                        str(args.epochs), "--evals-per-epoch", str(args.evals_per_epoch), "--metrics", metrics,
-                       "--extra-compute-ms", str(args.extra_compute_ms)] + extra
+                       "--extra-compute-ms", str(args.extra_compute_ms), "--partition", args.partition] + extra
             done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
                 sys.stderr.write(done.stdout[-2000:])
@@ -82,7 +85,7 @@ def main():
             periods = sorted({e["period"] for e in evals})
             rows.append((label, reached, s["average_model_test_accuracy"], s["wall_seconds"], s["bytes_sent"], periods))
             print(f"done: {label}", file=sys.stderr)
-    print(f"{args.np} peers, link 0<->1 10GbE -> 100 Mbit/s at {args.drop}, back at {args.recover}; "
+    print(f"{args.np} peers ({args.partition} shards), link 0<->1 10GbE -> 100 Mbit/s at {args.drop}, back at {args.recover}; "
           f"time for rank 0's model to reach {args.target:.0%} test accuracy (training: without the setup and "
           f"the test-set passes)\n")
     print("| setting | time to target s | training s to target | averaged model acc. | wall s | MB sent | periods seen |")
