@@ -7,7 +7,11 @@ time rank 0's model first reaches the target test accuracy, the final
 averaged-model accuracy and the bytes sent.
 
   bench/peer/scheduler_drop.py --build build [--target 0.85] [--drop 6s --recover 14s]
-      [--extra-compute-ms 20]
+      [--extra-compute-ms 20] [--partition dirichlet:0.5]
+
+With label skew (--partition dirichlet:<alpha>) rank 0's accuracy also
+reflects its own shard, which the seed decides; the averaged model's final
+accuracy is printed next to it.
 
 --extra-compute-ms X makes every peer sleep X ms per step, as a GPU peer's
 CPU idles while its accelerator computes: on a host with fewer cores than

@@ -83,9 +83,12 @@ struct PeerConfig {
   // Scheduling (docs/scheduler.md): "fixed" keeps period and compressor as
   // given; "adaptive[:key=value,...]" or "@file" lets the latency-aware
   // scheduler retune the period and (choco with topk/randk) the ratio from
-  // its own measurements, every schedule_interval steps. Each decision is
-  // handed to on_schedule_decision as one JSON object (text), on the thread
-  // that calls step().
+  // its own measurements: agreed decisions every schedule_interval steps,
+  // and reactions to a slowed link (ratios only) before any round, from
+  // inside step(). Each decision is handed to on_schedule_decision as one
+  // JSON object (text), on the thread that calls step(); the callback must
+  // not call back into the Peer, and should not throw (an exception leaves
+  // step() with the round not started).
   std::string schedule = "fixed";
   int schedule_interval = 5;
   std::function<void(const std::string& json)> on_schedule_decision;

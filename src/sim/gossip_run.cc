@@ -88,6 +88,7 @@ void validate(const GossipSetup& s) {
     fail("the initial parameters have " + std::to_string(s.initial.size()) + " values, the proxy " +
          std::to_string(s.proxy));
   if (s.schedule_interval < 1) fail("schedule_interval must be >= 1");
+  if (s.flush_every < 0) fail("flush_every must be >= 0");
   if (!(s.profile.gradient_bytes() > 0)) fail("profile '" + s.profile.name + "' has no parameters");
   if (!(s.profile.iteration_s() >= 0) || s.profile.batch < 1 || !(s.profile.single_gpu_samples_per_s > 0))
     fail("profile '" + s.profile.name + "' needs a batch >= 1, a single-GPU throughput > 0 and layer times >= 0");
@@ -218,6 +219,7 @@ GossipResult run_gossip(const GossipSetup& s) {
         }
         algorithm->step(me.params);
         if (controller) controller->on_step(compute_s);
+        if (s.flush_every > 0 && (it + 1) % s.flush_every == 0) algorithm->flush(me.params);
         if (s.after_step) s.after_step(r, it, runtime.now(), me.params);
       }
       const auto after = algorithm->stats();

@@ -13,9 +13,11 @@
 //
 // A peer's iteration: sleep its compute time (profile.iteration_s() times
 // cluster.slowdown(rank), virtual), add a small pseudo-gradient to its
-// parameters (so compressors see changing data; off with perturb = false),
-// Algorithm::step(params), then the ScheduleController's on_step when the
-// schedule is adaptive. After the last iteration, finish(params).
+// parameters (so compressors see changing data; off with perturb = false)
+// or call local_step (real training, below), Algorithm::step(params), then
+// the ScheduleController's on_step when the schedule is adaptive, a flush
+// every flush_every iterations, then after_step. After the last
+// iteration, finish(params).
 //
 // Proxy parameters and byte_scale: a peer's parameters are a proxy vector of
 // `proxy` floats (seeded per rank), not the model's, so that 1024 peers fit
@@ -90,6 +92,10 @@ struct GossipSetup {
   // virtual time `time_s`. Both run with the baton held (one peer at a
   // time): they may take host time, none virtual, and must not block.
   std::vector<float> initial;
+  // > 0: Algorithm::flush after every flush_every-th iteration (the round
+  // in flight completes into the parameters, as the trainer does at each
+  // epoch's end).
+  int flush_every = 0;
   std::function<void(int rank, int iteration, std::span<float> params)> local_step;
   std::function<void(int rank, int iteration, double time_s, std::span<const float> params)> after_step;
   // Adaptive schedule: called with every decision record (the JSON of

@@ -11,6 +11,7 @@
 #include "peer/model/lr_schedule.h"
 #include "peer/model/model.h"
 #include "peer/model/optimizer.h"
+#include "peer/train/epoch_plan.h"
 #include "peer/train/evaluation.h"
 
 namespace murmur::sim {
@@ -25,19 +26,11 @@ struct RankTrainer {
   int batcher_pass = 0;
 };
 
-// The trainer's evaluation steps (trainer.cc): evals_per_epoch - 1 inside
-// each epoch, every steps_per_epoch / evals_per_epoch steps, and its end.
-bool is_eval_step(long step_done, long steps_per_epoch, int evals_per_epoch) {
-  const long in_epoch = (step_done - 1) % steps_per_epoch + 1;
-  if (in_epoch == steps_per_epoch) return true;
-  return evals_per_epoch > 1 && in_epoch % std::max<long>(1, steps_per_epoch / evals_per_epoch) == 0;
-}
-
 ModelProfile one_tensor_profile(const std::string& name, std::size_t parameters, int batch, double compute_s) {
   ModelProfile p;
   p.name = name;
   p.batch = batch;
-  p.layers.push_back({"parameters", static_cast<std::int64_t>(parameters), compute_s / 3, 2 * compute_s / 3});
+  p.layers.push_back({"parameters", static_cast<std::int64_t>(parameters), compute_s, 0.0});
   p.single_gpu_samples_per_s = compute_s > 0 ? batch / compute_s : 1.0;
   return p;
 }
@@ -65,11 +58,8 @@ TrainingResult run_training(const TrainingSetup& t, const data::FashionMnist& da
   spec.max_batch = std::max(o.batch, 256);
   const auto partition_spec = data::parse_partition(o.partition);
   auto shards = data::partition(partition_spec, data.train.labels, data.train.num_classes, ranks, o.seed);
-  std::size_t mean_shard = data.train.size() / static_cast<std::size_t>(ranks);
-  if (o.train_examples > 0) mean_shard = std::min<std::size_t>(mean_shard, static_cast<std::size_t>(o.train_examples));
-
   TrainingResult result;
-  result.steps_per_epoch = static_cast<long>((mean_shard + o.batch - 1) / o.batch);
+  result.steps_per_epoch = train::steps_per_epoch(data.train.size(), ranks, o.train_examples, o.batch);
   const long total_steps = result.steps_per_epoch * o.epochs;
   const auto schedule = model::parse_lr_schedule(
       o.lr, static_cast<long>(std::lround(o.warmup_epochs * result.steps_per_epoch)), total_steps, o.lr_decay);
@@ -97,6 +87,7 @@ TrainingResult run_training(const TrainingSetup& t, const data::FashionMnist& da
   s.initial = train::read_parameters(*trainers.front().model);
   s.warmup_iterations = 0;
   s.iterations = static_cast<int>(total_steps);
+  s.flush_every = static_cast<int>(result.steps_per_epoch);
   s.local_step = [&](int rank, int iteration, std::span<float> params) {
     RankTrainer& me = trainers[rank];
     train::write_parameters(*me.model, params);
@@ -117,7 +108,8 @@ TrainingResult run_training(const TrainingSetup& t, const data::FashionMnist& da
   data::Batch eval_scratch;
   s.after_step = [&](int rank, int iteration, double time_s, std::span<const float> params) {
     const long done = iteration + 1;
-    if (rank != t.eval_rank || !is_eval_step(done, result.steps_per_epoch, o.evals_per_epoch)) return;
+    const long in_epoch = (done - 1) % result.steps_per_epoch + 1;
+    if (rank != t.eval_rank || !train::is_evaluation_step(in_epoch, result.steps_per_epoch, o.evals_per_epoch)) return;
     model::Model& m = *trainers[rank].model;
     train::write_parameters(m, params);
     const auto a = train::evaluate_range(m, data.test, 0, data.test.size(), spec.max_batch, eval_scratch);

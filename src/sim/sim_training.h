@@ -18,11 +18,13 @@
 //   TrainingResult r = run_training(t, data::load_fashion_mnist(dir));
 //   r.first_at(0.85);                  // rank 0's first evaluation at 85%
 //
-// Differences from a murmur-peer job, on purpose: every rank trains on the
-// CPU, one at a time (the simulator runs one peer at a time), and the
-// evaluations read the model as the last step left it (the trainer flushes
-// the round in flight before its end-of-epoch evaluation). Evaluations take
-// no virtual time, as train_seconds leaves them out of a real job's time.
+// Like murmur-peer: the same steps per epoch, evaluation steps
+// (peer/train/epoch_plan.h), shards, batch order, learning rate at each
+// step, and a flush of the round in flight at each epoch's end (which moves
+// where that round's mixing lands, as in the trainer). Differences, on
+// purpose: every rank trains on the CPU, one at a time (the simulator runs
+// one peer at a time), and the evaluations take no virtual time, as
+// train_seconds leaves them out of a real job's time.
 //
 // Blocking: blocks the caller for the whole run (host time: about
 // peers x steps training steps of the model plus the evaluations).
@@ -43,13 +45,16 @@
 namespace murmur::sim {
 
 struct TrainingSetup {
-  // Cluster, algorithm, compressor, topology, gamma, period, schedule and
-  // schedule_interval are used as given; run_training sets the profile,
-  // proxy, initial parameters, iterations and the step hooks.
+  // Cluster (stragglers multiply compute_s), algorithm, compressor,
+  // topology, gamma, period, overlap, seed, timeout_s, schedule,
+  // schedule_interval and on_decision are used as given; run_training sets
+  // the profile, proxy, initial parameters, warm-up (none), iterations,
+  // flush_every and the step hooks.
   GossipSetup gossip;
   // model, partition, train_examples, epochs, batch, lr, momentum,
   // weight_decay, nesterov, warmup_epochs, lr_decay, seed, evals_per_epoch;
-  // the rest (peer, metrics, checkpoints, device) is not used.
+  // the rest (peer, device, data_dir, extra_compute_ms, metrics,
+  // checkpoints, resume, log_every, events) is not used.
   train::TrainOptions training;
   double compute_s = 0.06;  // virtual seconds of computation per step
   int eval_rank = 0;        // whose model the evaluations read

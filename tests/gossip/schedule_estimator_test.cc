@@ -245,6 +245,46 @@ TEST(LinkEstimator, ASmallMessageAsFastAsTheOldLinkEndsASlowerRun) {
   EXPECT_EQ(est.estimate().changes, 0u);  // the run started again: two suspects, not three
 }
 
+// A 4x stall, then the sender compresses (32x smaller messages) on a link
+// that never changed: the old fit explains them (about twice their time
+// apart, the suspects' line 2x the other way is farther in log-time), so
+// the stall ends as noise instead of being confirmed by them. One-size fit
+// (no probes, as in a busy gossip link) and a fit through two sizes alike.
+TEST(LinkEstimator, AStallFollowedByCompressedMessagesIsNoise) {
+  const TrueLink link{25e-6, k10Gbit};
+  for (const bool two_sizes : {false, true}) {
+    LinkEstimator est;
+    double now = 0;
+    for (int i = 0; i < 16; ++i) {
+      const double bytes = two_sizes && i % 2 ? 250e3 : 1e6;
+      est.observe(bytes, link.seconds(bytes), now += 0.01);
+    }
+    ASSERT_EQ(est.estimate().line_identified, two_sizes);
+    const double before = est.estimate().bandwidth_Bps;
+    est.observe(1e6, 4 * link.seconds(1e6), now += 0.01);
+    EXPECT_GT(est.estimate().suspect_bandwidth_Bps, 0) << "two sizes: " << two_sizes;
+    for (int i = 0; i < 4; ++i) est.observe(32e3, link.seconds(32e3), now += 0.01);
+    EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0) << "two sizes: " << two_sizes;
+    EXPECT_EQ(est.estimate().changes, 0u) << "two sizes: " << two_sizes;
+    EXPECT_GT(est.estimate().bandwidth_Bps, 0.5 * before) << "two sizes: " << two_sizes;
+  }
+}
+
+// Stalls a window of transfers apart are not one run.
+TEST(LinkEstimator, ScatteredStallsDoNotAddUpToAChange) {
+  const TrueLink link{25e-6, k10Gbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(1e6, link.seconds(1e6), now += 0.01);
+  est.observe(1e6, 20 * link.seconds(1e6), now += 0.01);
+  // Probes agree with the fit but are too small to end the run by size.
+  for (int i = 0; i < 15; ++i) est.observe(64, link.seconds(64), now += 0.01);
+  EXPECT_GT(est.estimate().suspect_bandwidth_Bps, 0);  // still pending (15 transfers later)...
+  est.observe(1e6, 20 * link.seconds(1e6), now += 0.01);
+  est.observe(1e6, 20 * link.seconds(1e6), now += 0.01);
+  EXPECT_EQ(est.estimate().changes, 0u);  // ...but expired: two suspects, not three
+}
+
 TEST(LinkEstimator, SuspectsInOppositeDirectionsAreNoChange) {
   const TrueLink link{25e-6, k10Gbit};
   LinkEstimator est;

@@ -138,8 +138,9 @@ class Algorithm {
   // has completed (its sends' samples are in take_transfer_samples) and
   // before the next round's message is made: a scheduler's last chance to
   // retune() that round, instead of the one after it. May call retune();
-  // must not call step(). An empty function removes it. Algorithms without
-  // rounds ignore it.
+  // must not call step() and must not throw (the round would not start,
+  // and the ranks would fall out of step). An empty function removes it.
+  // Algorithms without rounds ignore it.
   virtual void set_before_round(std::function<void()> /*hook*/) {}
   virtual int period() const = 0;
   // The sends completed since the last call (bounded: the oldest are

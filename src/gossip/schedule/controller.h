@@ -15,7 +15,7 @@
 //                   completed and before the next one's message is made
 //                   (Algorithm::set_before_round): the sends feed the
 //                   estimators, and when a link is over budget at the ratio
-//                   in use, or its newest transfer is a suspected slowdown
+//                   in use, or it has a suspected slowdown pending
 //                   (LinkEstimate::suspect_bandwidth_Bps, counted at once),
 //                   the policy reacts (AdaptivePolicy::react: ratios at the
 //                   agreed period, no gather, no guard step) for the round
@@ -125,7 +125,7 @@ class ScheduleController {
   std::uint64_t steps_ = 0;
   std::uint64_t decisions_ = 0;
   double ratio_;
-  double observed_message_bytes_ = 0;  // mean of the last interval's sends
+  double observed_message_bytes_ = 0;  // mean size of the sends of the last drain with any
   // Mean consensus signal of the least aggressive ranks at the last
   // decision that had any (or of all ranks, see above); -1 before.
   double reference_ = -1;

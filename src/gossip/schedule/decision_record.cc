@@ -49,6 +49,7 @@ nlohmann::json to_json(const LinkEstimate& e) {
                       {"bandwidth_Bps", e.bandwidth_Bps},
                       {"samples", e.samples},
                       {"line_identified", e.line_identified},
+                      {"suspect_bandwidth_Bps", e.suspect_bandwidth_Bps},
                       {"observed", e.observed},
                       {"changes", e.changes}};
   j["last_change_time"] = e.last_change_time ? nlohmann::json(*e.last_change_time) : nlohmann::json(nullptr);

@@ -21,6 +21,9 @@ constexpr double kMinSizeSpan = 2.0;
 // A sample of size within this factor of the suspects, agreeing with the fit,
 // shows that the suspects were noise.
 constexpr double kComparableSize = 4.0;
+// The old fit and the suspects' line must predict a transfer this many times
+// apart for its time to tell which one holds (closer in log-time).
+constexpr double kDistinctLines = 2.0;
 
 double median(std::vector<double> v) {
   MURMUR_CHECK(!v.empty());
@@ -82,18 +85,20 @@ void LinkEstimator::observe(double bytes, double seconds, double now) {
   last_sample_time_ = now;
   ++estimate_.observed;
   const Sample s{bytes, seconds, next_seq_++};
+  // A run that has not completed within a window of transfers is scattered
+  // stalls, not a change.
+  if (!run_.empty() && s.seq - run_.front().seq >= options_.window) end_run();
   Verdict v = judge(s);
   if (!run_.empty() && v != Verdict::kSlower && v != Verdict::kFaster) {
     // The old fit has no objection (or cannot judge this size): weigh the
-    // sample against the suspects' own line instead.
+    // sample against the suspects' own line too.
     const double a = std::max(s.bytes, run_.back().bytes);
     const double b = std::min(s.bytes, run_.back().bytes);
     const bool comparable = a <= options_.small_message_bytes || a <= b * kComparableSize;
     const RunFit fit = fits_run(s);
-    if ((v == Verdict::kAgrees && comparable) || fit == RunFit::kContradicts) {
-      run_.clear();  // the suspects were noise
-      run_direction_ = Verdict::kUnjudged;
-    } else if (v == Verdict::kUnjudged && fit == RunFit::kConsistent) {
+    if ((v == Verdict::kAgrees && comparable) || fit == RunFit::kOldFit) {
+      end_run();  // the suspects were noise
+    } else if (v == Verdict::kUnjudged && fit == RunFit::kRunLine) {
       v = run_direction_;  // e.g. a compressed message on a link that just slowed: one more suspect
     }
   }
@@ -108,33 +113,49 @@ void LinkEstimator::observe(double bytes, double seconds, double now) {
     }
     return;
   }
-  update_suspect();
   admit(s);
   refit();
+  update_suspect();
+}
+
+void LinkEstimator::end_run() {
+  run_.clear();
+  run_direction_ = Verdict::kUnjudged;
+  estimate_.suspect_bandwidth_Bps = 0;
+}
+
+const LinkEstimator::Sample* LinkEstimator::largest_suspect() const {
+  const Sample* largest = nullptr;
+  for (const Sample& r : run_)
+    if (r.bytes > options_.small_message_bytes && (largest == nullptr || r.bytes > largest->bytes)) largest = &r;
+  return largest;
 }
 
 LinkEstimator::RunFit LinkEstimator::fits_run(const Sample& s) const {
-  // The newest large suspect's line through the current latency: a
-  // smaller message is never slower, a larger one never faster, than the
-  // line says (up to change_factor), on the link the suspects measured.
-  const Sample* last = nullptr;
-  for (const Sample& r : run_)
-    if (r.bytes > options_.small_message_bytes) last = &r;
-  if (last == nullptr || s.bytes <= options_.small_message_bytes) return RunFit::kUnknown;
+  // Two explanations of this transfer: the old fit, and the suspects' line
+  // (the latency plus the largest suspect's time per byte; a smaller
+  // message takes proportionally less beyond the latency). The one closer
+  // in log-time wins, when they differ by more than kDistinctLines at this
+  // size and the sample is not within change_min_s of both (tiny messages:
+  // jitter decides).
+  const Sample* ref = largest_suspect();
+  const double old_line = predict(s.bytes);
+  if (ref == nullptr || s.bytes <= options_.small_message_bytes || !(old_line > 0)) return RunFit::kUnknown;
   const double latency = estimate_.latency_s;
-  const double predicted = latency + s.bytes * std::max(last->seconds - latency, 0.0) / last->bytes;
-  if (std::abs(s.seconds - predicted) <= options_.change_min_s) return RunFit::kConsistent;
-  if (run_direction_ == Verdict::kSlower)
-    return s.seconds * options_.change_factor >= predicted ? RunFit::kConsistent : RunFit::kContradicts;
-  return s.seconds <= predicted * options_.change_factor ? RunFit::kConsistent : RunFit::kContradicts;
+  const double run_line = latency + s.bytes * std::max(ref->seconds - latency, 0.0) / ref->bytes;
+  if (!(run_line > 0)) return RunFit::kUnknown;
+  if (std::max(run_line, old_line) < kDistinctLines * std::min(run_line, old_line)) return RunFit::kUnknown;
+  if (std::abs(s.seconds - run_line) <= options_.change_min_s && std::abs(s.seconds - old_line) <= options_.change_min_s)
+    return RunFit::kUnknown;
+  const double t = std::max(s.seconds, 1e-9);
+  return std::abs(std::log(t / run_line)) < std::abs(std::log(t / old_line)) ? RunFit::kRunLine : RunFit::kOldFit;
 }
 
 void LinkEstimator::update_suspect() {
   estimate_.suspect_bandwidth_Bps = 0;
   if (run_direction_ != Verdict::kSlower) return;
-  for (const Sample& r : run_)
-    if (r.bytes > options_.small_message_bytes)
-      estimate_.suspect_bandwidth_Bps = r.bytes / std::max(r.seconds - estimate_.latency_s, 1e-12);
+  if (const Sample* ref = largest_suspect())
+    estimate_.suspect_bandwidth_Bps = ref->bytes / std::max(ref->seconds - estimate_.latency_s, 1e-12);
 }
 
 void LinkEstimator::admit(const Sample& s) {
@@ -165,9 +186,7 @@ void LinkEstimator::restart_from_run(double now) {
     for (const Sample& s : merged)
       if (s.bytes <= options_.small_message_bytes) small_.push_back(s);
   }
-  run_.clear();
-  run_direction_ = Verdict::kUnjudged;
-  estimate_.suspect_bandwidth_Bps = 0;  // the fit now has it
+  end_run();  // the fit now has it
   ++estimate_.changes;
   estimate_.last_change_time = now;
   refit();

@@ -26,19 +26,22 @@
 // which a bandwidth change hardly affects). A sample of comparable size that
 // agrees with the fit ends the run, and the suspects are dropped as noise.
 // A sample of another size is also weighed against the suspects' own line
-// (the latency plus the newest large suspect's time per byte): one the old
-// fit cannot judge (another size on a one-size fit) but the line explains
-// is one more suspect, as a compressed message on a link that has just
-// slowed down is; one far faster than the line (smaller messages are never
-// slower, per byte beyond the latency) ends the run as noise.
+// (the latency plus the largest suspect's time per byte): when the two
+// lines differ by more than 2x at its size, the one closer in
+// log-time explains it. The suspects' line explaining a sample the old fit
+// cannot judge (another size on a one-size fit) makes it one more suspect,
+// as a compressed message on a link that has just slowed down is; the old
+// fit explaining it ends the run as noise. A run not completed within
+// `window` transfers ends too (scattered stalls are not a change).
 // So a 100x bandwidth drop or recovery shows in the estimate after
 // `change_run` (default 3) transfers, while a single jittered transfer does
 // not move it at all. While a slower run is pending, the estimate reports
-// the bandwidth its newest large suspect implies (suspect_bandwidth_Bps),
+// the bandwidth its largest suspect implies (suspect_bandwidth_Bps),
 // so that an integrator can act on a slowdown at once ("fast attack, slow
 // release", as TCP halves its window at the first loss): acting on a
-// suspect that proves to be noise costs a few compressed rounds, waiting
-// for the confirmation costs every round until then at the old rate.
+// suspect that proves to be noise costs compressed rounds until the
+// integrator's next decision, waiting for the confirmation costs every
+// round until then at the old rate.
 //
 // Times: `now` is any monotonic clock in seconds (the integrator's); the
 // estimator only compares values of it. Deterministic: the same samples give
@@ -76,7 +79,7 @@ struct LinkEstimate {
   std::uint64_t changes = 0;                 // changes detected so far
   std::optional<double> last_change_time;    // `now` of the sample that completed the last change
   // While a run of slower suspects is pending (a change not yet confirmed):
-  // the bandwidth its newest large message implies, bytes / (seconds -
+  // the bandwidth its largest message implies, bytes / (seconds -
   // latency_s). 0 otherwise: no such run, the run ended as noise, or the
   // change was confirmed (the fit has it).
   double suspect_bandwidth_Bps = 0;
@@ -114,11 +117,14 @@ class LinkEstimator {
   // Where a sample lies against the current estimate.
   enum class Verdict { kUnjudged, kAgrees, kSlower, kFaster };
   Verdict judge(const Sample& s) const;
-  // A sample against the pending suspects' line (see observe()).
-  enum class RunFit { kUnknown, kConsistent, kContradicts };
+  // Which line explains a sample while suspects are pending: theirs, the
+  // old fit's, or neither clearly (see observe()).
+  enum class RunFit { kUnknown, kRunLine, kOldFit };
   RunFit fits_run(const Sample& s) const;
+  const Sample* largest_suspect() const;  // nullptr: only small suspects
   // suspect_bandwidth_Bps from a pending slower run (0 without one).
   void update_suspect();
+  void end_run();
   void admit(const Sample& s);
   void restart_from_run(double now);
   void refit();

@@ -56,7 +56,7 @@
 //      budget is exposed now, and ratios need no agreement. No guard step
 //      and no exploration: those stay with the agreed decisions. The
 //      controller calls it before every round, and gives a link whose
-//      newest transfer is a suspected slowdown the suspect's bandwidth
+//      estimate has a suspected slowdown pending the suspect's bandwidth
 //      (LinkView::suspect), so one slow round is enough to react.
 // Links whose bandwidth is unknown (no transfer measured yet), and all links
 // while compute_s_per_step is unknown (0), keep their ratio (max_ratio at
@@ -116,10 +116,12 @@ struct LinkView {
   // The estimate separates latency from bandwidth (LinkEstimate::
   // line_identified); false: measured at one message size only.
   bool identified = true;
-  // bandwidth_Bps is the newest transfer's, slower than the estimate by the
-  // estimator's change factor and not yet confirmed as a change
-  // (LinkEstimate::suspect_bandwidth_Bps): the integrator plans for the
-  // slowdown at once and lets the estimate confirm or drop it.
+  // bandwidth_Bps is a pending slowdown's: transfers slower than the
+  // estimate by the estimator's change factor, not yet confirmed as a
+  // change (LinkEstimate::suspect_bandwidth_Bps). The integrator plans for
+  // the slowdown at once and lets the estimator confirm or drop it; the
+  // agreed decisions see it too, so a rank whose slowdown is pending at
+  // an interval may propose a longer period for that decision.
   bool suspect = false;
 };
 

@@ -19,6 +19,7 @@
 #include "peer/model/model.h"
 #include "peer/model/optimizer.h"
 #include "peer/train/checkpoint.h"
+#include "peer/train/epoch_plan.h"
 #include "peer/train/evaluation.h"
 #include "peer/train/metrics_writer.h"
 
@@ -109,14 +110,11 @@ TrainSummary train(const TrainOptions& o) {
 
   auto shards = data::partition(partition_spec, data.train.labels, data.train.num_classes, world, o.seed);
   auto shard = std::move(shards[rank]);
-  std::size_t mean_shard = data.train.size() / world;
-  if (o.train_examples > 0) {
-    mean_shard = std::min<std::size_t>(mean_shard, o.train_examples);
-    if (shard.size() > static_cast<std::size_t>(o.train_examples)) shard.resize(o.train_examples);
-  }
+  if (o.train_examples > 0 && shard.size() > static_cast<std::size_t>(o.train_examples))
+    shard.resize(o.train_examples);
   shards.clear();
   shards.shrink_to_fit();
-  const long steps_per_epoch = static_cast<long>((mean_shard + o.batch - 1) / o.batch);
+  const long steps_per_epoch = train::steps_per_epoch(data.train.size(), world, o.train_examples, o.batch);
   const long total_steps = steps_per_epoch * o.epochs;
   const auto schedule = model::parse_lr_schedule(
       o.lr, static_cast<long>(std::lround(o.warmup_epochs * steps_per_epoch)), total_steps, o.lr_decay);
@@ -215,8 +213,7 @@ TrainSummary train(const TrainOptions& o) {
       correct += r.correct;
       seen += batch.size;
       // Extra evaluations inside the epoch, for time-to-accuracy curves.
-      if (o.evals_per_epoch > 1 && s + 1 < steps_per_epoch &&
-          (s + 1) % std::max<long>(1, steps_per_epoch / o.evals_per_epoch) == 0) {
+      if (s + 1 < steps_per_epoch && is_evaluation_step(s + 1, steps_per_epoch, o.evals_per_epoch)) {
         const auto mid = timed_eval();
         const auto stats = peer.stats();
         write_timed({{"event", "eval"}, {"epoch", epoch + 1}, {"step", step + 1},
