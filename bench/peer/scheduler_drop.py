@@ -35,6 +35,7 @@ GRID = [
     ("fixed ratio 1, H 4", ["--compress", "topk:1", "--period", "4"]),
     ("adaptive", ["--compress", "topk:1", "--schedule", "adaptive"]),
 ]
+ADAPTIVE = "adaptive"
 
 
 def main():
@@ -48,6 +49,9 @@ def main():
     p.add_argument("--only", help="labels separated by ';' (labels contain commas), e.g. 'fixed ratio 1, H 1;adaptive'")
     p.add_argument("--keep", help="keep the metrics files in this directory")
     p.add_argument("--extra-compute-ms", type=float, default=0, help="murmur-peer --extra-compute-ms")
+    p.add_argument("--adaptive-schedule", default="adaptive",
+                   help="murmur-peer --schedule for the adaptive row, e.g. 'adaptive:suspect_run=2' "
+                        "(docs/scheduler.md, Knobs)")
     p.add_argument("--partition", default="iid",
                    help="murmur-peer --partition: iid, or dirichlet:<alpha> for label skew (each peer's shard "
                         "favours a few classes, so its model needs its neighbours' to reach the target)")
@@ -68,6 +72,8 @@ def main():
         for label, extra in GRID:
             if args.only and label not in args.only.split(";"):
                 continue
+            if label == ADAPTIVE:
+                extra = ["--compress", "topk:1", "--schedule", args.adaptive_schedule]
             metrics = os.path.join(tmp, label.replace(" ", "_").replace(",", "") + "-{rank}.jsonl")
             summary = os.path.join(tmp, "summary.json")
             command = [os.path.join(args.build, "src/peer/launcher/murmur-run"), "-np", str(args.np), "--profile",

@@ -210,6 +210,20 @@ TEST(LinkEstimator, SlowerSuspectIsReportedAtOnceAndDroppedAsNoise) {
   EXPECT_EQ(est.estimate().changes, 0u);
 }
 
+TEST(LinkEstimator, SuspectRunDelaysTheSuspectBandwidth) {
+  const TrueLink link{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  LinkEstimator est({.suspect_run = 2});
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(4e6, link.seconds(4e6), now += 0.01);
+  est.observe(4e6, slow.seconds(4e6), now += 0.01);
+  EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);  // one suspect: not yet
+  est.observe(4e6, slow.seconds(4e6), now += 0.01);
+  EXPECT_NEAR(est.estimate().suspect_bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);
+  est.observe(4e6, slow.seconds(4e6), now += 0.01);  // the third confirms
+  EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
+  EXPECT_EQ(est.estimate().changes, 1u);
+}
+
 // After a drop, the sender compresses: its next messages are 32x smaller,
 // a size a one-size fit cannot judge. The suspects' own line explains them,
 // so they confirm the drop (it does not wait for more full-size transfers).

@@ -55,6 +55,7 @@ TEST(ScheduleFile, GoodFileSetsEveryKnobItNames) {
       "window = 32\n"
       "change_factor = 4\n"
       "change_run = 2\n"
+      "suspect_run = 2\n"
       "change_min_s = 1e-4\n"
       "small_message_bytes = 1024\n"
       "compute_window = 5\n");
@@ -75,11 +76,12 @@ TEST(ScheduleFile, GoodFileSetsEveryKnobItNames) {
   EXPECT_EQ(c.link.window, 32u);
   EXPECT_EQ(c.link.change_factor, 4);
   EXPECT_EQ(c.link.change_run, 2u);
+  EXPECT_EQ(c.link.suspect_run, 2u);
   EXPECT_EQ(c.link.change_min_s, 1e-4);
   EXPECT_EQ(c.link.small_message_bytes, 1024);
   EXPECT_EQ(c.compute_window, 5u);
   // Every knob is in the table that lists them, and the file above named them all.
-  EXPECT_EQ(schedule_settings().size(), 18u);
+  EXPECT_EQ(schedule_settings().size(), 19u);
 }
 
 TEST(ScheduleFile, EmptyFileGivesDefaults) {
@@ -112,6 +114,7 @@ TEST(ScheduleFile, MalformedLinesAreRefusedWithTheirLine) {
       {"max_ratio = 0.0001\n", "net.sched:1: min_ratio 0.001 > max_ratio 0.0001"},
       {"max_period = 4\nmin_period = 5\n", "net.sched:2: min_period 5 > max_period 4"},
       {"change_run = 20\n", "net.sched:1: change_run 20 > window 16"},
+      {"change_run = 2\nsuspect_run = 3\n", "net.sched:2: suspect_run 3 > change_run 2"},
   };
   for (const auto& c : cases) {
     const std::string error = error_of(c.text);

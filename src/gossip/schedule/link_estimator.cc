@@ -43,6 +43,8 @@ LinkEstimator::LinkEstimator(LinkEstimatorOptions options) : options_(options) {
   MURMUR_CHECK_GE(options_.change_min_s, 0.0);
   MURMUR_CHECK_GE(options_.change_run, std::size_t{1});
   MURMUR_CHECK_LE(options_.change_run, options_.window);
+  MURMUR_CHECK_GE(options_.suspect_run, std::size_t{1});
+  MURMUR_CHECK_LE(options_.suspect_run, options_.change_run);
   MURMUR_CHECK_GE(options_.small_message_bytes, 0.0);
 }
 
@@ -153,7 +155,7 @@ LinkEstimator::RunFit LinkEstimator::fits_run(const Sample& s) const {
 
 void LinkEstimator::update_suspect() {
   estimate_.suspect_bandwidth_Bps = 0;
-  if (run_direction_ != Verdict::kSlower) return;
+  if (run_direction_ != Verdict::kSlower || run_.size() < options_.suspect_run) return;
   if (const Sample* ref = largest_suspect())
     estimate_.suspect_bandwidth_Bps = ref->bytes / std::max(ref->seconds - estimate_.latency_s, 1e-12);
 }

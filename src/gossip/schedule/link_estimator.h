@@ -64,6 +64,7 @@ struct LinkEstimatorOptions {
   double change_factor = 3.0;         // a sample off the prediction by more than this is a suspect...
   double change_min_s = 50e-6;        // ...and by more than this many seconds (OS jitter on tiny messages)
   std::size_t change_run = 3;         // suspects in a row that make a change, 1..window
+  std::size_t suspect_run = 1;        // slower suspects in a row before suspect_bandwidth_Bps shows, 1..change_run
   double small_message_bytes = 256;   // at most this size a message measures latency (a probe)
 };
 
@@ -78,10 +79,11 @@ struct LinkEstimate {
   std::uint64_t observed = 0;                // samples ever observed (suspects included)
   std::uint64_t changes = 0;                 // changes detected so far
   std::optional<double> last_change_time;    // `now` of the sample that completed the last change
-  // While a run of slower suspects is pending (a change not yet confirmed):
-  // the bandwidth its largest message implies, bytes / (seconds -
-  // latency_s). 0 otherwise: no such run, the run ended as noise, or the
-  // change was confirmed (the fit has it).
+  // While a run of at least suspect_run slower suspects is pending (a
+  // change not yet confirmed): the bandwidth its largest message implies,
+  // bytes / (seconds - latency_s). 0 otherwise: no such run (or a shorter
+  // one), the run ended as noise, or the change was confirmed (the fit has
+  // it).
   double suspect_bandwidth_Bps = 0;
   bool known() const { return samples > 0; }
   bool bandwidth_known() const { return bandwidth_Bps > 0; }

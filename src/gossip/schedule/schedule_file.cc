@@ -91,6 +91,11 @@ const Knob kKnobs[] = {
    "suspects in a row (same direction) that restart a link's estimate",
    [](const ScheduleConfig& c) { return double(c.link.change_run); },
    [](ScheduleConfig& c, double v) { c.link.change_run = std::size_t(v); }},
+  {"suspect_run", true, "[1, change_run]", [](double v) { return v >= 1 && v <= 1024; },
+   "slower suspects in a row before a link is planned at their bandwidth (1: at the first slow transfer; "
+   "change_run: only once the change is confirmed)",
+   [](const ScheduleConfig& c) { return double(c.link.suspect_run); },
+   [](ScheduleConfig& c, double v) { c.link.suspect_run = std::size_t(v); }},
   {"change_min_s", false, "[0, 10]", [](double v) { return v >= 0 && v <= 10; },
    "a suspect must also be off by more than this many seconds (jitter on tiny messages)",
    [](const ScheduleConfig& c) { return c.link.change_min_s; },
@@ -108,7 +113,8 @@ const Knob kKnobs[] = {
 
 // Pairs that must be ordered: first <= second.
 const std::pair<const char*, const char*> kOrdered[] = {
-    {"min_ratio", "max_ratio"}, {"min_period", "max_period"}, {"change_run", "window"}};
+    {"min_ratio", "max_ratio"}, {"min_period", "max_period"}, {"change_run", "window"},
+    {"suspect_run", "change_run"}};
 
 // Reports a fault at `where` (a line, or an item of the flag); never returns.
 using Fail = std::function<void(int where, const std::string& reason)>;

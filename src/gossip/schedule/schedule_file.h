@@ -18,7 +18,8 @@
 // Refused with ScheduleError "path:line: reason": a line without '=', an
 // unknown key, a key given twice, an empty, non-numeric, non-finite,
 // non-integer (integer keys) or out-of-range value, and pairs that do not fit
-// (min_ratio > max_ratio, min_period > max_period, change_run > window; the
+// (min_ratio > max_ratio, min_period > max_period, change_run > window,
+// suspect_run > change_run; the
 // line is the later of the two). A flag that does not parse: ScheduleError
 // "schedule 'SPEC': ITEM: reason".
 // Blocking: read_schedule_file reads the whole file. Thread-safe (no state).
