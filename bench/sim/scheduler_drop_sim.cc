@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "gossip/schedule/errors.h"
 #include "gossip/schedule/schedule_file.h"
 #include "peer/data/fashion_mnist.h"
 #include "peer/model/blas_threads.h"
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   int peers = 8;
   double compute_ms = 61, fast_gbit = 10, slow_mbit = 100, latency_us = 25, drop_s = 2.5, recover_s = 14.5,
          target = 0.85;
-  std::string seeds = "1", only, curves, decisions, data_dir;
+  std::string seeds = "1", only, curves, decisions, data_dir, adaptive_schedule = "adaptive";
   app.add_option("--data-dir", data_dir, "Fashion-MNIST directory (default: Debian's dataset-fashion-mnist)");
   app.add_option("--model", base.training.model, "mlp, mlp:H1,H2,..., cnn or logreg")->capture_default_str();
   app.add_option("--partition", base.training.partition, "iid or dirichlet:<alpha>")->capture_default_str();
@@ -77,6 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--gamma", base.gossip.gamma, "choco consensus step size")->capture_default_str()->check(CLI::Range(1e-6, 1.0));
   app.add_option("--target", target, "test accuracy of rank 0's model")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   app.add_option("--seeds", seeds, "comma-separated seeds (model, shuffling, partition); one run per seed and setting")
+      ->capture_default_str();
+  app.add_option("--adaptive-schedule", adaptive_schedule,
+                 "the adaptive row's schedule, e.g. adaptive:suspect_run=2 (docs/scheduler.md, Knobs)")
       ->capture_default_str();
   app.add_option("--only", only, "settings separated by ';', e.g. 'fixed ratio 0.1, H 1;adaptive'");
   app.add_option("--curves", curves, "write every evaluation as CSV (setting,seed,step,time_s,test_accuracy)");
@@ -111,6 +115,8 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Checked before the data is read: a bad spec fails at once.
+    const auto adaptive = murmur::gossip::schedule::parse_schedule_flag(adaptive_schedule);
     murmur::model::set_blas_threads(murmur::model::blas_threads_from_environment());
     murmur::sched_log().set_level(spdlog::level::warn);
     const auto data = murmur::data::load_fashion_mnist(data_dir.empty() ? murmur::data::default_fashion_mnist_dir()
@@ -151,7 +157,7 @@ int main(int argc, char** argv) {
         t.gossip.seed = seed;
         t.gossip.compressor = setting.compressor;
         t.gossip.period = setting.period;
-        if (setting.adaptive) t.gossip.schedule = murmur::gossip::schedule::parse_schedule_flag("adaptive");
+        if (setting.adaptive) t.gossip.schedule = adaptive;
         if (decision_file) {
           t.gossip.on_decision = [&, seed](int rank, double time_s, const nlohmann::json& decision) {
             auto record = decision;
@@ -178,6 +184,9 @@ int main(int argc, char** argv) {
                        << e.test_accuracy << '\n';
       }
     }
+  } catch (const murmur::gossip::schedule::ScheduleError& e) {
+    std::fprintf(stderr, "scheduler_drop_sim: --adaptive-schedule: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scheduler_drop_sim: %s\n", e.what());
     return 1;
