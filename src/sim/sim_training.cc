@@ -61,8 +61,7 @@ TrainingResult run_training(const TrainingSetup& t, const data::FashionMnist& da
   TrainingResult result;
   result.steps_per_epoch = train::steps_per_epoch(data.train.size(), ranks, o.train_examples, o.batch);
   const long total_steps = result.steps_per_epoch * o.epochs;
-  const auto schedule = model::parse_lr_schedule(
-      o.lr, static_cast<long>(std::lround(o.warmup_epochs * result.steps_per_epoch)), total_steps, o.lr_decay);
+  const auto schedule = train::lr_schedule(o, result.steps_per_epoch);
 
   std::vector<RankTrainer> trainers(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
@@ -73,10 +72,8 @@ TrainingResult run_training(const TrainingSetup& t, const data::FashionMnist& da
         me.model->parameter_count(), model::Device::kCpu,
         model::SgdOptions{.momentum = o.momentum, .weight_decay = o.weight_decay, .nesterov = o.nesterov});
     auto shard = std::move(shards[r]);
-    if (o.train_examples > 0 && shard.size() > static_cast<std::size_t>(o.train_examples))
-      shard.resize(static_cast<std::size_t>(o.train_examples));
-    me.batcher = std::make_unique<data::Batcher>(data.train, std::move(shard), o.batch,
-                                                 o.seed * 1000003 + static_cast<std::uint64_t>(r));
+    train::cap_shard(shard, o);
+    me.batcher = std::make_unique<data::Batcher>(data.train, std::move(shard), o.batch, train::shuffle_seed(o, r));
     me.batcher->start_epoch(0);
   }
   result.parameters = trainers.front().model->parameter_count();

@@ -1,12 +1,29 @@
-// How a training run is cut into epochs and where it is evaluated. Shared
-// by murmur-peer's trainer (trainer.cc) and the simulator's
-// (sim/sim_training.h), so that both step and evaluate alike.
+// How a training run is cut into epochs, fed and evaluated: the shard cap,
+// the batch order's seed, the learning-rate schedule, steps per epoch and
+// evaluation steps. Shared by murmur-peer's trainer (trainer.cc) and the
+// simulator's (sim/sim_training.h), so that both step and evaluate alike.
 // Pure functions; any thread.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "peer/model/lr_schedule.h"
+#include "peer/train/train_options.h"
 
 namespace murmur::train {
+
+// A rank's shard cut to o.train_examples when that is > 0 (quick runs).
+void cap_shard(std::vector<std::uint32_t>& shard, const TrainOptions& o);
+
+// The seed of a rank's batch order (data::Batcher): the run's seed and the
+// rank, so that ranks draw different orders and a resumed rank its own.
+std::uint64_t shuffle_seed(const TrainOptions& o, int rank);
+
+// o.lr with o.warmup_epochs of warm-up and o.lr_decay over o.epochs epochs
+// of steps_per_epoch; std::invalid_argument as parse_lr_schedule.
+model::LrScheduleSpec lr_schedule(const TrainOptions& o, long steps_per_epoch);
 
 // Steps in one epoch: the mean shard (train_size / world, capped at
 // train_examples when that is > 0) in batches of `batch`, the last one

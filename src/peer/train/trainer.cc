@@ -110,15 +110,12 @@ TrainSummary train(const TrainOptions& o) {
 
   auto shards = data::partition(partition_spec, data.train.labels, data.train.num_classes, world, o.seed);
   auto shard = std::move(shards[rank]);
-  if (o.train_examples > 0 && shard.size() > static_cast<std::size_t>(o.train_examples))
-    shard.resize(o.train_examples);
+  cap_shard(shard, o);
   shards.clear();
   shards.shrink_to_fit();
   const long steps_per_epoch = train::steps_per_epoch(data.train.size(), world, o.train_examples, o.batch);
-  const long total_steps = steps_per_epoch * o.epochs;
-  const auto schedule = model::parse_lr_schedule(
-      o.lr, static_cast<long>(std::lround(o.warmup_epochs * steps_per_epoch)), total_steps, o.lr_decay);
-  data::Batcher batcher(data.train, shard, o.batch, o.seed * 1000003 + rank);
+  const auto schedule = lr_schedule(o, steps_per_epoch);
+  data::Batcher batcher(data.train, shard, o.batch, shuffle_seed(o, rank));
   const std::size_t shard_examples = shard.size();
   shard = {};
 
