@@ -141,7 +141,10 @@ gossip::AlgorithmOptions algorithm_options(const GossipSetup& s, bool adaptive) 
   o.gamma = s.gamma;
   o.timeout_s = s.timeout_s;
   o.seed = s.seed;
-  if (adaptive) o.max_ratio = s.schedule->bounds.max_ratio;
+  if (adaptive) {
+    o.max_ratio = s.schedule->bounds.max_ratio;
+    o.receipts = s.schedule->receipts;
+  }
   return o;
 }
 

@@ -331,6 +331,96 @@ TEST(InProcess, ConsensusSignalIsMixingOverLocalProgressPerStep) {
   }
 }
 
+// Transfer receipts (AlgorithmOptions::receipts): rank 1 starts every round
+// 200 ms after rank 0. Rank 0's receive waited for it, and rank 1's samples
+// carry that wait as their receiver's time; rank 1's own receive, posted
+// late, found rank 0's message ready, and rank 0's samples say so.
+TEST(InProcess, ReceiptsTellALateReceiverFromAnEarlyOne) {
+  auto c = make_cluster(2);
+  auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+  std::vector<std::future<std::vector<gossip::TransferSample>>> fs;
+  for (int r = 0; r < 2; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r] {
+      AlgorithmOptions o;
+      o.overlap = false;
+      o.receipts = true;
+      auto a = gossip::make_algorithm("dpsgd", o, *c.comms[r], topo.get());
+      std::vector<float> x(1000, static_cast<float>(r));
+      for (int t = 0; t < 3; ++t) {
+        if (r == 1) std::this_thread::sleep_for(200ms);
+        a->step(x);
+      }
+      a->finish(x);
+      // The last round's receipt may still be on its way.
+      std::vector<gossip::TransferSample> samples;
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
+      while (samples.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+        for (const auto& s : a->take_transfer_samples()) samples.push_back(s);
+        std::this_thread::sleep_for(10ms);
+      }
+      // Receipts are messages too: three of each per rank.
+      gossip::LinkStats link;
+      while (std::chrono::steady_clock::now() < deadline) {
+        link = a->stats().links[1 - r];
+        if (link.messages_sent == 6 && link.messages_received == 6) break;
+        std::this_thread::sleep_for(10ms);
+      }
+      EXPECT_EQ(link.messages_sent, 6u) << "rank " << r;
+      EXPECT_EQ(link.messages_received, 6u) << "rank " << r;
+      return samples;
+    }));
+  }
+  const auto early = fs[0].get(), late = fs[1].get();
+  ASSERT_EQ(early.size(), 3u);
+  ASSERT_EQ(late.size(), 3u);
+  for (const auto& s : late) {
+    EXPECT_EQ(s.peer, 0);
+    EXPECT_GE(s.receiver_seconds, 0.15) << "rank 0 waited for rank 1's message";
+  }
+  for (const auto& s : early) {
+    EXPECT_EQ(s.peer, 1);
+    EXPECT_GE(s.receiver_seconds, 0.0);
+    EXPECT_LT(s.receiver_seconds, 0.1) << "rank 1 posted late: rank 0's message was there";
+  }
+}
+
+// A receipt is untrusted input: one that does not parse leaves the send's
+// sample without a receiver's time (and is logged), nothing else.
+TEST(InProcess, AMalformedReceiptLeavesTheSendTimeAlone) {
+  auto c = make_cluster(2);
+  auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+  const std::size_t n = 100;
+  // Rank 1 by hand: dpsgd's round 0 (channel 1), then a bad receipt.
+  auto rank1 = std::async(std::launch::async, [&] {
+    std::vector<float> in(n), out(n, 1.0f);
+    const auto tag = gossip::make_tag(1, gossip::Phase::kDpsgd, 0);
+    std::vector<fabric::RequestPtr> rs{c.comms[1]->irecv(0, tag, std::as_writable_bytes(std::span<float>(in))),
+                                       c.comms[1]->isend(0, tag, std::as_bytes(std::span<const float>(out)))};
+    c.comms[1]->wait_all(rs, 10);
+    std::vector<std::byte> garbage(24, std::byte{0x5a});
+    auto r = c.comms[1]->isend(0, gossip::receipt_tag(tag), garbage);
+    c.comms[1]->wait_all(std::span<const fabric::RequestPtr>(&r, 1), 10);
+  });
+  AlgorithmOptions o;
+  o.overlap = false;
+  o.receipts = true;
+  auto a = gossip::make_algorithm("dpsgd", o, *c.comms[0], topo.get());
+  std::vector<float> x(n, 0.0f);
+  a->step(x);
+  rank1.get();
+  std::vector<gossip::TransferSample> samples;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (samples.empty() && std::chrono::steady_clock::now() < deadline) {
+    samples = a->take_transfer_samples();
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].receiver_seconds, -1);
+  EXPECT_GT(samples[0].bytes, 0);
+  EXPECT_FLOAT_EQ(x[0], 0.5f);  // the round itself went through
+  a->finish(x);
+}
+
 TEST(InProcess, DeadPeerSurfacesFromStepNamingIt) {
   auto c = make_cluster(2);
   auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});

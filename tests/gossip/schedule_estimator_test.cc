@@ -224,6 +224,64 @@ TEST(LinkEstimator, SuspectRunDelaysTheSuspectBandwidth) {
   EXPECT_EQ(est.estimate().changes, 1u);
 }
 
+// A receiver that posts its receive 50 ms late makes a 3.2 ms send on
+// 10 Gbit/s take 53 ms; its receipt says the receive itself took 3.2 ms.
+// Slow only by the lateness: set aside, no suspect, nothing to react to.
+TEST(LinkEstimator, AReceiverLateByFiftyMillisecondsIsNotASlowLink) {
+  const TrueLink link{25e-6, k10Gbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(4e6, link.seconds(4e6), now += 0.01);
+  for (int i = 0; i < 5; ++i)
+    est.observe_with_receipt(4e6, 0.05 + link.seconds(4e6), link.seconds(4e6), now += 0.06);
+  EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
+  EXPECT_EQ(est.estimate().changes, 0u);
+  EXPECT_EQ(est.estimate().late_receiver, 5u);
+  EXPECT_EQ(est.estimate().observed, 21u);
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.01 * k10Gbit);
+  // The same sends without receipts would have been a drop.
+  LinkEstimator blind;
+  now = 0;
+  for (int i = 0; i < 16; ++i) blind.observe(4e6, link.seconds(4e6), now += 0.01);
+  for (int i = 0; i < 3; ++i) blind.observe(4e6, 0.05 + link.seconds(4e6), now += 0.06);
+  EXPECT_EQ(blind.estimate().changes, 1u);
+}
+
+// The link dropped and the receiver is late as well: its receive time is
+// slower than the old fit on its own, so the link's drop shows at once and
+// is confirmed, at the receiver's (the link's) time, not the sender's.
+TEST(LinkEstimator, ALateReceiverOnADroppedLinkStillShowsTheDrop) {
+  const TrueLink fast{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(4e6, fast.seconds(4e6), now += 0.01);
+  est.observe_with_receipt(4e6, 0.2 + slow.seconds(4e6), slow.seconds(4e6), now += 0.5);
+  EXPECT_NEAR(est.estimate().suspect_bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);
+  for (int i = 0; i < 2; ++i)
+    est.observe_with_receipt(4e6, 0.2 + slow.seconds(4e6), slow.seconds(4e6), now += 0.5);
+  EXPECT_EQ(est.estimate().changes, 1u);
+  EXPECT_EQ(est.estimate().late_receiver, 0u);
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);
+}
+
+// A receiver that was early waited for the sender: its receive time is the
+// longer one and says nothing about the link; the send time counts alone,
+// as without a receipt (also before there is a fit to judge against).
+TEST(LinkEstimator, AnEarlyReceiverLeavesTheSendTime) {
+  const TrueLink fast{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  LinkEstimator with, without;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) {
+    now += 0.01;
+    with.observe_with_receipt(4e6, fast.seconds(4e6), 0.03 + fast.seconds(4e6), now);
+    without.observe(4e6, fast.seconds(4e6), now);
+  }
+  EXPECT_EQ(with.estimate().bandwidth_Bps, without.estimate().bandwidth_Bps);
+  with.observe_with_receipt(4e6, slow.seconds(4e6), slow.seconds(4e6) + 0.1, now += 0.5);
+  EXPECT_NEAR(with.estimate().suspect_bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);
+  EXPECT_EQ(with.estimate().late_receiver, 0u);
+}
+
 // After a drop, the sender compresses: its next messages are 32x smaller,
 // a size a one-size fit cannot judge. The suspects' own line explains them,
 // so they confirm the drop (it does not wait for more full-size transfers).

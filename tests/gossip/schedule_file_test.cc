@@ -58,6 +58,7 @@ TEST(ScheduleFile, GoodFileSetsEveryKnobItNames) {
       "suspect_run = 2\n"
       "change_min_s = 1e-4\n"
       "small_message_bytes = 1024\n"
+      "receipts = 0\n"
       "compute_window = 5\n");
   EXPECT_EQ(c.mode, ScheduleMode::kAdaptive);
   EXPECT_EQ(c.source, "@net.sched");
@@ -80,8 +81,10 @@ TEST(ScheduleFile, GoodFileSetsEveryKnobItNames) {
   EXPECT_EQ(c.link.change_min_s, 1e-4);
   EXPECT_EQ(c.link.small_message_bytes, 1024);
   EXPECT_EQ(c.compute_window, 5u);
+  EXPECT_FALSE(c.receipts);
+  EXPECT_TRUE(ScheduleConfig{}.receipts);
   // Every knob is in the table that lists them, and the file above named them all.
-  EXPECT_EQ(schedule_settings().size(), 19u);
+  EXPECT_EQ(schedule_settings().size(), 20u);
 }
 
 TEST(ScheduleFile, EmptyFileGivesDefaults) {
@@ -109,6 +112,7 @@ TEST(ScheduleFile, MalformedLinesAreRefusedWithTheirLine) {
       {"min_ratio = 0\n", "net.sched:1: min_ratio = 0: out of range, must be in (0, 1]"},
       {"# c\nmax_ratio = 1.5\n", "net.sched:2: max_ratio = 1.5: out of range, must be in (0, 1]"},
       {"min_period = 0\n", "net.sched:1: min_period = 0: out of range, must be in [1, 1024]"},
+      {"receipts = 2\n", "net.sched:1: receipts = 2: out of range, must be in 0 or 1"},
       {"consensus_guard = 0.5\n", "net.sched:1: consensus_guard = 0.5: out of range, must be in 0 (off) or [1, 1e6]"},
       {"min_ratio = 0.5\n\nmax_ratio = 0.1\n", "net.sched:3: min_ratio 0.5 > max_ratio 0.1"},
       {"max_ratio = 0.0001\n", "net.sched:1: min_ratio 0.001 > max_ratio 0.0001"},

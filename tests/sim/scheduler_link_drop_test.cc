@@ -26,6 +26,7 @@ struct Decision {
   double ratio;
   int period;
   bool agreed;  // false: a reaction between agreements
+  double dropped_link_Bps;  // the estimate of the link to the other end of 0 <-> 1 (0: none)
 };
 
 ModelProfile one_tensor_model() {
@@ -63,8 +64,11 @@ class SchedulerLinkDrop : public ::testing::Test {
     s.proxy = 4096;
     std::map<int, std::vector<Decision>> decisions;
     s.on_decision = [&](int rank, double t, const nlohmann::json& d) {
+      double bandwidth = 0;
+      for (const auto& l : d.at("links"))
+        if (rank < 2 && l.at("peer").get<int>() == 1 - rank) bandwidth = l.at("bandwidth_Bps").get<double>();
       decisions[rank].push_back({t, d.at("round").get<std::uint64_t>(), d.at("ratio").get<double>(),
-                                 d.at("period").get<int>(), d.value("agreed", true)});
+                                 d.at("period").get<int>(), d.value("agreed", true), bandwidth});
     };
     last_ = run_gossip(s);
     return decisions;
@@ -97,10 +101,14 @@ TEST_F(SchedulerLinkDrop, BothEndsFollowTheDropAndTheRecoveryWithin20Rounds) {
     EXPECT_GT(reacted, drop) << "rank " << rank << " moved before the drop";
     // Within 20 rounds of the recovery: back to at least the ratio and at
     // most the period of before the drop.
-    // Still more compression or a longer period just before the recovery
-    // (the guard may trade one for the other while the link is slow).
+    // Just before the recovery the link is still known to be slow, and the
+    // rank still compresses or skips. (Not necessarily more than before
+    // the drop: while the link is slow, the consensus guard steps back
+    // towards denser messages, and a rank that compressed before the drop
+    // (rank 1 at 1/2 here) may be back at that ratio.)
     const Decision during = ds[recover - 1];
-    EXPECT_TRUE(during.ratio < before.ratio || during.period > before.period)
+    EXPECT_LT(during.dropped_link_Bps, before.dropped_link_Bps / 10) << "rank " << rank;
+    EXPECT_TRUE(during.ratio < 1 || during.period > 1)
         << "rank " << rank << ": ratio " << during.ratio << " H " << during.period;
     std::size_t relaxed = recover;
     while (relaxed < ds.size() && (ds[relaxed].ratio < before.ratio || ds[relaxed].period > before.period)) ++relaxed;

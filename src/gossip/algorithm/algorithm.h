@@ -72,6 +72,17 @@ struct AlgorithmOptions {
   // Largest compression ratio retune() may set (receive buffers are sized
   // for it); 0: the ratio of `compressor`, which then cannot grow.
   double max_ratio = 0;
+  // Transfer receipts (the round algorithms; adpsgd ignores it): every
+  // receiver answers each message with a 24-byte receipt saying how long its
+  // receive took (posting to completion), and each send's TransferSample
+  // waits for it (receiver_seconds), so that a scheduler can tell a late
+  // receiver from a slow link. Every rank of a job must set the same value:
+  // a rank expecting receipts from one that sends none keeps at most
+  // Traffic::kMaxPendingReceipts receives posted per peer and then times its
+  // sends alone; a rank sending receipts to one that expects none leaves
+  // them unmatched at the other end. The scheduler sets it (murmur-peer
+  // --schedule adaptive, schedule knob `receipts`).
+  bool receipts = false;
 };
 
 struct LinkStats {
@@ -117,6 +128,11 @@ struct TransferSample {
   double bytes = 0;
   double seconds = 0;
   double end_time = 0;  // Communicator::now() at completion
+  // The receiver's own time for the same message, posting its receive to
+  // completion, from its receipt (AlgorithmOptions::receipts); < 0 without
+  // one. Less than `seconds` when the receiver posted late: the send then
+  // also waited for the receiver, not only for the link.
+  double receiver_seconds = -1;
 };
 
 class Algorithm {

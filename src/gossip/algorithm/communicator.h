@@ -56,6 +56,7 @@ enum class Phase : std::uint8_t {
   kAllreduce = 5,
   kAllgather = 6,
   kTopkAllgather = 7,
+  kReceipt = 8,  // a receiver's report on one message (gossip/algorithm/receipt.h)
 };
 
 // Tag layout: bits 63..56 channel (one per tensor stream / algorithm
@@ -64,6 +65,20 @@ enum class Phase : std::uint8_t {
 inline fabric::Tag make_tag(std::uint8_t channel, Phase phase, std::uint64_t round) {
   return (fabric::Tag{channel} << 56) | (fabric::Tag{static_cast<std::uint8_t>(phase)} << 48) |
          (round & ((fabric::Tag{1} << 48) - 1));
+}
+
+// The tag of the receipt for a message sent with `message`: channel kept,
+// phase kReceipt, the message's phase in bits 47..40 and its round mod 2^40
+// below, so that receipts of different phases and rounds never match each
+// other's receives.
+inline fabric::Tag receipt_tag(fabric::Tag message) {
+  const fabric::Tag channel = message & (fabric::Tag{0xff} << 56);
+  const fabric::Tag phase = (message >> 48) & 0xff;
+  return channel | (fabric::Tag{static_cast<std::uint8_t>(Phase::kReceipt)} << 48) | (phase << 40) |
+         (message & ((fabric::Tag{1} << 40) - 1));
+}
+inline bool is_receipt_tag(fabric::Tag tag) {
+  return ((tag >> 48) & 0xff) == static_cast<std::uint8_t>(Phase::kReceipt);
 }
 
 class Communicator {

@@ -13,7 +13,7 @@ RoundAlgorithm::RoundAlgorithm(std::string name, const AlgorithmOptions& options
                                bool default_overlap)
     : options_(options),
       comm_(comm),
-      traffic_(comm),
+      traffic_(comm, options.receipts),
       name_(std::move(name)),
       overlap_(options.overlap.value_or(default_overlap)),
       period_(options.period) {

@@ -5,7 +5,22 @@
 // requests nobody waits on (adpsgd). Every completed send is also timed, from
 // posting to completion, for the scheduler's link estimates, on the
 // Communicator's clock (now(): steady time over the fabric, virtual time in
-// the simulator). Internal to algorithm/.
+// the simulator).
+//
+// Receipts (constructed with receipts = true, AlgorithmOptions::receipts):
+// each receive is timed too, and wait_all() answers every completed receive
+// with a receipt (receipt.h) to its sender as soon as all of the call's
+// receives are in; each send posts a receive for its receipt, and its
+// TransferSample is released (take_send_samples) only once the receipt has
+// arrived, with receiver_seconds from it. A malformed receipt releases the
+// sample without it (logged once per peer, with its rank and host); a failed
+// one (the peer failed, or the transport went away) drops the sample. At most
+// kMaxPendingReceipts receipts are awaited per peer; sends beyond that are
+// sampled without one. Receipts are counted in the links' stats. Every receive
+// of a Traffic with receipts must be waited through its wait_all(), or its
+// sender waits for a receipt in vain.
+//
+// Internal to algorithm/.
 // Thread safety: all methods thread-safe; the counters' mutex is a leaf lock,
 // also taken in on_done callbacks (on the backend's progress thread).
 #pragma once
@@ -14,7 +29,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "gossip/algorithm/algorithm.h"
@@ -24,9 +41,11 @@ namespace murmur::gossip::detail {
 
 class Traffic {
  public:
-  explicit Traffic(Communicator& comm) : comm_(comm) { counters_->clock = &comm; }
-  // Send callbacks that fire later (adpsgd's unwaited sends) stop reading
-  // the clock: the communicator need only outlive this object.
+  explicit Traffic(Communicator& comm, bool receipts = false) : comm_(comm), receipts_(receipts) {
+    counters_->clock = &comm;
+  }
+  // Send callbacks that fire later (adpsgd's unwaited sends, receipts) stop
+  // reading the clock: the communicator need only outlive this object.
   ~Traffic();
   Traffic(const Traffic&) = delete;
   Traffic& operator=(const Traffic&) = delete;
@@ -42,7 +61,9 @@ class Traffic {
   fabric::RequestPtr recv(int peer, fabric::Tag tag, std::span<T> buffer) {
     return recv(peer, tag, std::as_writable_bytes(buffer));
   }
-  // Communicator::wait_all, then counts every request (all succeeded).
+  // Communicator::wait_all, then counts every request (all succeeded). With
+  // receipts: the receives first, then their receipts are sent, then the
+  // rest; each of the two waits is bounded by timeout_s.
   void wait_all(const std::vector<fabric::RequestPtr>& requests, double timeout_s);
   // Counts one completed request (a no-op for a failed one).
   void count(const fabric::Request& done);
@@ -53,8 +74,14 @@ class Traffic {
   // kMaxSendSamples are kept between calls.
   std::vector<TransferSample> take_send_samples();
   static constexpr std::size_t kMaxSendSamples = 4096;
+  static constexpr std::size_t kMaxPendingReceipts = 256;
 
  private:
+  struct PendingSend;
+  struct ReceiveTiming {
+    double posted = 0;
+    double done = -1;  // -1 until the receive's on_done ran
+  };
   // Shared with the on_done callbacks, which may outlive this object when an
   // algorithm is torn down with receives still posted.
   struct Counters {
@@ -62,8 +89,19 @@ class Traffic {
     std::map<int, LinkStats> links;
     std::deque<TransferSample> sends;
     Communicator* clock = nullptr;  // null once the Traffic is gone
+    std::map<int, std::size_t> receipts_awaited;  // by peer
+    std::unordered_map<const fabric::Request*, ReceiveTiming> receives;  // until their receipt is sent
+    std::set<int> warned;  // peers whose malformed receipt was logged
   };
+  // Posts the receive for the receipt of a send to `peer` with `tag`; null
+  // when kMaxPendingReceipts are awaited from the peer already.
+  std::shared_ptr<PendingSend> expect_receipt(int peer, fabric::Tag tag);
+  void send_receipts(const std::vector<fabric::RequestPtr>& receives);
+  static void push_sample(Counters& c, const TransferSample& s);
+  static void release(Counters& c, PendingSend& p);
+
   Communicator& comm_;
+  const bool receipts_;
   std::shared_ptr<Counters> counters_ = std::make_shared<Counters>();
 };
 

@@ -76,7 +76,11 @@ ScheduleInputs ScheduleController::gather_inputs() {
   std::size_t messages = 0;
   for (const auto& s : algorithm_.take_transfer_samples()) {
     auto it = links_.try_emplace(s.peer, config_.link).first;
-    it->second.observe(s.bytes, s.seconds, s.end_time);
+    if (s.receiver_seconds >= 0) {
+      it->second.observe_with_receipt(s.bytes, s.seconds, s.receiver_seconds, s.end_time);
+    } else {
+      it->second.observe(s.bytes, s.seconds, s.end_time);
+    }
     bytes += s.bytes;
     ++messages;
   }
@@ -87,6 +91,7 @@ ScheduleInputs ScheduleController::gather_inputs() {
   for (const auto& [peer, estimator] : links_) {
     const auto e = estimator.estimate();
     LinkView view{peer, e.latency_s, e.bandwidth_known() ? e.bandwidth_Bps : 0.0, e.samples, e.line_identified};
+    view.late_receiver = e.late_receiver;
     // Fast attack: a transfer far slower than the estimate counts at once
     // (a drop is paid for every round until the estimator confirms it);
     // a faster one waits for confirmation (slow release).

@@ -12,7 +12,8 @@ nlohmann::json to_json(const ScheduleDecision& d, const ScheduleInputs& in) {
                            {"bandwidth_Bps", l.bandwidth_Bps},
                            {"samples", l.samples},
                            {"identified", l.identified},
-                           {"suspect", l.suspect}};
+                           {"suspect", l.suspect},
+                           {"late_receiver", l.late_receiver}};
     if (ratio != d.link_ratio.end()) {
       link["ratio"] = ratio->second;
       link["message_bytes"] = message_bytes(in, ratio->second);
@@ -51,7 +52,8 @@ nlohmann::json to_json(const LinkEstimate& e) {
                       {"line_identified", e.line_identified},
                       {"suspect_bandwidth_Bps", e.suspect_bandwidth_Bps},
                       {"observed", e.observed},
-                      {"changes", e.changes}};
+                      {"changes", e.changes},
+                      {"late_receiver", e.late_receiver}};
   j["last_change_time"] = e.last_change_time ? nlohmann::json(*e.last_change_time) : nlohmann::json(nullptr);
   return j;
 }

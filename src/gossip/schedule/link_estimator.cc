@@ -80,6 +80,21 @@ LinkEstimator::Verdict LinkEstimator::judge(const Sample& s) const {
   return Verdict::kAgrees;
 }
 
+void LinkEstimator::observe_with_receipt(double bytes, double send_seconds, double receive_seconds, double now) {
+  MURMUR_CHECK(std::isfinite(receive_seconds));
+  MURMUR_CHECK_GE(receive_seconds, 0.0);
+  if (receive_seconds >= send_seconds || judge(Sample{bytes, send_seconds, next_seq_}) != Verdict::kSlower) {
+    observe(bytes, send_seconds, now);
+  } else if (judge(Sample{bytes, receive_seconds, next_seq_}) == Verdict::kSlower) {
+    observe(bytes, receive_seconds, now);
+  } else {
+    MURMUR_CHECK(std::isfinite(bytes) && std::isfinite(send_seconds) && std::isfinite(now));
+    last_sample_time_ = now;
+    ++estimate_.observed;
+    ++estimate_.late_receiver;
+  }
+}
+
 void LinkEstimator::observe(double bytes, double seconds, double now) {
   MURMUR_CHECK(std::isfinite(bytes) && std::isfinite(seconds) && std::isfinite(now));
   MURMUR_CHECK_GE(bytes, 0.0);

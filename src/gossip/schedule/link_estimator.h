@@ -3,6 +3,7 @@
 //
 //   LinkEstimator est({.window = 16});
 //   est.observe(bytes, seconds, now);   // after each completed send on the link
+//   est.observe_with_receipt(bytes, seconds, receive_seconds, now);  // ... with the receiver's time
 //   if (est.needs_probe(now)) ...       // link idle: send a small probe, observe it
 //   LinkEstimate e = est.estimate();    // e.latency_s, e.bandwidth_Bps
 //   double t = est.predict(bytes);      // latency_s + bytes / bandwidth_Bps
@@ -78,6 +79,9 @@ struct LinkEstimate {
   bool line_identified = false;
   std::uint64_t observed = 0;                // samples ever observed (suspects included)
   std::uint64_t changes = 0;                 // changes detected so far
+  // Samples set aside by observe_with_receipt: slow only by the receiver's
+  // lateness. Counted in `observed` too.
+  std::uint64_t late_receiver = 0;
   std::optional<double> last_change_time;    // `now` of the sample that completed the last change
   // While a run of at least suspect_run slower suspects is pending (a
   // change not yet confirmed): the bandwidth its largest message implies,
@@ -98,6 +102,19 @@ class LinkEstimator {
   // the transport to its completion), completed at `now`. MURMUR_CHECKs
   // bytes >= 0 and seconds >= 0, both finite.
   void observe(double bytes, double seconds, double now);
+  // The same transfer with its receiver's own time (the receipt: posting the
+  // receive to its completion; AlgorithmOptions::receipts). A send also
+  // waits for a receiver that posts late (a rendezvous protocol moves the
+  // bytes only then), so the link's own time lies between the two, near
+  // the receiver's (rendezvous) or the sender's (an eager message that was
+  // waiting in the receiver's buffers). Hence: a send time that the fit
+  // does not call slower is observed as it is (as is every one before there
+  // is a fit); a slower one whose receive time is slower too is observed at
+  // the receive time (the link is slow even without the lateness); a slower
+  // one whose receive time is not is the receiver's lateness, not the
+  // link's: it is set aside (LinkEstimate::late_receiver) and changes
+  // nothing. MURMUR_CHECKs as observe(), and receive_seconds >= 0, finite.
+  void observe_with_receipt(double bytes, double send_seconds, double receive_seconds, double now);
 
   LinkEstimate estimate() const { return estimate_; }
   // latency_s + bytes / bandwidth_Bps; latency_s alone while the bandwidth

@@ -123,6 +123,9 @@ struct LinkView {
   // agreed decisions see it too, so a rank whose slowdown is pending at
   // an interval may propose a longer period for that decision.
   bool suspect = false;
+  // Transfers set aside so far as slow only by the receiver's lateness
+  // (LinkEstimate::late_receiver; recorded, not used).
+  std::uint64_t late_receiver = 0;
 };
 
 struct ScheduleInputs {

@@ -104,6 +104,11 @@ const Knob kKnobs[] = {
    "messages up to this size measure latency (probes)",
    [](const ScheduleConfig& c) { return c.link.small_message_bytes; },
    [](ScheduleConfig& c, double v) { c.link.small_message_bytes = v; }},
+  {"receipts", true, "0 or 1", [](double v) { return v == 0 || v == 1; },
+   "1: receivers report each receive's time, so that a late receiver is not taken for a slow link; "
+   "0: links are judged by send times alone",
+   [](const ScheduleConfig& c) { return c.receipts ? 1.0 : 0.0; },
+   [](ScheduleConfig& c, double v) { c.receipts = v != 0; }},
   {"compute_window", true, "[1, 1024]", [](double v) { return v >= 1 && v <= 1024; },
    "steps in the median of the compute time per step",
    [](const ScheduleConfig& c) { return double(c.compute_window); },

@@ -47,6 +47,10 @@ struct ScheduleConfig {
   // (ScheduleController): models that start identical drift apart for a
   // while whatever the setting.
   int guard_warmup_rounds = 20;
+  // Receivers report each receive's time to its sender (AlgorithmOptions::
+  // receipts), so that a late receiver is not taken for a slow link
+  // (LinkEstimator::observe_with_receipt). Every rank must agree.
+  bool receipts = true;
   std::string source = "adaptive"; // the flag or "@path" it came from, for the record
 };
 

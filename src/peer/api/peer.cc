@@ -109,7 +109,10 @@ class Peer::Impl {
 
     gossip::AlgorithmOptions options;
     options.period = config_.period;
-    if (adaptive) options.max_ratio = schedule.bounds.max_ratio;
+    if (adaptive) {
+      options.max_ratio = schedule.bounds.max_ratio;
+      options.receipts = schedule.receipts;
+    }
     options.overlap = config_.overlap;
     options.compressor = config_.compressor;
     options.gamma = config_.gamma;
