@@ -66,20 +66,27 @@ const LinkEpisode* NetworkModel::episode(int src, int dst, double t) const {
   return nullptr;
 }
 
-double NetworkModel::arrive(int src, int dst, double bytes, double tx_end) {
-  if (src == dst) return tx_end;
+NetworkModel::Hop NetworkModel::through_episode(int src, int dst, double bytes, double tx_end) {
+  if (src == dst) return {tx_end, 0.0};
+  // One pair's messages never overtake each other (one stream): a message
+  // after a slowed one is through no earlier than it.
+  double& free = episode_free_[{src, dst}];
+  const LinkEpisode* slow = episode(src, dst, tx_end);
+  if (slow == nullptr) return {std::max(tx_end, free), link(src, dst).latency_s};
+  free = std::max(tx_end, free) + bytes / slow->link.bandwidth_Bps;
+  return {free, slow->link.latency_s};
+}
+
+double NetworkModel::arrive(int src, int dst, double bytes, const Hop& hop) {
+  if (src == dst) return hop.ready_s;
   const bool local = same_node(src, dst);
-  const LinkSpec& l = link(src, dst);
-  double latency = l.latency_s;
-  if (const LinkEpisode* slow = episode(src, dst, tx_end)) {
-    double& free = episode_free_[{src, dst}];
-    free = std::max(tx_end, free) + bytes / slow->link.bandwidth_Bps;
-    tx_end = free;
-    latency = slow->link.latency_s;
-  }
   double& rx_free = local ? gpu_rx_free_[dst] : nic_rx_free_[cluster_.node_of(dst)];
-  rx_free = std::max(tx_end, rx_free + bytes / l.bandwidth_Bps);
-  return rx_free + latency;
+  rx_free = std::max(hop.ready_s, rx_free + bytes / link(src, dst).bandwidth_Bps);
+  // In posting order per pair, whatever the latencies (an episode's may
+  // differ from the link's).
+  double& last = last_arrival_[{src, dst}];
+  last = std::max(last, rx_free + hop.latency_s);
+  return last;
 }
 
 }  // namespace murmur::sim

@@ -30,7 +30,11 @@
 // Link episodes (ClusterSpec::episodes): while one covers a pair, its
 // messages pass a third FIFO stage after the sender's queue, at the
 // episode's bandwidth, and take its latency: a slow path between two ranks
-// that does not hold up the rest of either NIC's traffic.
+// that does not hold up the rest of either NIC's traffic. The caller runs
+// it (through_episode) at tx_end and the receiver's stage (arrive) when the
+// message is through it. (Until 30 November both ran at tx_end, so the
+// receiver's queue was reserved up to the slow transfer's end and every
+// other message to that rank waited behind it.)
 //
 // Counters: simulated bytes per (src, dst) link, and per NIC (inter-node
 // bytes sent and received by each node), and per link class.
@@ -63,9 +67,26 @@ class NetworkModel final {
   // Posts must come in nondecreasing post_s; ranks in [0, gpus). To
   // oneself: free (returns post_s, counts nothing).
   double depart(int src, int dst, double bytes, double post_s);
-  // Stage 2, at tx_end (calls in nondecreasing tx_end): queues it on the
-  // receiver's side and returns when its last byte arrives.
-  double arrive(int src, int dst, double bytes, double tx_end);
+  // Stage 1b, at tx_end: a link episode covering the pair at tx_end passes
+  // the message through its own FIFO at the episode's bandwidth. `ready_s`:
+  // when its last byte is through (tx_end without an episode); `latency_s`:
+  // the link's, or the episode's.
+  struct Hop {
+    double ready_s = 0;
+    double latency_s = 0;
+  };
+  Hop through_episode(int src, int dst, double bytes, double tx_end);
+  // Stage 2, at hop.ready_s (calls in nondecreasing ready_s): queues it on
+  // the receiver's side and returns when its last byte arrives. A message
+  // slowed by an episode takes the receiver's queue only once it is
+  // through the slow stage, so the rest of that NIC's traffic does not wait
+  // behind the slow transfer.
+  double arrive(int src, int dst, double bytes, const Hop& hop);
+  // The two in one, for a pair without episodes (or a caller that keeps
+  // the time order of both stages itself).
+  double arrive(int src, int dst, double bytes, double tx_end) {
+    return arrive(src, dst, bytes, through_episode(src, dst, bytes, tx_end));
+  }
 
   struct NicBytes {
     double sent = 0;
@@ -85,7 +106,8 @@ class NetworkModel final {
   const LinkEpisode* episode(int src, int dst, double t) const;
 
   std::map<std::pair<int, int>, double> link_bytes_;
-  std::map<std::pair<int, int>, double> episode_free_;  // by (src, dst)
+  std::map<std::pair<int, int>, double> episode_free_;  // by (src, dst): the slow stage's last message through
+  std::map<std::pair<int, int>, double> last_arrival_;  // by (src, dst)
   std::vector<NicBytes> nic_bytes_;
   double inter_bytes_ = 0;
   double intra_bytes_ = 0;

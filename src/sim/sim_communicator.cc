@@ -49,8 +49,13 @@ fabric::RequestPtr SimNetwork::isend(int src, int dst, fabric::Tag tag, std::spa
   auto land = [this, src, dst, tag, copy = std::move(copy), request]() mutable {
     deliver(src, dst, tag, copy, request);
   };
+  // Each stage runs at its own time, so that the receiver's queue is taken
+  // in time order (an episode's slow stage ends later than others' tx_end).
   runtime_.at(tx_end, [this, src, dst, simulated, tx_end, land = std::move(land)]() mutable {
-    runtime_.at(model_.arrive(src, dst, simulated, tx_end), std::move(land));
+    const NetworkModel::Hop hop = model_.through_episode(src, dst, simulated, tx_end);
+    runtime_.at(hop.ready_s, [this, src, dst, simulated, hop, land = std::move(land)]() mutable {
+      runtime_.at(model_.arrive(src, dst, simulated, hop), std::move(land));
+    });
   });
   return request;
 }

@@ -115,6 +115,33 @@ TEST(SimNetwork, TwoSendersOnOneNicTakeTwiceTheSerialization) {
   EXPECT_EQ(model.messages(), 6u);
 }
 
+// A link episode slows one pair without holding up the rest of the
+// receiver's traffic: rank 2's message to rank 1 lands after its own
+// serialization, not behind rank 0's slowed one. And one pair's messages
+// keep their order across the episode's end.
+TEST(SimNetwork, ASlowedPairDoesNotHoldUpTheReceiversOtherTraffic) {
+  ClusterSpec c = cluster(3, 1);
+  const double slow_Bps = kBandwidth / 100;
+  c.episodes.push_back({0, 1, 0.0, 0.1, {kLatency, slow_Bps}});
+  NetworkModel model(c);
+  const double bytes = 4.0 * 1024 * 1024;
+  const double serial = 1.0 / 256;
+  // The stages in time order, as SimNetwork runs them.
+  const double a_sent = model.depart(0, 1, bytes, 0), c_sent = model.depart(2, 1, bytes, 0);
+  const auto a = model.through_episode(0, 1, bytes, a_sent);
+  const auto b = model.through_episode(2, 1, bytes, c_sent);
+  EXPECT_EQ(a.ready_s, serial + bytes / slow_Bps);
+  EXPECT_EQ(b.ready_s, serial);
+  EXPECT_EQ(model.arrive(2, 1, bytes, b), serial + kLatency);  // not behind the slowed message
+  EXPECT_EQ(model.arrive(0, 1, bytes, a), serial + bytes / slow_Bps + kLatency);
+  // Posted after the episode, while the slowed message is still in it:
+  // through no earlier than that one, so it lands after it.
+  const double later_sent = model.depart(0, 1, bytes, 0.2);
+  const auto later = model.through_episode(0, 1, bytes, later_sent);
+  EXPECT_EQ(later.ready_s, serial + bytes / slow_Bps);
+  EXPECT_GT(model.arrive(0, 1, bytes, later), serial + bytes / slow_Bps + kLatency);
+}
+
 TEST(SimNetwork, ReceivePostedBeforeOrAfterTheArrival) {
   VirtualRuntime rt;
   NetworkModel model(cluster(2, 1));

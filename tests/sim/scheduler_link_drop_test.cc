@@ -33,7 +33,10 @@ ModelProfile one_tensor_model() {
   ModelProfile p;
   p.name = "one-tensor";
   p.batch = 32;
-  p.layers.push_back({"w", 1'000'000, 0.007, 0.014});  // 4 MB, 21 ms per step
+  // 4 MB, 30 ms per step: five dense 4 MB messages through one 10 Gbit/s NIC
+  // (16 ms) fit under the budget (0.8 x 30 ms) with room for the hysteresis
+  // band, so the ratio before the drop, and back after it, is 1.
+  p.layers.push_back({"w", 1'000'000, 0.010, 0.020});
   p.single_gpu_samples_per_s = p.batch / p.iteration_s();
   return p;
 }
