@@ -11,9 +11,11 @@
 // stages that the caller runs at their times:
 //   depart (at posting):            tx_end  = max(post, tx_free) + serial
 //                                   tx_free = tx_end
-//   arrive (at tx_end, in time order): rx_end = max(tx_end, rx_free + serial)
+//   arrive (at ready, in time order): rx_end = max(ready, rx_free + serial)
 //                                   rx_free = rx_end
 //   arrival = rx_end + latency,     serial = bytes / bandwidth
+// where ready is tx_end, or a link episode's end (below); a pair's arrivals
+// never go back in time.
 // An idle receiver takes the bytes while they are sent (rx_end = tx_end); a
 // busy one takes them after what it is receiving. Both queues are work
 // conserving: each is busy as long as it has bytes to move, so a round of

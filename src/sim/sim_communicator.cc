@@ -40,17 +40,18 @@ fabric::RequestPtr SimNetwork::isend(int src, int dst, fabric::Tag tag, std::spa
     request->fail(refused(src, dst));
     return request;
   }
-  const double simulated = static_cast<double>(data.size()) * byte_scale_;
+  // A receipt (gossip/algorithm/receipt.h) is a fixed 24 bytes whatever
+  // the proxy stands for: not scaled.
+  const double simulated = static_cast<double>(data.size()) * (gossip::is_receipt_tag(tag) ? 1.0 : byte_scale_);
   const double tx_end = model_.depart(src, dst, simulated, runtime_.now());
   in_flight_[src][dst].push_back(request);
   std::vector<std::byte> copy(data.begin(), data.end());
-  // The receiver's queue is taken when the last byte has left (in time
-  // order across all senders), then the message lands after it.
+  // The stages run at their own times (in time order across all senders):
+  // a link episode's at tx_end, the receiver's queue once the message is
+  // through it, then it lands.
   auto land = [this, src, dst, tag, copy = std::move(copy), request]() mutable {
     deliver(src, dst, tag, copy, request);
   };
-  // Each stage runs at its own time, so that the receiver's queue is taken
-  // in time order (an episode's slow stage ends later than others' tx_end).
   runtime_.at(tx_end, [this, src, dst, simulated, tx_end, land = std::move(land)]() mutable {
     const NetworkModel::Hop hop = model_.through_episode(src, dst, simulated, tx_end);
     runtime_.at(hop.ready_s, [this, src, dst, simulated, hop, land = std::move(land)]() mutable {

@@ -61,7 +61,8 @@ namespace murmur::sim {
 
 class SimNetwork final {
  public:
-  // `byte_scale` > 0 multiplies every message's size before timing and
+  // `byte_scale` > 0 multiplies every message's size (receipts excepted:
+  // they are 24 bytes whatever the proxy stands for) before timing and
   // counting it (see gossip_run.h for why).
   SimNetwork(VirtualRuntime& runtime, NetworkModel& model, double byte_scale = 1.0);
 

@@ -264,6 +264,21 @@ TEST(LinkEstimator, ALateReceiverOnADroppedLinkStillShowsTheDrop) {
   EXPECT_NEAR(est.estimate().bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);
 }
 
+// An eager message (small, or any in murmur-sim) leaves at once: a slowed
+// link shows in the send time, and a receiver that posted late found the
+// bytes waiting (its receive took nearly nothing). That is not lateness to
+// set aside: the send time is the link's.
+TEST(LinkEstimator, AnEagerMessageFoundWaitingKeepsItsSendTime) {
+  const TrueLink fast{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 16; ++i) est.observe(64e3, fast.seconds(64e3), now += 0.01);
+  for (int i = 0; i < 3; ++i) est.observe_with_receipt(64e3, slow.seconds(64e3), 2e-6, now += 0.01);
+  EXPECT_EQ(est.estimate().late_receiver, 0u);
+  EXPECT_EQ(est.estimate().changes, 1u);
+  EXPECT_LT(est.estimate().bandwidth_Bps, 2 * k100Mbit);
+}
+
 // A receiver that was early waited for the sender: its receive time is the
 // longer one and says nothing about the link; the send time counts alone,
 // as without a receipt (also before there is a fit to judge against).

@@ -130,8 +130,10 @@ struct TransferSample {
   double end_time = 0;  // Communicator::now() at completion
   // The receiver's own time for the same message, posting its receive to
   // completion, from its receipt (AlgorithmOptions::receipts); < 0 without
-  // one. Less than `seconds` when the receiver posted late: the send then
-  // also waited for the receiver, not only for the link.
+  // one. Less than `seconds` when the receiver posted late: a message moved
+  // by rendezvous then waited for the receiver as well as the link, and an
+  // eager one was already waiting in the receiver's buffers
+  // (LinkEstimator::observe_with_receipt tells them apart).
   double receiver_seconds = -1;
 };
 

@@ -29,6 +29,19 @@ void add(std::mutex& mutex, std::map<int, LinkStats>& links, const fabric::Reque
   add_locked(links, done);
 }
 
+// A failed request's buffer may still be read or written by the backend
+// until the transport is destroyed (fabric/transport.h, "Buffer rule"),
+// which can outlive this Traffic. A failed receipt's buffer (64 or 24
+// bytes, at most kMaxPendingReceipts per failed peer) is therefore kept
+// until the process exits. Takes its own leaf lock; call it without the
+// counters' mutex.
+void keep_until_exit(std::shared_ptr<const void> buffer) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::shared_ptr<const void>>();  // never destroyed: no exit-time order
+  std::lock_guard lock(mutex);
+  kept->push_back(std::move(buffer));
+}
+
 }  // namespace
 
 // A send whose sample waits for its receipt. Shared by the send's and the
@@ -65,39 +78,50 @@ void Traffic::release(Counters& c, PendingSend& p) {
 }
 
 std::shared_ptr<Traffic::PendingSend> Traffic::expect_receipt(int peer, fabric::Tag tag) {
+  bool full = false, warn = false;
   {
     std::lock_guard lock(counters_->mutex);
     auto& awaited = counters_->receipts_awaited[peer];
-    if (awaited >= kMaxPendingReceipts) return nullptr;
-    ++awaited;
+    full = awaited >= kMaxPendingReceipts;
+    if (full) {
+      warn = counters_->warned.insert(peer).second;
+    } else {
+      ++awaited;
+    }
   }
+  if (warn)
+    gossip_log().warn("rank {} ({}) has not answered {} messages with receipts; timing its sends to it without them "
+                      "(does its schedule set receipts = 0?)",
+                      peer, comm_.host(peer), kMaxPendingReceipts);
+  if (full) return nullptr;
   auto pending = std::make_shared<PendingSend>();
   pending->peer = peer;
   pending->tag = tag;
   auto request = comm_.irecv(peer, receipt_tag(tag), std::span<std::byte>(pending->buffer));
   request->on_done([c = counters_, pending](fabric::Request& done) {
+    const bool failed = done.error() != nullptr;
     std::string warning;
     {
       std::lock_guard lock(c->mutex);
       --c->receipts_awaited[pending->peer];
       pending->receipt_done = true;
-      if (done.error()) {
-        pending->receipt_failed = true;
-        return;
+      pending->receipt_failed = failed;
+      if (!failed) {
+        add_locked(c->links, done);
+        std::string why;
+        const auto seconds =
+            decode_receipt(std::span<const std::byte>(pending->buffer.data(), done.bytes()), pending->tag, why);
+        if (seconds) {
+          pending->receiver_seconds = *seconds;
+        } else if (c->clock != nullptr && c->warned.insert(pending->peer).second) {
+          warning = "malformed receipt from rank " + std::to_string(pending->peer) + " (" +
+                    c->clock->host(pending->peer) + "): " + why +
+                    "; its sends are timed without receipts (logged once per peer)";
+        }
+        release(*c, *pending);
       }
-      add_locked(c->links, done);
-      std::string why;
-      const auto seconds =
-          decode_receipt(std::span<const std::byte>(pending->buffer.data(), done.bytes()), pending->tag, why);
-      if (seconds) {
-        pending->receiver_seconds = *seconds;
-      } else if (c->clock != nullptr && c->warned.insert(pending->peer).second) {
-        warning = "malformed receipt from rank " + std::to_string(pending->peer) + " (" +
-                  c->clock->host(pending->peer) + "): " + why +
-                  "; its sends are timed without receipts (logged once per peer)";
-      }
-      release(*c, *pending);
     }
+    if (failed) keep_until_exit(pending);
     if (!warning.empty()) gossip_log().warn("{}", warning);
   });
   return pending;
@@ -164,6 +188,7 @@ void Traffic::send_receipts(const std::vector<fabric::RequestPtr>& receives) {
       std::lock_guard lock(counters_->mutex);
       auto it = counters_->receives.find(r.get());
       if (it == counters_->receives.end()) continue;
+      if (!r->test() || r->error()) continue;  // after a failed wait: only the receives that arrived
       // The on_done callback may not have run yet (a waiter can wake
       // first); then now is at most a moment late.
       seconds = std::max(0.0, (it->second.done >= 0 ? it->second.done : now) - it->second.posted);
@@ -172,8 +197,11 @@ void Traffic::send_receipts(const std::vector<fabric::RequestPtr>& receives) {
     auto receipt = std::make_shared<ReceiptBuffer>(encode_receipt(r->tag(), seconds));
     auto request = comm_.isend(r->peer(), receipt_tag(r->tag()), std::span<const std::byte>(*receipt));
     // Nobody waits for a receipt; its buffer lives in the callback until the
-    // send is done.
-    request->on_done([c = counters_, receipt](fabric::Request& done) { add(c->mutex, c->links, done); });
+    // send is done, and after a failure until the process exits.
+    request->on_done([c = counters_, receipt](fabric::Request& done) {
+      if (done.error()) keep_until_exit(receipt);
+      add(c->mutex, c->links, done);
+    });
   }
 }
 
@@ -182,19 +210,23 @@ void Traffic::wait_all(const std::vector<fabric::RequestPtr>& requests, double t
     comm_.wait_all(requests, timeout_s);
   } else {
     // Receives first, so that their receipts leave while this rank's own
-    // sends may still be crossing a slow link.
+    // sends may still be crossing a slow link; both waits share one
+    // deadline, timeout_s from now.
     std::vector<fabric::RequestPtr> receives, others;
     for (const auto& r : requests) (r->kind() == fabric::Request::Kind::kRecv ? receives : others).push_back(r);
+    const double start = comm_.now();
     std::exception_ptr error;
     try {
       comm_.wait_all(receives, timeout_s);
-      send_receipts(receives);
     } catch (...) {
       error = std::current_exception();
     }
+    // Every receive that arrived is answered, even in a failed round: its
+    // sender waits for the receipt.
+    send_receipts(receives);
     // Waited for even after a failure: no buffer may stay in use.
     try {
-      comm_.wait_all(others, timeout_s);
+      comm_.wait_all(others, std::max(0.0, timeout_s - (comm_.now() - start)));
     } catch (...) {
       if (!error) error = std::current_exception();
     }

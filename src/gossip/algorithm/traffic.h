@@ -14,11 +14,15 @@
 // TransferSample is released (take_send_samples) only once the receipt has
 // arrived, with receiver_seconds from it. A malformed receipt releases the
 // sample without it (logged once per peer, with its rank and host); a failed
-// one (the peer failed, or the transport went away) drops the sample. At most
-// kMaxPendingReceipts receipts are awaited per peer; sends beyond that are
-// sampled without one. Receipts are counted in the links' stats. Every receive
-// of a Traffic with receipts must be waited through its wait_all(), or its
-// sender waits for a receipt in vain.
+// one (the peer failed, or the transport went away) drops the sample, and its
+// buffer is kept until the process exits (the backend may still write it,
+// fabric/transport.h). At most kMaxPendingReceipts receipts are awaited per
+// peer; sends beyond that are sampled without one, with a warning naming the
+// peer (one that does not send receipts: every rank must agree on
+// AlgorithmOptions::receipts). Receipts are counted in the links' stats.
+// Every receive of a Traffic with receipts must be waited through its
+// wait_all(), or its sender waits for a receipt in vain; a receive that
+// arrived is answered even when the wait fails.
 //
 // Internal to algorithm/.
 // Thread safety: all methods thread-safe; the counters' mutex is a leaf lock,
@@ -63,15 +67,16 @@ class Traffic {
   }
   // Communicator::wait_all, then counts every request (all succeeded). With
   // receipts: the receives first, then their receipts are sent, then the
-  // rest; each of the two waits is bounded by timeout_s.
+  // rest, both waits within timeout_s from the call.
   void wait_all(const std::vector<fabric::RequestPtr>& requests, double timeout_s);
   // Counts one completed request (a no-op for a failed one).
   void count(const fabric::Request& done);
   // Counts the request when it completes, from its on_done callback.
   void count_on_done(const fabric::RequestPtr& request);
   std::map<int, LinkStats> links() const;
-  // The timed sends since the last call, oldest first; at most
-  // kMaxSendSamples are kept between calls.
+  // The timed sends since the last call, in the order they were released
+  // (completion, or with receipts the receipt's arrival: end_time may then
+  // step back a little); at most kMaxSendSamples are kept between calls.
   std::vector<TransferSample> take_send_samples();
   static constexpr std::size_t kMaxSendSamples = 4096;
   static constexpr std::size_t kMaxPendingReceipts = 256;

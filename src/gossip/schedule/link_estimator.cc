@@ -85,21 +85,37 @@ void LinkEstimator::observe_with_receipt(double bytes, double send_seconds, doub
   MURMUR_CHECK_GE(receive_seconds, 0.0);
   if (receive_seconds >= send_seconds || judge(Sample{bytes, send_seconds, next_seq_}) != Verdict::kSlower) {
     observe(bytes, send_seconds, now);
-  } else if (judge(Sample{bytes, receive_seconds, next_seq_}) == Verdict::kSlower) {
-    observe(bytes, receive_seconds, now);
-  } else {
-    MURMUR_CHECK(std::isfinite(bytes) && std::isfinite(send_seconds) && std::isfinite(now));
-    last_sample_time_ = now;
-    ++estimate_.observed;
-    ++estimate_.late_receiver;
+    return;
   }
+  const Verdict receive = judge(Sample{bytes, receive_seconds, next_seq_});
+  if (receive == Verdict::kSlower) {
+    observe(bytes, receive_seconds, now);  // slow even from the receiver's posting on: the link
+    return;
+  }
+  // A receive well under the fit's time (or under the jitter floor) found
+  // the bytes waiting: the message was eager and the send time is the
+  // link's, late receiver or not.
+  const double p = predict(bytes);
+  if (receive != Verdict::kAgrees || receive_seconds * options_.change_factor < p ||
+      receive_seconds <= options_.change_min_s) {
+    observe(bytes, send_seconds, now);
+    return;
+  }
+  // The receive took the fitted time once the receiver was there: the rest
+  // of the send's time was its lateness.
+  MURMUR_CHECK(std::isfinite(bytes) && std::isfinite(send_seconds) && std::isfinite(now));
+  last_sample_time_ = std::max(last_sample_time_.value_or(now), now);
+  ++estimate_.observed;
+  ++estimate_.late_receiver;
 }
 
 void LinkEstimator::observe(double bytes, double seconds, double now) {
   MURMUR_CHECK(std::isfinite(bytes) && std::isfinite(seconds) && std::isfinite(now));
   MURMUR_CHECK_GE(bytes, 0.0);
   MURMUR_CHECK_GE(seconds, 0.0);
-  last_sample_time_ = now;
+  // Samples may arrive slightly out of `now` order (a send's sample waits
+  // for its receipt).
+  last_sample_time_ = std::max(last_sample_time_.value_or(now), now);
   ++estimate_.observed;
   const Sample s{bytes, seconds, next_seq_++};
   // A run that has not completed within a window of transfers is scattered

@@ -103,16 +103,19 @@ class LinkEstimator {
   // bytes >= 0 and seconds >= 0, both finite.
   void observe(double bytes, double seconds, double now);
   // The same transfer with its receiver's own time (the receipt: posting the
-  // receive to its completion; AlgorithmOptions::receipts). A send also
-  // waits for a receiver that posts late (a rendezvous protocol moves the
-  // bytes only then), so the link's own time lies between the two, near
-  // the receiver's (rendezvous) or the sender's (an eager message that was
-  // waiting in the receiver's buffers). Hence: a send time that the fit
-  // does not call slower is observed as it is (as is every one before there
-  // is a fit); a slower one whose receive time is slower too is observed at
-  // the receive time (the link is slow even without the lateness); a slower
-  // one whose receive time is not is the receiver's lateness, not the
-  // link's: it is set aside (LinkEstimate::late_receiver) and changes
+  // receive to its completion; AlgorithmOptions::receipts). A message moved
+  // by rendezvous (large ones) leaves only once its receiver has posted, so
+  // a late receiver makes the send slow and the receive take the link's
+  // time; an eager one (small ones, and every message in murmur-sim) leaves
+  // at once, so the send time is the link's and a late receiver's receive
+  // finds the bytes waiting (near zero). Hence, for a send that the fit
+  // calls slower (any other is observed as it is, as is every one before
+  // there is a fit): a receive slower too is observed at the receive time
+  // (the link slowed, lateness or not); a receive well under the fit's time
+  // (by change_factor) or under change_min_s found the bytes waiting, and
+  // the send time is observed; a receive that agrees with the fit means the
+  // rest of the send's time was the receiver's lateness, not the link's:
+  // the send is set aside (LinkEstimate::late_receiver) and changes
   // nothing. MURMUR_CHECKs as observe(), and receive_seconds >= 0, finite.
   void observe_with_receipt(double bytes, double send_seconds, double receive_seconds, double now);
 
