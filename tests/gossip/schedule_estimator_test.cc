@@ -264,19 +264,31 @@ TEST(LinkEstimator, ALateReceiverOnADroppedLinkStillShowsTheDrop) {
   EXPECT_NEAR(est.estimate().bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);
 }
 
-// An eager message (small, or any in murmur-sim) leaves at once: a slowed
-// link shows in the send time, and a receiver that posted late found the
-// bytes waiting (its receive took nearly nothing). That is not lateness to
-// set aside: the send time is the link's.
-TEST(LinkEstimator, AnEagerMessageFoundWaitingKeepsItsSendTime) {
+// The blind spot, and why it is one-sided: a small message on a link that
+// has slowed reaches a late receiver's buffers before it posts, so the
+// receipt says its receive took nothing and the sender sets the slow send
+// aside. The other end's receiver (the sender above) was early: its
+// receipts say it waited longer than the send took, and the drop shows
+// there at the first transfer.
+TEST(LinkEstimator, AnEagerMessageToALateReceiverHidesADropFromThatEndOnly) {
   const TrueLink fast{25e-6, k10Gbit}, slow{25e-6, k100Mbit};
-  LinkEstimator est;
+  LinkEstimator late_end, early_end;
   double now = 0;
-  for (int i = 0; i < 16; ++i) est.observe(64e3, fast.seconds(64e3), now += 0.01);
-  for (int i = 0; i < 3; ++i) est.observe_with_receipt(64e3, slow.seconds(64e3), 2e-6, now += 0.01);
-  EXPECT_EQ(est.estimate().late_receiver, 0u);
-  EXPECT_EQ(est.estimate().changes, 1u);
-  EXPECT_LT(est.estimate().bandwidth_Bps, 2 * k100Mbit);
+  for (int i = 0; i < 16; ++i) {
+    now += 0.01;
+    late_end.observe(64e3, fast.seconds(64e3), now);
+    early_end.observe(64e3, fast.seconds(64e3), now);
+  }
+  for (int i = 0; i < 3; ++i) {
+    now += 0.05;
+    late_end.observe_with_receipt(64e3, slow.seconds(64e3), 2e-6, now);
+    early_end.observe_with_receipt(64e3, slow.seconds(64e3), 0.02 + slow.seconds(64e3), now);
+  }
+  EXPECT_EQ(late_end.estimate().late_receiver, 3u);
+  EXPECT_EQ(late_end.estimate().changes, 0u);
+  EXPECT_EQ(early_end.estimate().late_receiver, 0u);
+  EXPECT_EQ(early_end.estimate().changes, 1u);
+  EXPECT_LT(early_end.estimate().bandwidth_Bps, 2 * k100Mbit);
 }
 
 // A receiver that was early waited for the sender: its receive time is the

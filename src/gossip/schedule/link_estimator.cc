@@ -87,22 +87,15 @@ void LinkEstimator::observe_with_receipt(double bytes, double send_seconds, doub
     observe(bytes, send_seconds, now);
     return;
   }
-  const Verdict receive = judge(Sample{bytes, receive_seconds, next_seq_});
-  if (receive == Verdict::kSlower) {
+  if (judge(Sample{bytes, receive_seconds, next_seq_}) == Verdict::kSlower) {
     observe(bytes, receive_seconds, now);  // slow even from the receiver's posting on: the link
     return;
   }
-  // A receive well under the fit's time (or under the jitter floor) found
-  // the bytes waiting: the message was eager and the send time is the
-  // link's, late receiver or not.
-  const double p = predict(bytes);
-  if (receive != Verdict::kAgrees || receive_seconds * options_.change_factor < p ||
-      receive_seconds <= options_.change_min_s) {
-    observe(bytes, send_seconds, now);
-    return;
-  }
-  // The receive took the fitted time once the receiver was there: the rest
-  // of the send's time was its lateness.
+  // Not slow once the receiver was there: the rest of the send's time was
+  // its lateness. (Also when the receive took far less than the fit: the
+  // bytes had partly or wholly arrived before it was posted. Whether the
+  // send waited for it meanwhile depends on the transport's flow control,
+  // which one end cannot see; see the header.)
   MURMUR_CHECK(std::isfinite(bytes) && std::isfinite(send_seconds) && std::isfinite(now));
   last_sample_time_ = std::max(last_sample_time_.value_or(now), now);
   ++estimate_.observed;

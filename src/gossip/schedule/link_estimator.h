@@ -103,20 +103,23 @@ class LinkEstimator {
   // bytes >= 0 and seconds >= 0, both finite.
   void observe(double bytes, double seconds, double now);
   // The same transfer with its receiver's own time (the receipt: posting the
-  // receive to its completion; AlgorithmOptions::receipts). A message moved
-  // by rendezvous (large ones) leaves only once its receiver has posted, so
-  // a late receiver makes the send slow and the receive take the link's
-  // time; an eager one (small ones, and every message in murmur-sim) leaves
-  // at once, so the send time is the link's and a late receiver's receive
-  // finds the bytes waiting (near zero). Hence, for a send that the fit
+  // receive to its completion; AlgorithmOptions::receipts). A message that
+  // cannot all sit in the receiver's buffers (rendezvous, or flow control:
+  // model-sized messages over the fabric) leaves only as fast as its
+  // receiver takes it, so a late receiver makes the send slow while its
+  // receive takes the link's time or less. Hence, for a send that the fit
   // calls slower (any other is observed as it is, as is every one before
   // there is a fit): a receive slower too is observed at the receive time
-  // (the link slowed, lateness or not); a receive well under the fit's time
-  // (by change_factor) or under change_min_s found the bytes waiting, and
-  // the send time is observed; a receive that agrees with the fit means the
-  // rest of the send's time was the receiver's lateness, not the link's:
-  // the send is set aside (LinkEstimate::late_receiver) and changes
-  // nothing. MURMUR_CHECKs as observe(), and receive_seconds >= 0, finite.
+  // (the link slowed, lateness or not); otherwise the send is set aside as
+  // the receiver's lateness (LinkEstimate::late_receiver) and changes
+  // nothing. The blind spot: a message small enough to wait whole in a
+  // late receiver's buffers (eager) left at the link's speed, so a
+  // slowdown that only such messages carry, towards a receiver that is
+  // always late, is not seen from this end; the other end, whose receiver
+  // is early, sees it. murmur-sim's messages are all eager (its sends
+  // complete on delivery), so there a late receiver never slows a send and
+  // receipts only delay the samples. MURMUR_CHECKs as observe(), and
+  // receive_seconds >= 0, finite.
   void observe_with_receipt(double bytes, double send_seconds, double receive_seconds, double now);
 
   LinkEstimate estimate() const { return estimate_; }
