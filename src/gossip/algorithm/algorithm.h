@@ -130,10 +130,11 @@ struct TransferSample {
   double end_time = 0;  // Communicator::now() at completion
   // The receiver's own time for the same message, posting its receive to
   // completion, from its receipt (AlgorithmOptions::receipts); < 0 without
-  // one. Less than `seconds` when the receiver posted late: a message moved
-  // by rendezvous then waited for the receiver as well as the link, and an
-  // eager one was already waiting in the receiver's buffers
-  // (LinkEstimator::observe_with_receipt tells them apart).
+  // one. Less than `seconds` when the receiver posted late: a message that
+  // could not wait whole in the receiver's buffers then waited for the
+  // receiver as well as the link (LinkEstimator::observe_with_receipt sets
+  // that lateness aside; an eager message, already waiting, is its blind
+  // spot).
   double receiver_seconds = -1;
 };
 

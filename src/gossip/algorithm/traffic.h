@@ -96,7 +96,7 @@ class Traffic {
     Communicator* clock = nullptr;  // null once the Traffic is gone
     std::map<int, std::size_t> receipts_awaited;  // by peer
     std::unordered_map<const fabric::Request*, ReceiveTiming> receives;  // until their receipt is sent
-    std::set<int> warned;  // peers whose malformed receipt was logged
+    std::set<int> warned;  // peers warned about once (a malformed receipt, or none answered)
   };
   // Posts the receive for the receipt of a send to `peer` with `tag`; null
   // when kMaxPendingReceipts are awaited from the peer already.
