@@ -442,5 +442,30 @@ TEST(InProcess, DeadPeerSurfacesFromStepNamingIt) {
   EXPECT_THROW(a->step(x), fabric::PeerError);
 }
 
+// The same stall with receipts on: the two-stage wait keeps one deadline
+// (not one per stage), names the peer, and the receipt receives left
+// posted for it do not keep anything waiting.
+TEST(InProcess, DeadPeerWithReceiptsSurfacesWithinOneTimeout) {
+  auto c = make_cluster(2);
+  auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
+  AlgorithmOptions o;
+  o.timeout_s = 2;
+  o.overlap = false;
+  o.receipts = true;
+  auto a = gossip::make_algorithm("dpsgd", o, *c.comms[0], topo.get());
+  std::vector<float> x(8, 1.0f);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    a->step(x);
+    FAIL() << "no error";
+  } catch (const fabric::PeerError& e) {
+    EXPECT_EQ(e.rank(), 1);
+    EXPECT_NE(std::string(e.what()).find("peer rank 1 (host1)"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  EXPECT_TRUE(a->take_transfer_samples().empty());
+  EXPECT_THROW(a->step(x), fabric::PeerError);
+}
+
 }  // namespace
 }  // namespace murmur::testing
