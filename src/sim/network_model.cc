@@ -68,6 +68,9 @@ const LinkEpisode* NetworkModel::episode(int src, int dst, double t) const {
 
 NetworkModel::Hop NetworkModel::through_episode(int src, int dst, double bytes, double tx_end) {
   if (src == dst) return {tx_end, 0.0};
+  // Without episodes every message is through at once: no per-pair state
+  // on the hot path of a large run.
+  if (cluster_.episodes.empty()) return {tx_end, link(src, dst).latency_s};
   // One pair's messages never overtake each other (one stream): a message
   // after a slowed one is through no earlier than it.
   double& free = episode_free_[{src, dst}];
@@ -82,6 +85,9 @@ double NetworkModel::arrive(int src, int dst, double bytes, const Hop& hop) {
   const bool local = same_node(src, dst);
   double& rx_free = local ? gpu_rx_free_[dst] : nic_rx_free_[cluster_.node_of(dst)];
   rx_free = std::max(hop.ready_s, rx_free + bytes / link(src, dst).bandwidth_Bps);
+  // Without episodes one link class has one latency and the receiver's
+  // queue is FIFO, so arrivals keep posting order by themselves.
+  if (cluster_.episodes.empty()) return rx_free + hop.latency_s;
   // In posting order per pair, whatever the latencies (an episode's may
   // differ from the link's).
   double& last = last_arrival_[{src, dst}];
