@@ -11,6 +11,7 @@
 //   build/bench/sim/scheduler_drop_sim [--model mlp] [--compute-ms 61] [--epochs 3]
 //       [--drop-s 2.5 --recover-s 14.5] [--seeds 1,2,3] [--curves curves.csv]
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>

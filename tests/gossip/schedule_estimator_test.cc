@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -408,6 +409,10 @@ TEST(LinkEstimator, RejectsImpossibleSamples) {
   LinkEstimator est;
   EXPECT_THROW(est.observe(-1, 1e-3, 0), InvariantError);
   EXPECT_THROW(est.observe(100, -1e-3, 0), InvariantError);
+  EXPECT_THROW(est.observe_with_receipt(100, 1e-3, -1e-3, 0), InvariantError);
+  EXPECT_THROW(est.observe_with_receipt(-1, 1e-3, 1e-3, 0), InvariantError);
+  EXPECT_THROW(est.observe_with_receipt(100, std::nan(""), 1e-3, 0), InvariantError);
+  EXPECT_EQ(est.estimate().observed, 0u);
   EXPECT_THROW(LinkEstimator({.window = 4, .change_run = 5}), InvariantError);
 }
 
