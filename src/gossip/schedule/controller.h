@@ -14,7 +14,10 @@
 //   every round     inside Algorithm::step, once the previous round has
 //                   completed and before the next one's message is made
 //                   (Algorithm::set_before_round): the sends feed the
-//                   estimators, and when a link is over budget at the ratio
+//                   estimators (with receipts, those whose receipt has
+//                   arrived; a slow round's usually arrives after this
+//                   hook, so it counts before the round after next),
+//                   and when a link is over budget at the ratio
 //                   in use, or it has a suspected slowdown pending
 //                   (LinkEstimate::suspect_bandwidth_Bps, counted at once),
 //                   the policy reacts (AdaptivePolicy::react: ratios at the
