@@ -52,13 +52,16 @@ int run_peer(const Settings& s) {
   options.transport.backend = s.backend;
   options.transport.provider = s.provider;
   options.link_profile = s.profile;
-  auto group = murmur::fabric::Group::join(options);
-  auto& t = group->transport();
   const auto bytes = static_cast<std::size_t>(s.mib * (1 << 20));
   const int left = (s.rank + s.np - 1) % s.np, right = (s.rank + 1) % s.np;
   std::vector<int> neighbours = left == right ? std::vector<int>{left} : std::vector<int>{left, right};
+  // Declared before the group, so destroyed after its transport: after a
+  // peer failure the transport may use a failed request's buffer until it
+  // is closed (transport.h, buffer rule).
   std::vector<std::uint8_t> out(bytes, static_cast<std::uint8_t>(s.rank));
   std::vector<std::vector<std::uint8_t>> in(neighbours.size(), std::vector<std::uint8_t>(bytes));
+  auto group = murmur::fabric::Group::join(options);
+  auto& t = group->transport();
   std::size_t sent = 0, received = 0;
   group->barrier("demo/start", std::chrono::seconds(60));
   auto start = Clock::now();

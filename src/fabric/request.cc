@@ -34,26 +34,38 @@ void Request::finish(std::size_t bytes, std::exception_ptr error) {
   std::vector<std::function<void(Request&)>> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (done_) return;
-    done_ = true;
+    if (finished_) return;
+    finished_ = true;
     bytes_ = bytes;
     error_ = std::move(error);
     callbacks.swap(callbacks_);
   }
-  done_cv_.notify_all();
-  // Outside the lock: a callback may inspect this request.
+  // Outside the lock: a callback may inspect this request. Before waiters
+  // wake: what callbacks record is visible to whoever waited.
   for (auto& callback : callbacks) callback(*this);
+  callbacks.clear();  // what they captured goes before anyone is woken
+  // Notified under the lock: a woken waiter may drop the last reference to
+  // this request as soon as it can see done_.
+  std::lock_guard<std::mutex> lock(mutex_);
+  done_ = true;
+  done_cv_.notify_all();
 }
 
 void Request::on_done(std::function<void(Request&)> callback) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!done_) {
+    if (!finished_) {
       callbacks_.push_back(std::move(callback));
       return;
     }
   }
   callback(*this);
+}
+
+void Request::retain(std::shared_ptr<const void> owner) {
+  if (!owner) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  owners_.push_back(std::move(owner));
 }
 
 bool wait_all(std::span<const RequestPtr> requests, Clock::time_point deadline) {

@@ -1,9 +1,13 @@
 // Request: the completion of one isend or irecv.
 //
 // Ownership: shared between the caller (who waits) and the backend (who
-// completes it); a RequestPtr may be dropped at any time, but the buffer it
-// refers to must stay valid until the request is done (test() is true), as
-// with MPI and libfabric.
+// completes it); a RequestPtr may be dropped at any time. The buffer it
+// refers to must stay valid until the backend has let go of the request,
+// which is when it is done (test() is true) except after a peer failure: see
+// "Buffer rule" in transport.h. A caller whose buffer may be freed before
+// the transport is destroyed hands the request a share of the buffer's
+// ownership with retain(); the backend holds the request, and with it that
+// share, for exactly as long as it may still touch the buffer.
 //
 // Thread safety: every method may be called from any thread. complete() or
 // fail() is called exactly once, by the backend; later calls are ignored so
@@ -13,6 +17,13 @@
 // condition variable (no spinning) until the request is done or the deadline
 // passes. on_done() callbacks run on the completing thread (a backend's
 // progress thread) and must not block.
+//
+// Order of completion: the outcome (bytes(), error()) is set first, then the
+// on_done callbacks run, and only then is the request done: test() turns
+// true and waiters wake. So whatever a callback records (byte counts, send
+// timings) is visible to a thread that has waited for the request. Inside
+// a callback test() is still false; read the outcome from error() and
+// bytes().
 #pragma once
 
 #include <chrono>
@@ -49,9 +60,11 @@ class Request final {
   bool wait_for(Clock::duration timeout) { return wait_until(Clock::now() + timeout); }
 
   // Bytes moved: for a receive, the size of the message that arrived. Valid
-  // once test() is true and the request did not fail.
+  // once test() is true (or inside an on_done callback) and the request did
+  // not fail.
   std::size_t bytes() const;
-  // The failure, or null. Valid once test() is true.
+  // The failure, or null. Valid once test() is true (or inside an on_done
+  // callback).
   std::exception_ptr error() const;
 
   Kind kind() const { return kind_; }
@@ -63,9 +76,15 @@ class Request final {
   void complete(std::size_t bytes);
   void fail(std::exception_ptr error);
 
-  // Runs `callback` once the request is done: immediately, on this thread,
-  // if it already is.
+  // Runs `callback` once the request's outcome is known, before the request
+  // is done (see "Order of completion"): immediately, on this thread, if the
+  // outcome is known already.
   void on_done(std::function<void(Request&)> callback);
+
+  // Keeps `owner` (typically the owner of this request's buffer) alive for as
+  // long as this Request lives. Call it right after isend / irecv, while the
+  // caller still holds the buffer. Must not own this request (a cycle).
+  void retain(std::shared_ptr<const void> owner);
 
  private:
   void finish(std::size_t bytes, std::exception_ptr error);
@@ -75,10 +94,12 @@ class Request final {
   const Tag tag_;
   mutable std::mutex mutex_;  // guards everything below; leaf lock
   std::condition_variable done_cv_;
-  bool done_ = false;
+  bool finished_ = false;  // the outcome is set; callbacks run or ran
+  bool done_ = false;      // ... and they have all returned
   std::size_t bytes_ = 0;
   std::exception_ptr error_;
   std::vector<std::function<void(Request&)>> callbacks_;
+  std::vector<std::shared_ptr<const void>> owners_;
 };
 
 using RequestPtr = std::shared_ptr<Request>;

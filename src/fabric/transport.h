@@ -11,7 +11,10 @@
 //      options.connect_timeout.
 //   3. isend / irecv, from any thread.
 //   4. The destructor fails what is still pending (PeerError "transport
-//      closed") and joins the progress thread.
+//      closed"), joins the progress thread, closes the endpoint and then
+//      lets go of every request it held. A backend whose progress thread is
+//      stuck inside a provider (libfabric/transport.cc) keeps its requests,
+//      and so their buffers, to the end of the process instead.
 //
 // Contract of isend / irecv (NCCL net-plugin style):
 //   - Neither blocks: they queue the operation and return a Request at once.
@@ -25,14 +28,19 @@
 //   - A peer that dies or is declared dead (fail_peer) fails every pending
 //     and later request to it with a PeerError naming its rank and host.
 //     Requests to other peers are unaffected.
-//   - Buffer rule for failed requests: a request fails as soon as its peer
-//     is declared failed, without waiting for the provider to give its
-//     buffer back (a receive libfabric has already matched to a message
-//     cannot be recalled, and from a dead peer it never completes). The
-//     backend may therefore still read a failed send's buffer, or write a
-//     failed receive's, until the transport is destroyed: code that goes on
-//     after a peer failure keeps those buffers alive as long as the
-//     transport.
+//   - Buffer rule. A backend holds each request (a shared reference) for
+//     as long as it may read or write the request's buffer, and lets go of
+//     it only once it never will again: when the provider has handed the
+//     buffer back, or when the transport is destroyed (its endpoint closed
+//     first). A request fails as soon as its peer is declared failed,
+//     without waiting for that (a receive libfabric has already matched to
+//     a message cannot be recalled, and from a dead peer it never
+//     completes), so after a failure the backend may still touch the buffer
+//     of a request that is done. A caller whose buffer can be freed before
+//     the transport is destroyed therefore hands the request a share of the
+//     buffer's ownership (Request::retain) right after posting; the
+//     backend's reference keeps it alive exactly as long as needed. Gossip
+//     algorithms always do (gossip/algorithm/message_buffer.h).
 //
 // Thread safety: all methods are thread-safe. Backends make progress on one
 // internal thread that blocks on the provider's wait object or epoll: no

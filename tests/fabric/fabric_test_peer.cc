@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "common/log.h"
@@ -74,18 +76,24 @@ int run_exchange(murmur::fabric::Group& group, std::size_t bytes, int rounds) {
   auto peers = partners(group.rank(), group.size(), bytes);
   std::size_t verified = 0;
   for (int round = 0; round < rounds; ++round) {
-    std::vector<std::vector<std::uint8_t>> out(peers.size(), std::vector<std::uint8_t>(bytes));
-    std::vector<std::vector<std::uint8_t>> in(peers.size(), std::vector<std::uint8_t>(bytes));
+    // Owned by the requests too (transport.h, buffer rule): a round that
+    // times out returns while the transport may still use them.
+    auto buffers = std::make_shared<std::vector<std::vector<std::uint8_t>>>(2 * peers.size());
+    std::span<std::vector<std::uint8_t>> in(buffers->data(), peers.size());
+    std::span<std::vector<std::uint8_t>> out(buffers->data() + peers.size(), peers.size());
     std::vector<RequestPtr> requests;
     for (std::size_t i = 0; i < peers.size(); ++i) {
       // Capacity one byte larger than needed: the size the receive reports
       // must be the size that was sent, not the buffer's.
       in[i].resize(bytes + 1);
       requests.push_back(t.irecv(peers[i], /*tag=*/round, in[i].data(), in[i].size()));
+      requests.back()->retain(buffers);
     }
     for (std::size_t i = 0; i < peers.size(); ++i) {
+      out[i].resize(bytes);
       fill(out[i], group.rank(), peers[i], round);
       requests.push_back(t.isend(peers[i], /*tag=*/round, out[i].data(), bytes));
+      requests.back()->retain(buffers);
     }
     if (!murmur::fabric::wait_all(requests, Clock::now() + std::chrono::seconds(240))) {
       std::cerr << "rank " << group.rank() << ": round " << round << " timed out\n";
@@ -144,13 +152,21 @@ int run_soak(murmur::fabric::Group& group) {
   auto& t = group.transport();
   const std::size_t bytes = 64 << 10;
   auto peers = partners(group.rank(), group.size(), bytes);
-  std::vector<std::vector<std::uint8_t>> in(peers.size(), std::vector<std::uint8_t>(bytes));
-  std::vector<std::uint8_t> out(bytes, 0x5a);
+  // A round is abandoned at its first failure, with other requests still
+  // pending: the requests own the buffers (transport.h, buffer rule).
+  auto in = std::make_shared<std::vector<std::vector<std::uint8_t>>>(peers.size(), std::vector<std::uint8_t>(bytes));
+  auto out = std::make_shared<std::vector<std::uint8_t>>(bytes, 0x5a);
   auto give_up = Clock::now() + std::chrono::seconds(60);
   for (int round = 0; Clock::now() < give_up; ++round) {
     std::vector<RequestPtr> requests;
-    for (std::size_t i = 0; i < peers.size(); ++i) requests.push_back(t.irecv(peers[i], round, in[i].data(), bytes));
-    for (int p : peers) requests.push_back(t.isend(p, round, out.data(), bytes));
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      requests.push_back(t.irecv(peers[i], round, (*in)[i].data(), bytes));
+      requests.back()->retain(in);
+    }
+    for (int p : peers) {
+      requests.push_back(t.isend(p, round, out->data(), bytes));
+      requests.back()->retain(out);
+    }
     bool failed = round_failed(requests, Clock::now() + std::chrono::seconds(30));
     if (round == 0) std::cout << "ready rank=" << group.rank() << std::endl;
     if (failed) {

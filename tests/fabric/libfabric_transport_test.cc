@@ -226,6 +226,41 @@ TEST_P(LibfabricTransportTest, FailPeerFailsPendingAndLaterRequests) {
   EXPECT_TRUE(other == hello);
 }
 
+// The buffer rule (transport.h): a receive failed while its message is
+// still arriving from a live sender fails at once, but the backend may
+// write its buffer until it lets go of the request. The buffer's owner,
+// retained by the request, must live that long (under AddressSanitizer a
+// write after the caller's last reference would be a use-after-free), and
+// must be freed once the transport is gone (no leak).
+TEST_P(LibfabricTransportTest, FailedReceiveKeepsItsRetainedBufferUntilTheBackendLetsGo) {
+  constexpr std::size_t kChunk = 64 << 10;
+  constexpr std::size_t kBytes = std::size_t{16} << 20;
+  auto group = make(2, kChunk);
+  exchange(group, 0, 1, 1, 4096);  // connections up
+  const auto sent = pattern(kBytes, 9);
+  std::weak_ptr<std::vector<char>> watch;
+  RequestPtr send;
+  {
+    auto buffer = std::make_shared<std::vector<char>>(kBytes);
+    watch = buffer;
+    auto recv = group[1].irecv(0, 2, buffer->data(), buffer->size());
+    recv->retain(buffer);
+    send = group[0].isend(1, 2, sent.data(), sent.size());
+    // Let the message start to arrive, then give up on its sender.
+    std::this_thread::sleep_for(2ms);
+    group[1].fail_peer(0, std::make_exception_ptr(PeerError(0, "local-0", "declared dead")));
+    EXPECT_THROW(recv->wait_for(kTimeout), PeerError);
+  }  // the caller's references are gone; the backend's may not be
+  // The sender goes on pushing the rest of the message meanwhile.
+  try {
+    send->wait_for(10s);
+  } catch (const PeerError&) {
+  }
+  group.transports[1].reset();
+  EXPECT_TRUE(watch.expired()) << "the transport kept a retained buffer after it was destroyed";
+  group.transports[0].reset();
+}
+
 TEST_P(LibfabricTransportTest, DestructorFailsPendingRequests) {
   auto group = make(2);
   std::vector<char> buffer(64);

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <stdexcept>
+#include <vector>
 #include <thread>
 
 #include "fabric/errors.h"
@@ -50,6 +53,38 @@ TEST(Request, OnDoneRunsOnceWhetherRegisteredBeforeOrAfter) {
   request.on_done([&](Request& r) { after += static_cast<int>(r.bytes()); });
   EXPECT_EQ(before, 5);
   EXPECT_EQ(after, 5);
+}
+
+// What a callback records is visible to whoever waited: a slow callback
+// holds the waiter back (the send timings of a round are all there once its
+// wait returns).
+TEST(Request, WaitersWakeOnlyAfterTheCallbacksRan) {
+  auto request = std::make_shared<Request>(Request::Kind::kSend, 0, 0);
+  std::atomic<bool> recorded{false};
+  std::atomic<bool> test_inside{true};
+  request->on_done([&](Request& r) {
+    test_inside = r.test();
+    std::this_thread::sleep_for(100ms);
+    recorded = true;
+  });
+  std::thread completer([&] { request->complete(3); });
+  ASSERT_TRUE(request->wait_for(5s));
+  EXPECT_TRUE(recorded.load());
+  EXPECT_FALSE(test_inside.load());  // inside its callbacks a request is not yet done
+  EXPECT_EQ(request->bytes(), 3u);
+  completer.join();
+}
+
+TEST(Request, RetainKeepsTheOwnerAsLongAsTheRequest) {
+  auto owner = std::make_shared<std::vector<char>>(64);
+  std::weak_ptr<std::vector<char>> watch = owner;
+  auto request = std::make_shared<Request>(Request::Kind::kRecv, 1, 0);
+  request->retain(owner);
+  owner.reset();
+  request->fail(std::make_exception_ptr(PeerError(1, "b", "died")));
+  EXPECT_FALSE(watch.expired());  // done, but whoever holds the request holds the buffer
+  request.reset();
+  EXPECT_TRUE(watch.expired());
 }
 
 TEST(WaitAll, RethrowsFailureAfterWaitingForOthers) {

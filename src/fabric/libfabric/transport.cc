@@ -57,7 +57,15 @@ class LibfabricTransport final : public Transport,
     prune_at_.assign(options.size, kMinPruneSize);
   }
 
-  ~LibfabricTransport() override { fabric_log().debug("libfabric transport rank {} closed", options_.rank); }
+  // Runs on the owning thread after shutdown(), or on the progress thread
+  // itself when shutdown() abandoned it and it exited later: either way no
+  // other thread touches the engine. Closing it (idempotent) closes the
+  // endpoint before the operations, and the buffers their requests retain,
+  // are freed.
+  ~LibfabricTransport() override {
+    engine_.close();
+    fabric_log().debug("libfabric transport rank {} closed", options_.rank);
+  }
 
   // Stops the progress thread and fails what is pending with "transport
   // closed". Called once, by the owning handle.

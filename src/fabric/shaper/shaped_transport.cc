@@ -208,6 +208,10 @@ class ShapedTransportImpl final : public ShapedTransport {
       pending.outer->fail(std::current_exception());
       return;
     }
+    // The inner backend may touch the buffer after the inner request is
+    // done (transport.h, buffer rule): it holds the outer request, and with
+    // it whatever owner the caller gave that one, for as long.
+    inner_request->retain(pending.outer);
     inner_request->on_done([outer = std::move(pending.outer)](Request& done) {
       if (auto error = done.error()) {
         outer->fail(std::move(error));

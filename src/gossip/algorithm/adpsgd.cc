@@ -231,9 +231,9 @@ class Adpsgd final : public Algorithm {
 
   // Caller holds mutex_ (protocol order).
   void post_send(std::size_t k, std::shared_ptr<Buffer> buf) {
-    auto r = traffic_.send(neighbours_[k], tag_, std::span<const std::byte>(*buf));
+    auto r = traffic_.send_bytes(neighbours_[k], tag_, std::span<const std::byte>(*buf), buf);
     traffic_.count_on_done(r);
-    r->on_done([buf, box = mailbox_](fabric::Request& done) {
+    r->on_done([box = mailbox_](fabric::Request& done) {
       if (!done.error()) return;
       std::lock_guard lock(box->mutex);
       if (!box->send_error) box->send_error = done.error();
@@ -246,9 +246,9 @@ class Adpsgd final : public Algorithm {
     auto buf = std::make_shared<Buffer>(kHeader + x_.size() * sizeof(float));
     recv_buf_[k] = buf;
     posted_[k] = true;
-    auto r = traffic_.recv(neighbours_[k], tag_, std::span<std::byte>(*buf));
+    auto r = traffic_.recv_bytes(neighbours_[k], tag_, std::span<std::byte>(*buf), buf);
     recv_req_[k] = r;
-    r->on_done([buf, box = mailbox_, k](fabric::Request&) {
+    r->on_done([box = mailbox_, k](fabric::Request&) {
       std::lock_guard lock(box->mutex);
       box->ready.push_back(static_cast<int>(k));
       box->cv.notify_all();

@@ -40,12 +40,12 @@ class RingAllreduce final : public RoundAlgorithm {
   void begin_round(std::span<const float> params) override { snapshot_.assign(params.begin(), params.end()); }
 
   std::size_t offset(int chunk) const {
-    return static_cast<std::size_t>(chunk) * result_.size() / static_cast<std::size_t>(size());
+    return static_cast<std::size_t>(chunk) * result_->size() / static_cast<std::size_t>(size());
   }
-  std::span<float> chunk(int c) { return std::span<float>(result_).subspan(offset(c), offset(c + 1) - offset(c)); }
+  std::span<float> chunk(int c) { return result_.span().subspan(offset(c), offset(c + 1) - offset(c)); }
 
   void run_round(std::uint64_t round) override {
-    result_ = snapshot_;
+    *result_ = snapshot_;
     const int p = size();
     const int r = rank();
     if (p > 1) {
@@ -55,27 +55,28 @@ class RingAllreduce final : public RoundAlgorithm {
       for (int s = 0; s < p - 1; ++s) {
         auto out = chunk(mod(r - s));
         auto in = chunk(mod(r - s - 1));
-        tmp_.resize(in.size());
+        tmp_->resize(in.size());
         std::vector<fabric::RequestPtr> requests{
-            traffic_.recv(left, tag(Phase::kAllreduce, round), std::span<float>(tmp_)),
-            traffic_.send(right, tag(Phase::kAllreduce, round), std::span<const float>(out))};
+            traffic_.recv(left, tag(Phase::kAllreduce, round), tmp_),
+            traffic_.send(right, tag(Phase::kAllreduce, round), result_, std::span<const float>(out))};
         traffic_.wait_all(requests, options_.timeout_s);
         check_size(requests[0], in.size());
-        for (std::size_t i = 0; i < in.size(); ++i) in[i] += tmp_[i];
+        const std::vector<float>& tmp = *tmp_;
+        for (std::size_t i = 0; i < in.size(); ++i) in[i] += tmp[i];
       }
       for (int s = 0; s < p - 1; ++s) {
         auto out = chunk(mod(r + 1 - s));
         auto in = chunk(mod(r - s));
         std::vector<fabric::RequestPtr> requests{
-            traffic_.recv(left, tag(Phase::kAllgather, round), in),
-            traffic_.send(right, tag(Phase::kAllgather, round), std::span<const float>(out))};
+            traffic_.recv(left, tag(Phase::kAllgather, round), result_, in),
+            traffic_.send(right, tag(Phase::kAllgather, round), result_, std::span<const float>(out))};
         traffic_.wait_all(requests, options_.timeout_s);
         check_size(requests[0], in.size());
       }
     }
     if (options_.average) {
       const float inv = 1.0f / static_cast<float>(p);
-      for (float& v : result_) v *= inv;
+      for (float& v : *result_) v *= inv;
     }
   }
 
@@ -87,10 +88,12 @@ class RingAllreduce final : public RoundAlgorithm {
   }
 
   void end_round(std::span<float> params) override {
-    for (std::size_t i = 0; i < params.size(); ++i) params[i] = result_[i] + (params[i] - snapshot_[i]);
+    const std::vector<float>& result = *result_;
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] = result[i] + (params[i] - snapshot_[i]);
   }
 
-  std::vector<float> snapshot_, result_, tmp_;
+  std::vector<float> snapshot_;
+  MessageBuffer<float> result_, tmp_;
 };
 
 class TopkAllreduce final : public RoundAlgorithm {
@@ -120,27 +123,27 @@ class TopkAllreduce final : public RoundAlgorithm {
     for (std::size_t i = 0; i < n; ++i) snapshot_[i] -= reference_[i];  // the update to send
     const std::size_t cap = encoder_->max_encoded_bytes(n);
     inbox_.resize(p);
-    inbox_[me].resize(cap);
-    inbox_[me].resize(encoder_->encode(snapshot_, inbox_[me]));
+    inbox_[me]->resize(cap);
+    inbox_[me]->resize(encoder_->encode(snapshot_, *inbox_[me]));
     std::vector<fabric::RequestPtr> requests;
     std::vector<int> from;
     // TODO(perf): a ring or recursive-doubling all-gather of the variable
     // sized messages for large p; direct sends are fine at tens of ranks.
     for (int k = 0; k < p; ++k) {
       if (k == me) continue;
-      inbox_[k].resize(cap);
-      requests.push_back(traffic_.recv(k, tag(Phase::kTopkAllgather, round), std::span<std::byte>(inbox_[k])));
+      inbox_[k]->resize(cap);
+      requests.push_back(traffic_.recv(k, tag(Phase::kTopkAllgather, round), inbox_[k]));
       from.push_back(k);
     }
     for (int k = 0; k < p; ++k)
       if (k != me)
-        requests.push_back(traffic_.send(k, tag(Phase::kTopkAllgather, round), std::span<const std::byte>(inbox_[me])));
+        requests.push_back(traffic_.send(k, tag(Phase::kTopkAllgather, round), inbox_[me]));
     traffic_.wait_all(requests, options_.timeout_s);
-    for (std::size_t i = 0; i < from.size(); ++i) inbox_[from[i]].resize(requests[i]->bytes());
+    for (std::size_t i = 0; i < from.size(); ++i) inbox_[from[i]]->resize(requests[i]->bytes());
     update_.assign(n, 0.0f);
     decoded_.resize(n);
     for (int k = 0; k < p; ++k) {  // rank order: the same float sum everywhere
-      decoders_[k]->decode(inbox_[k], decoded_);
+      decoders_[k]->decode(*inbox_[k], decoded_);
       for (std::size_t i = 0; i < n; ++i) update_[i] += decoded_[i];
     }
     const float scale = options_.average ? 1.0f / static_cast<float>(p) : 1.0f;
@@ -158,15 +161,16 @@ class TopkAllreduce final : public RoundAlgorithm {
     const int p = size();
     const int me = rank();
     const std::size_t n = snapshot_.size();
-    std::vector<std::vector<float>> all(p);
+    std::vector<MessageBuffer<float>> all(p);
+    *all[me] = snapshot_;
     std::vector<fabric::RequestPtr> requests;
     for (int k = 0; k < p; ++k) {
       if (k == me) continue;
-      all[k].resize(n);
-      requests.push_back(traffic_.recv(k, tag(Phase::kAllgather, round), std::span<float>(all[k])));
+      all[k]->resize(n);
+      requests.push_back(traffic_.recv(k, tag(Phase::kAllgather, round), all[k]));
     }
     for (int k = 0; k < p; ++k)
-      if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kAllgather, round), std::span<const float>(snapshot_)));
+      if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kAllgather, round), all[me]));
     traffic_.wait_all(requests, options_.timeout_s);
     // Receives are posted in rank order, skipping this rank.
     for (int k = 0, i = 0; k < p; ++k) {
@@ -178,10 +182,11 @@ class TopkAllreduce final : public RoundAlgorithm {
                                  std::to_string(n * sizeof(float)));
       }
     }
-    all[me] = snapshot_;
     reference_.assign(n, 0.0f);
-    for (int k = 0; k < p; ++k)
-      for (std::size_t i = 0; i < n; ++i) reference_[i] += all[k][i];
+    for (int k = 0; k < p; ++k) {
+      const std::vector<float>& from = *all[k];
+      for (std::size_t i = 0; i < n; ++i) reference_[i] += from[i];
+    }
     if (options_.average) {
       const float inv = 1.0f / static_cast<float>(p);
       for (float& v : reference_) v *= inv;
@@ -199,7 +204,7 @@ class TopkAllreduce final : public RoundAlgorithm {
   std::unique_ptr<Compressor> encoder_;
   std::vector<std::unique_ptr<Compressor>> decoders_;  // by source rank
   std::vector<float> snapshot_, taken_, reference_, update_, decoded_;
-  std::vector<std::vector<std::byte>> inbox_;  // by source rank
+  std::vector<MessageBuffer<std::byte>> inbox_;  // by source rank
   std::atomic<double> residual_norm_{0};
 };
 

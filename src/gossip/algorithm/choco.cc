@@ -95,21 +95,21 @@ class Choco final : public RoundAlgorithm {
     diff_.resize(n);
     for (std::size_t i = 0; i < n; ++i) diff_[i] = snapshot_[i] - x_hat_[i];
     const std::size_t cap = encoder_->max_encoded_bytes(n);
-    message_.resize(cap);
-    message_.resize(encoder_->encode(diff_, message_));
+    message_->resize(cap);
+    message_->resize(encoder_->encode(diff_, *message_));
     inbox_.resize(ins.size());
     // Neighbours may send at any ratio up to max_ratio.
     const std::size_t inbox_cap = std::max(cap, capacity_ ? capacity_->max_encoded_bytes(n) : 0);
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k].resize(inbox_cap);
-      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kChoco, round), std::span<std::byte>(inbox_[k])));
+      inbox_[k]->resize(inbox_cap);
+      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kChoco, round), inbox_[k]));
     }
     for (const auto& l : outs)
-      requests.push_back(traffic_.send(l.peer, tag(Phase::kChoco, round), std::span<const std::byte>(message_)));
+      requests.push_back(traffic_.send(l.peer, tag(Phase::kChoco, round), message_));
     // Decode our own message while the others travel.
     q_.resize(n);
-    self_decoder_->decode(message_, q_);
+    self_decoder_->decode(*message_, q_);
     const float wii = static_cast<float>(hood_.row.self);
     double residual = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -118,7 +118,7 @@ class Choco final : public RoundAlgorithm {
     }
     traffic_.wait_all(requests, options_.timeout_s);
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      decoders_[k]->decode(std::span<const std::byte>(inbox_[k].data(), requests[k]->bytes()), q_);
+      decoders_[k]->decode(std::span<const std::byte>(inbox_[k]->data(), requests[k]->bytes()), q_);
       const float wk = static_cast<float>(hood_.row.in[k]);
       for (std::size_t i = 0; i < n; ++i) s_[i] += wk * q_[i];
     }
@@ -148,8 +148,8 @@ class Choco final : public RoundAlgorithm {
   std::unique_ptr<Compressor> self_decoder_;
   std::vector<std::unique_ptr<Compressor>> decoders_;  // one per in-neighbour
   std::vector<float> snapshot_, x_hat_, s_, diff_, q_, delta_;
-  std::vector<std::byte> message_;
-  std::vector<std::vector<std::byte>> inbox_;
+  MessageBuffer<std::byte> message_;
+  std::vector<MessageBuffer<std::byte>> inbox_;
   std::atomic<double> residual_norm_{0};
 };
 

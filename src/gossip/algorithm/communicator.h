@@ -5,15 +5,18 @@
 //
 // Contract (the Transport's, restated; see fabric/transport.h):
 //   - isend / irecv never block; they return a Request that completes later.
-//     The buffer must stay valid (a send buffer unchanged) until it is done.
+//     The buffer must stay valid (a send buffer unchanged) until it is done,
+//     and after a peer failure for as long as the backend holds the request:
+//     algorithms post through Traffic, whose requests retain their
+//     MessageBuffer (fabric/transport.h, "Buffer rule").
 //   - Messages between one (source, destination, tag) triple match in the
 //     order they were posted. Tags come from make_tag() so that phases and
 //     rounds never mix.
 //   - wait_all() blocks (never spins) until every request is done. A failed
 //     request's PeerError is rethrown once all have settled. When `timeout_s`
-//     passes first, the peers still pending are declared failed (so no buffer
-//     stays in use) and a PeerError naming the first of them is thrown: an
-//     algorithm can fail, but it cannot hang.
+//     passes first, the peers still pending are declared failed (so every
+//     request settles) and a PeerError naming the first of them is thrown:
+//     an algorithm can fail, but it cannot hang.
 //   - now() is seconds on a monotonic clock (steady_clock, or virtual time).
 //   - Threads and local waits: an algorithm starts its own threads with
 //     start_thread() / join_thread() and blocks on its own condition

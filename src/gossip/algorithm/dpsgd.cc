@@ -20,7 +20,7 @@ class Dpsgd final : public RoundAlgorithm {
   ~Dpsgd() override { shutdown(); }
 
  private:
-  void begin_round(std::span<const float> params) override { snapshot_.assign(params.begin(), params.end()); }
+  void begin_round(std::span<const float> params) override { snapshot_->assign(params.begin(), params.end()); }
 
   void run_round(std::uint64_t round) override {
     // A static topology's neighbourhood is computed once; a time-varying
@@ -31,15 +31,15 @@ class Dpsgd final : public RoundAlgorithm {
     }
     const auto& ins = hood_.in;
     const auto& outs = hood_.out;
-    const std::size_t n = snapshot_.size();
+    const std::size_t n = snapshot_->size();
     inbox_.resize(ins.size());
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k].resize(n);
-      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kDpsgd, round), std::span<float>(inbox_[k])));
+      inbox_[k]->resize(n);
+      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kDpsgd, round), inbox_[k]));
     }
     for (const auto& l : outs)
-      requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), std::span<const float>(snapshot_)));
+      requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), snapshot_));
     traffic_.wait_all(requests, options_.timeout_s);
     for (std::size_t k = 0; k < ins.size(); ++k) check_size(requests[k], n);
     // Accumulated in double: the weights are not exact in float, and the
@@ -47,10 +47,11 @@ class Dpsgd final : public RoundAlgorithm {
     // At consensus (all x equal) the result rounds back to x exactly.
     acc_.assign(n, 0.0);
     const double self = hood_.row.self;
-    for (std::size_t i = 0; i < n; ++i) acc_[i] = self * snapshot_[i];
+    const std::vector<float>& snapshot = *snapshot_;
+    for (std::size_t i = 0; i < n; ++i) acc_[i] = self * snapshot[i];
     for (std::size_t k = 0; k < ins.size(); ++k) {
       const double wk = hood_.row.in[k];
-      const float* in = inbox_[k].data();
+      const float* in = inbox_[k]->data();
       for (std::size_t i = 0; i < n; ++i) acc_[i] += wk * in[i];
     }
     result_.resize(n);
@@ -60,7 +61,8 @@ class Dpsgd final : public RoundAlgorithm {
   void end_round(std::span<float> params) override {
     // params <- W x(snapshot) + (params - snapshot); exactly the mix when the
     // caller did not move.
-    for (std::size_t i = 0; i < params.size(); ++i) params[i] = result_[i] + (params[i] - snapshot_[i]);
+    const std::vector<float>& snapshot = *snapshot_;
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] = result_[i] + (params[i] - snapshot[i]);
   }
 
   void check_size(const fabric::RequestPtr& r, std::size_t n) const {
@@ -73,8 +75,8 @@ class Dpsgd final : public RoundAlgorithm {
   const Topology& topology_;
   bool cached_ = false;
   Neighbourhood hood_;
-  std::vector<float> snapshot_;
-  std::vector<std::vector<float>> inbox_;
+  MessageBuffer<float> snapshot_;
+  std::vector<MessageBuffer<float>> inbox_;
   std::vector<float> result_;
   std::vector<double> acc_;
 };

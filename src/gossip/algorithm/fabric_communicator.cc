@@ -37,7 +37,7 @@ void FabricCommunicator::wait_all(std::span<const fabric::RequestPtr> requests, 
     // pending at the deadline; those are released below before unwinding.
     error = std::current_exception();
   }
-  // Stalled: fail the pending peers so the backend releases the buffers.
+  // Stalled: fail the pending peers so that every request settles.
   fail_stalled_peers(*this, requests, timeout_s,
                      [this](int peer, std::exception_ptr e) { transport_.fail_peer(peer, std::move(e)); });
   std::exception_ptr later;

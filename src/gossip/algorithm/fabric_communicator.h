@@ -4,8 +4,10 @@
 // Timeouts: a wait_all() that runs past its timeout calls
 // Transport::fail_peer() on each peer still pending, with a PeerError
 // "no completion within <t> s (stalled peer?)": the backend then fails those
-// requests, so their buffers are released before the error reaches the
-// algorithm. The peer stays failed for this transport, as a dead one would.
+// requests, so every request has settled before the error reaches the
+// algorithm (their buffers stay owned by the requests: fabric/transport.h,
+// "Buffer rule"). The peer stays failed for this transport, as a dead one
+// would.
 // Thread safety: as the transport's (all methods thread-safe).
 #pragma once
 

@@ -56,20 +56,20 @@ class Sgp final : public RoundAlgorithm {
     const std::size_t n = snapshot_.size();
     const std::size_t bytes = sizeof(double) + n * sizeof(float);
     const double share = 1.0 / (1.0 + static_cast<double>(outs.size()));
-    out_.resize(bytes);
+    out_->resize(bytes);
     const double w_share = w_snapshot_ * share;
-    std::memcpy(out_.data(), &w_share, sizeof(double));
-    float* xs = reinterpret_cast<float*>(out_.data() + sizeof(double));
+    std::memcpy(out_->data(), &w_share, sizeof(double));
+    float* xs = reinterpret_cast<float*>(out_->data() + sizeof(double));
     const float fshare = static_cast<float>(share);
     for (std::size_t i = 0; i < n; ++i) xs[i] = fshare * snapshot_[i];
     inbox_.resize(ins.size());
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k].resize(bytes);
-      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kSgp, round), std::span<std::byte>(inbox_[k])));
+      inbox_[k]->resize(bytes);
+      requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kSgp, round), inbox_[k]));
     }
     for (const auto& l : outs)
-      requests.push_back(traffic_.send(l.peer, tag(Phase::kSgp, round), std::span<const std::byte>(out_)));
+      requests.push_back(traffic_.send(l.peer, tag(Phase::kSgp, round), out_));
     traffic_.wait_all(requests, options_.timeout_s);
     result_.assign(xs, xs + n);
     double w = w_share;
@@ -79,9 +79,9 @@ class Sgp final : public RoundAlgorithm {
                                     ") sent " + std::to_string(requests[k]->bytes()) + " bytes, expected " +
                                     std::to_string(bytes) + ": tensors differ in size across ranks");
       double wk;
-      std::memcpy(&wk, inbox_[k].data(), sizeof(double));
+      std::memcpy(&wk, inbox_[k]->data(), sizeof(double));
       w += wk;
-      const float* in = reinterpret_cast<const float*>(inbox_[k].data() + sizeof(double));
+      const float* in = reinterpret_cast<const float*>(inbox_[k]->data() + sizeof(double));
       for (std::size_t i = 0; i < n; ++i) result_[i] += in[i];
     }
     w_result_ = w;
@@ -103,8 +103,8 @@ class Sgp final : public RoundAlgorithm {
   const Topology& topology_;
   std::vector<float> x_, given_, snapshot_, result_;
   double w_ = 1.0, w_snapshot_ = 1.0, w_result_ = 1.0;
-  std::vector<std::byte> out_;
-  std::vector<std::vector<std::byte>> inbox_;
+  MessageBuffer<std::byte> out_;
+  std::vector<MessageBuffer<std::byte>> inbox_;
   std::atomic<double> weight_{1.0};
 };
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "common/check.h"
 #include "common/log.h"
 #include "gossip/algorithm/receipt.h"
 
@@ -23,30 +24,19 @@ void add_locked(std::map<int, LinkStats>& links, const fabric::Request& done) {
   }
 }
 
+// From an on_done callback, where the outcome is known (request.h).
 void add(std::mutex& mutex, std::map<int, LinkStats>& links, const fabric::Request& done) {
-  if (!done.test() || done.error()) return;
+  if (done.error()) return;
   std::lock_guard lock(mutex);
   add_locked(links, done);
-}
-
-// A failed request's buffer may still be read or written by the backend
-// until the transport is destroyed (fabric/transport.h, "Buffer rule"),
-// which can outlive this Traffic. A failed receipt's buffer (64 or 24
-// bytes, at most kMaxPendingReceipts per failed peer) is therefore kept
-// until the process exits. Takes its own leaf lock; call it without the
-// counters' mutex.
-void keep_until_exit(std::shared_ptr<const void> buffer) {
-  static std::mutex mutex;
-  static auto* kept = new std::vector<std::shared_ptr<const void>>();  // never destroyed: no exit-time order
-  std::lock_guard lock(mutex);
-  kept->push_back(std::move(buffer));
 }
 
 }  // namespace
 
 // A send whose sample waits for its receipt. Shared by the send's and the
-// receipt's callbacks, in whichever order they run; the buffer lives until
-// the receipt's request is done. Guarded by Counters::mutex.
+// receipt's callbacks, in whichever order they run, and retained by the
+// receipt's request (its buffer is the receive's). Guarded by
+// Counters::mutex.
 struct Traffic::PendingSend {
   int peer = -1;
   fabric::Tag tag = 0;
@@ -98,6 +88,7 @@ std::shared_ptr<Traffic::PendingSend> Traffic::expect_receipt(int peer, fabric::
   pending->peer = peer;
   pending->tag = tag;
   auto request = comm_.irecv(peer, receipt_tag(tag), std::span<std::byte>(pending->buffer));
+  request->retain(pending);
   request->on_done([c = counters_, pending](fabric::Request& done) {
     const bool failed = done.error() != nullptr;
     std::string warning;
@@ -121,19 +112,21 @@ std::shared_ptr<Traffic::PendingSend> Traffic::expect_receipt(int peer, fabric::
         release(*c, *pending);
       }
     }
-    if (failed) keep_until_exit(pending);
     if (!warning.empty()) gossip_log().warn("{}", warning);
   });
   return pending;
 }
 
-fabric::RequestPtr Traffic::send(int peer, fabric::Tag tag, std::span<const std::byte> data) {
+fabric::RequestPtr Traffic::send_bytes(int peer, fabric::Tag tag, std::span<const std::byte> data,
+                                      std::shared_ptr<const void> owner) {
+  MURMUR_CHECK(owner != nullptr);
   std::shared_ptr<PendingSend> pending;
   if (receipts_ && !is_receipt_tag(tag)) pending = expect_receipt(peer, tag);
   const double posted = comm_.now();
   auto request = comm_.isend(peer, tag, data);
+  request->retain(std::move(owner));
   request->on_done([c = counters_, posted, pending](fabric::Request& done) {
-    if (!done.test() || done.error()) return;
+    if (done.error()) return;
     std::lock_guard lock(c->mutex);
     if (c->clock == nullptr) return;
     // now() takes no lock (FabricCommunicator: steady_clock; the simulator:
@@ -157,10 +150,13 @@ std::vector<TransferSample> Traffic::take_send_samples() {
   return out;
 }
 
-fabric::RequestPtr Traffic::recv(int peer, fabric::Tag tag, std::span<std::byte> buffer) {
-  if (!receipts_) return comm_.irecv(peer, tag, buffer);
+fabric::RequestPtr Traffic::recv_bytes(int peer, fabric::Tag tag, std::span<std::byte> buffer,
+                                      std::shared_ptr<const void> owner) {
+  MURMUR_CHECK(owner != nullptr);
   const double posted = comm_.now();
   auto request = comm_.irecv(peer, tag, buffer);
+  request->retain(std::move(owner));
+  if (!receipts_) return request;
   {
     std::lock_guard lock(counters_->mutex);
     counters_->receives[request.get()] = ReceiveTiming{posted, -1};
@@ -189,19 +185,16 @@ void Traffic::send_receipts(const std::vector<fabric::RequestPtr>& receives) {
       auto it = counters_->receives.find(r.get());
       if (it == counters_->receives.end()) continue;
       if (!r->test() || r->error()) continue;  // after a failed wait: only the receives that arrived
-      // The on_done callback may not have run yet (a waiter can wake
-      // first); then now is at most a moment late.
+      // A done receive's on_done callback has run (request.h), so `done`
+      // is set; `now` stands in only if the Traffic's clock was gone then.
       seconds = std::max(0.0, (it->second.done >= 0 ? it->second.done : now) - it->second.posted);
       counters_->receives.erase(it);
     }
     auto receipt = std::make_shared<ReceiptBuffer>(encode_receipt(r->tag(), seconds));
     auto request = comm_.isend(r->peer(), receipt_tag(r->tag()), std::span<const std::byte>(*receipt));
-    // Nobody waits for a receipt; its buffer lives in the callback until the
-    // send is done, and after a failure until the process exits.
-    request->on_done([c = counters_, receipt](fabric::Request& done) {
-      if (done.error()) keep_until_exit(receipt);
-      add(c->mutex, c->links, done);
-    });
+    // Nobody waits for a receipt; the request owns its buffer.
+    request->retain(std::move(receipt));
+    request->on_done([c = counters_](fabric::Request& done) { add(c->mutex, c->links, done); });
   }
 }
 
@@ -235,7 +228,9 @@ void Traffic::wait_all(const std::vector<fabric::RequestPtr>& requests, double t
   for (const auto& r : requests) count(*r);
 }
 
-void Traffic::count(const fabric::Request& done) { add(counters_->mutex, counters_->links, done); }
+void Traffic::count(const fabric::Request& done) {
+  if (done.test()) add(counters_->mutex, counters_->links, done);
+}
 
 void Traffic::count_on_done(const fabric::RequestPtr& request) {
   request->on_done([c = counters_](fabric::Request& done) { add(c->mutex, c->links, done); });

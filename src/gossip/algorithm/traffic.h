@@ -1,9 +1,10 @@
 // Traffic: posts sends and receives through a Communicator and counts bytes
-// and messages per peer. Requests are counted when wait_all() returns them
-// (so stats read after a round include all of it: on_done callbacks may run
-// after a waiter wakes), or explicitly with count() / count_on_done() for
-// requests nobody waits on (adpsgd). Every completed send is also timed, from
-// posting to completion, for the scheduler's link estimates, on the
+// and messages per peer. Requests are counted when wait_all() returns them,
+// or explicitly with count() / count_on_done() for requests nobody waits on
+// (adpsgd). Every completed send is also timed, from posting to completion,
+// in its on_done callback (which runs before a waiter wakes, request.h: a
+// round's samples are all there once its wait_all() returns), for the
+// scheduler's link estimates, on the
 // Communicator's clock (now(): steady time over the fabric, virtual time in
 // the simulator).
 //
@@ -14,9 +15,9 @@
 // TransferSample is released (take_send_samples) only once the receipt has
 // arrived, with receiver_seconds from it. A malformed receipt releases the
 // sample without it (logged once per peer, with its rank and host); a failed
-// one (the peer failed, or the transport went away) drops the sample, and its
-// buffer is kept until the process exits (the backend may still write it,
-// fabric/transport.h). At most kMaxPendingReceipts receipts are awaited per
+// one (the peer failed, or the transport went away) drops the sample. Every
+// request, receipts included, retains its buffer (fabric/transport.h,
+// "Buffer rule"). At most kMaxPendingReceipts receipts are awaited per
 // peer; sends beyond that are sampled without one, with a warning naming the
 // peer (one that does not send receipts: every rank must agree on
 // AlgorithmOptions::receipts). Receipts are counted in the links' stats.
@@ -40,6 +41,7 @@
 
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/communicator.h"
+#include "gossip/algorithm/message_buffer.h"
 
 namespace murmur::gossip::detail {
 
@@ -55,16 +57,30 @@ class Traffic {
   Traffic& operator=(const Traffic&) = delete;
   Communicator& comm() { return comm_; }
 
-  fabric::RequestPtr send(int peer, fabric::Tag tag, std::span<const std::byte> data);
-  fabric::RequestPtr recv(int peer, fabric::Tag tag, std::span<std::byte> buffer);
+  // Posts a send of `part` (all of `buffer` when omitted), a span inside
+  // `buffer`; the request retains the buffer (message_buffer.h).
   template <typename T>
-  fabric::RequestPtr send(int peer, fabric::Tag tag, std::span<const T> data) {
-    return send(peer, tag, std::as_bytes(data));
+  fabric::RequestPtr send(int peer, fabric::Tag tag, const MessageBuffer<T>& buffer, std::span<const T> part) {
+    return send_bytes(peer, tag, std::as_bytes(part), buffer.owner());
   }
   template <typename T>
-  fabric::RequestPtr recv(int peer, fabric::Tag tag, std::span<T> buffer) {
-    return recv(peer, tag, std::as_writable_bytes(buffer));
+  fabric::RequestPtr send(int peer, fabric::Tag tag, const MessageBuffer<T>& buffer) {
+    return send(peer, tag, buffer, std::span<const T>(*buffer));
   }
+  template <typename T>
+  fabric::RequestPtr recv(int peer, fabric::Tag tag, const MessageBuffer<T>& buffer, std::span<T> part) {
+    return recv_bytes(peer, tag, std::as_writable_bytes(part), buffer.owner());
+  }
+  template <typename T>
+  fabric::RequestPtr recv(int peer, fabric::Tag tag, const MessageBuffer<T>& buffer) {
+    return recv(peer, tag, buffer, buffer.span());
+  }
+  // The same for storage an algorithm manages itself: `owner` owns `data`
+  // and is retained by the request. Never null.
+  fabric::RequestPtr send_bytes(int peer, fabric::Tag tag, std::span<const std::byte> data,
+                                std::shared_ptr<const void> owner);
+  fabric::RequestPtr recv_bytes(int peer, fabric::Tag tag, std::span<std::byte> buffer,
+                                std::shared_ptr<const void> owner);
   // Communicator::wait_all, then counts every request (all succeeded). With
   // receipts: the receives first, then their receipts are sent, then the
   // rest, both waits within timeout_s from the call.
