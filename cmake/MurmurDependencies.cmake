@@ -43,7 +43,18 @@ endif()
 add_library(murmur_warnings INTERFACE)
 target_compile_options(murmur_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+# Sanitizers apply to every C++ target, tests and their peer programs
+# included: an executable must link the sanitizer runtime itself when the
+# shared libraries it loads were built with it (docs/testing.md).
+if(MURMUR_SANITIZE AND MURMUR_SANITIZE_THREAD)
+  message(FATAL_ERROR "MURMUR_SANITIZE and MURMUR_SANITIZE_THREAD cannot be combined: "
+                      "AddressSanitizer and ThreadSanitizer exclude each other")
+endif()
 if(MURMUR_SANITIZE)
-  target_compile_options(murmur_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
-  target_link_options(murmur_warnings INTERFACE -fsanitize=address,undefined)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+if(MURMUR_SANITIZE_THREAD)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=thread)
 endif()

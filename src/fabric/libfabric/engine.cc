@@ -214,17 +214,22 @@ bool Engine::posted(ChunkContext& ctx, const char* call, ssize_t ret) {
 bool Engine::post_pending() {
   bool any = false;
   while (!pending_.empty()) {
+    // Taken off the FIFO before posting: a post that fails the operation
+    // (fail_op drops its chunks from pending_ and may retire it) must not
+    // leave this chunk at the front, nor make us pop another one.
     ChunkContext* ctx = pending_.front();
-    if (ctx->op->error) {  // failed while waiting: never posted
-      pending_.pop_front();
-      continue;
-    }
+    pending_.pop_front();
+    if (ctx->op->error) continue;  // failed while waiting: never posted
+    bool accepted = true;
     try {
-      if (!post(*ctx)) break;  // -FI_EAGAIN: read the CQ, retry next round
+      accepted = post(*ctx);
     } catch (...) {
       fail_op(*ctx->op, std::current_exception());
     }
-    pending_.pop_front();
+    if (!accepted) {  // -FI_EAGAIN: back to the front; read the CQ, retry next round
+      pending_.push_front(ctx);
+      break;
+    }
     any = true;
   }
   return any;
@@ -342,8 +347,11 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
   auto error = peer_error(op.peer, call + ": " + (what ? what : fi_strerror(err)) + " (" +
                                        fi_strerror(err) + ")");
   if (link_lost(err)) {
-    fail_peer(op.peer, error);
-    on_peer_failed_(op.peer, error);
+    // fail_peer retires `op` (its last chunk just came back): not a field
+    // of it may be read afterwards.
+    const int peer = op.peer;
+    fail_peer(peer, error);
+    on_peer_failed_(peer, error);
     return;
   }
   fail_op(op, error);

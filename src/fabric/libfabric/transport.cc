@@ -193,6 +193,7 @@ class LibfabricTransport final : public Transport,
   // retires its records of them later; whichever outcome comes first wins.
   // Returns false if the peer had failed before.
   bool fail_outstanding(int peer, std::exception_ptr error) {
+    MURMUR_CHECK(peer >= 0 && peer < options_.size);
     std::vector<std::weak_ptr<Request>> victims;
     {
       std::lock_guard<std::mutex> lock(mutex_);
