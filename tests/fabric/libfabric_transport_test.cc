@@ -251,14 +251,51 @@ TEST_P(LibfabricTransportTest, FailedReceiveKeepsItsRetainedBufferUntilTheBacken
     group[1].fail_peer(0, std::make_exception_ptr(PeerError(0, "local-0", "declared dead")));
     EXPECT_THROW(recv->wait_for(kTimeout), PeerError);
   }  // the caller's references are gone; the backend's may not be
-  // The sender goes on pushing the rest of the message meanwhile.
+  // The sender goes on pushing the rest of the message meanwhile (its send
+  // may never complete: rank 1 no longer takes it).
   try {
-    send->wait_for(10s);
+    send->wait_for(2s);
   } catch (const PeerError&) {
   }
   group.transports[1].reset();
   EXPECT_TRUE(watch.expired()) << "the transport kept a retained buffer after it was destroyed";
   group.transports[0].reset();
+}
+
+// A message that arrived unexpected from a peer that has since closed its
+// endpoint, received afterwards: the receive gets the whole message or
+// fails once the peer is declared failed, and nothing crashes. (libfabric
+// 1.17's rxm answered such a receive with a rendezvous read on the closed
+// connection, a NULL endpoint: SIGSEGV in fi_trecv.)
+TEST_P(LibfabricTransportTest, AMessageFromAClosedPeerIsReceivedOrFailsCleanly) {
+  if (GetParam() == "shm") {
+    // libfabric 1.17's shm crashes inside fi_trecv on the same sequence
+    // when both endpoints live in one process (SIGSEGV, no symbols to say
+    // where); between processes a closed or killed peer is covered by the
+    // multi-process PeerDeath and Failure tests. docs/testing.md.
+    GTEST_SKIP() << "libfabric 1.17 shm crashes receiving from an endpoint closed in the same process";
+  }
+  // A small segmented message, and one of the default chunk size.
+  for (std::size_t bytes : {std::size_t{64} << 10, std::size_t{4} << 20}) {
+    SCOPED_TRACE("bytes " + std::to_string(bytes));
+    auto group = make(2);
+    exchange(group, 0, 1, 1, 4096);  // connections up
+    const auto sent = pattern(bytes, 3);
+    auto send = group[1].isend(0, 5, sent.data(), sent.size());
+    std::this_thread::sleep_for(300ms);  // it reaches rank 0, where no receive waits for it
+    group.transports[1].reset();
+    // Rank 0's progress thread handles the closed connection (its idle
+    // wait is 200 ms).
+    std::this_thread::sleep_for(600ms);
+    std::vector<char> received(sent.size());
+    auto recv = group[0].irecv(1, 5, received.data(), received.size());
+    if (recv->wait_for(2s)) {
+      EXPECT_TRUE(received == sent);
+    } else {
+      group[0].fail_peer(1, std::make_exception_ptr(PeerError(1, "local-1", "closed")));
+      EXPECT_THROW(recv->wait_for(kTimeout), PeerError);
+    }
+  }
 }
 
 TEST_P(LibfabricTransportTest, DestructorFailsPendingRequests) {

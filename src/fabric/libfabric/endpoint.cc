@@ -99,19 +99,31 @@ bool rdma_device_listed() {
   return !ec && it != std::filesystem::directory_iterator();
 }
 
-// rxm sends messages above FI_OFI_RXM_SAR_LIMIT (128 KiB by default) with
-// its rendezvous protocol: the receiver reads the data with an emulated RMA
-// read, a round trip per message before any payload moves. Over tcp that
-// left 4 MiB chunks at 60-80% of plain loopback TCP; raising the limit to
-// the chunk size lets every chunk stream as segmented eager sends (SAR) and
-// measured 100-140% (docs/fabric-performance.md). verbs keeps rendezvous,
-// where the read is a zero-copy RDMA read. rxm reads the variable once,
-// when libfabric first initialises its providers, so this runs before any
-// other libfabric call; a value the user set is left alone.
+// Over tcp every chunk goes as segmented eager sends (SAR), never by rxm's
+// rendezvous protocol, for two reasons:
+//   - Speed. In rendezvous the receiver reads the data with an emulated RMA
+//     read, a round trip per message before any payload moves; over tcp
+//     that left 4 MiB chunks at 60-80% of plain loopback TCP
+//     (docs/fabric-performance.md).
+//   - Safety. libfabric 1.17's rxm closes a connection whose peer has gone
+//     (its msg endpoint set to NULL) but keeps that peer's unexpected
+//     rendezvous requests; a receive posted afterwards matches one and
+//     reads on the NULL endpoint: SIGSEGV inside fi_trecv (reproduced by
+//     the test AMessageFromAClosedPeerIsReceivedOrFailsCleanly). SAR
+//     segments are plain sends, copied out of rxm's own buffers.
+// FI_OFI_RXM_SAR_LIMIT alone is not enough: with dynamic receive buffers on
+// (1.17's default) rxm lowers the SAR limit to the eager limit (16 KiB), so
+// they are turned off too. verbs keeps rendezvous, where the read is a
+// zero-copy RDMA read (the same stale-request hazard may exist there; no
+// RDMA device here to show it). rxm reads the variables once, when
+// libfabric first initialises its providers, so this runs before any other
+// libfabric call; a value the user set is left alone. Every process of a job
+// runs this code, so all agree (rxm refuses peers whose limits differ).
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
   const bool tcp = asked == "tcp" || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
   if (!tcp) return;
   ::setenv("FI_OFI_RXM_SAR_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", /*overwrite=*/0);
 }
 
 // "murmur-<pid>-<64 random bits>": unique across processes and pid reuse.
