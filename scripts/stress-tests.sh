@@ -64,7 +64,7 @@ for ((i = 1; i <= runs; i++)); do
       echo "run $i: $t failed (log: $out)"
     fi
   done <<<"$tests"
-  if ! grep -q "Failed\|Not Run\|Timeout\|Exception" "$out"; then rm -f "$out"; fi
+  if grep -q '^100% tests passed' "$out"; then rm -f "$out"; fi
 done
 
 total_failed=0
