@@ -53,7 +53,9 @@ class Engine {
   bool has_pending_posts() const { return !pending_.empty(); }
 
   // Closes the endpoint (so no buffer is touched afterwards), then fails
-  // every pending request with PeerError "transport closed".
+  // every pending request with PeerError "transport closed" and lets go of
+  // the operations. Called by the progress thread as it exits; idempotent.
+  // May block inside the provider (fi_close).
   void close();
 
   std::exception_ptr peer_error(int peer, const std::string& reason) const;

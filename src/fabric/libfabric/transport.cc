@@ -59,26 +59,28 @@ class LibfabricTransport final : public Transport,
 
   // Runs on the owning thread after shutdown(), or on the progress thread
   // itself when shutdown() abandoned it and it exited later: either way no
-  // other thread touches the engine. Closing it (idempotent) closes the
-  // endpoint before the operations, and the buffers their requests retain,
-  // are freed.
+  // other thread touches the engine. The progress thread closed it already
+  // if it ran; closing again is a no-op. Closing closes the endpoint before
+  // the operations, and the buffers their requests retain, are freed.
   ~LibfabricTransport() override {
     engine_.close();
     fabric_log().debug("libfabric transport rank {} closed", options_.rank);
   }
 
-  // Stops the progress thread and fails what is pending with "transport
-  // closed". Called once, by the owning handle.
+  // Stops the progress thread, which closes the endpoint as it exits, and
+  // fails what is pending with "transport closed". Called once, by the
+  // owning handle.
   //
   // libfabric 1.17's shm provider takes spin locks that live in the peers'
   // shared memory; a peer killed while holding one leaves every process
   // that sends to it spinning inside fi_tsend for ever. If the progress
   // thread does not stop within kStopTimeout (2 s; it normally stops in
-  // microseconds) it is stuck like that: it is
+  // microseconds) it is stuck like that, or inside fi_close: it is
   // detached and keeps its reference to this object, whose endpoint is then
-  // deliberately never closed (closing it under the spinning thread would
-  // be a use-after-free). Requests were already failed from this side, so
-  // callers do not hang; the process can still exit.
+  // deliberately never closed from here (closing it under the stuck thread
+  // would be a use-after-free), and whose operations keep their requests and
+  // so the buffers they retain. Requests were already failed from this side,
+  // so callers do not hang; the process can still exit.
   void shutdown() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -97,20 +99,20 @@ class LibfabricTransport final : public Transport,
     if (!stopped) {
       fabric_log().error(
           "libfabric: the progress thread of rank {} is stuck inside provider {} (a peer that died "
-          "holding a shared lock?); abandoning its endpoint",
+          "holding a shared lock, or closing a connection to a stopped peer?); abandoning its endpoint",
           options_.rank, endpoint_.provider);
       thread_.detach();
       fail_all_outstanding("transport closed");
       return;
     }
     if (thread_.joinable()) thread_.join();
-    // Operations the thread never took: fail them too.
+    // Operations the thread never took (it has closed the endpoint): fail
+    // them too.
     std::deque<Command> left;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       left.swap(commands_);
     }
-    engine_.close();
     for (auto& command : left) {
       if (auto* op = std::get_if<std::unique_ptr<Operation>>(&command)) {
         (*op)->request->fail(engine_.peer_error((*op)->peer, "transport closed"));
@@ -145,6 +147,15 @@ class LibfabricTransport final : public Transport,
     connected_.store(true);
     thread_ = std::thread([self = shared_from_this()] {
       self->run();
+      // The thread that made every data call closes the endpoint too: rxm
+      // may block in fi_close (flushing a connection to a stopped peer), and
+      // shutdown() can only bound a wait for this thread, not for a call it
+      // makes itself.
+      try {
+        self->engine_.close();
+      } catch (const std::exception& e) {
+        fabric_log().error("libfabric: closing the endpoint of rank {}: {}", self->options_.rank, e.what());
+      }
       {
         std::lock_guard<std::mutex> lock(self->mutex_);
         self->thread_exited_ = true;
