@@ -100,20 +100,18 @@ bool rdma_device_listed() {
 }
 
 // Over tcp every chunk goes as segmented eager sends (SAR), never by rxm's
-// rendezvous protocol, for two reasons:
-//   - Speed. In rendezvous the receiver reads the data with an emulated RMA
-//     read, a round trip per message before any payload moves; over tcp
-//     that left 4 MiB chunks at 60-80% of plain loopback TCP
-//     (docs/fabric-performance.md).
-//   - Safety. libfabric 1.17's rxm closes a connection whose peer has gone
-//     (its msg endpoint set to NULL) but keeps that peer's unexpected
-//     rendezvous requests; a receive posted afterwards matches one and
-//     reads on the NULL endpoint: SIGSEGV inside fi_trecv (reproduced by
-//     the test AMessageFromAClosedPeerIsReceivedOrFailsCleanly). SAR
-//     segments are plain sends, copied out of rxm's own buffers.
-// FI_OFI_RXM_SAR_LIMIT alone is not enough: with dynamic receive buffers on
-// (1.17's default) rxm lowers the SAR limit to the eager limit (16 KiB), so
-// they are turned off too. verbs keeps rendezvous, where the read is a
+// rendezvous protocol. libfabric 1.17's rxm closes a connection whose peer
+// has gone (its msg endpoint set to NULL) but keeps that peer's unexpected
+// rendezvous requests; a receive posted afterwards matches one and reads on
+// the NULL endpoint: SIGSEGV inside fi_trecv (reproduced by the test
+// AMessageFromAClosedPeerIsReceivedOrFailsCleanly). SAR segments are plain
+// sends, copied out of rxm's own buffers. The price is bandwidth: 4 MiB
+// chunks reach 0.33-0.54 of loopback TCP instead of 0.74-0.86 with
+// rendezvous (docs/fabric-performance.md).
+// The SAR limit is raised to the chunk size so that no chunk exceeds it; it
+// alone is not enough: with dynamic receive buffers on (1.17's default) rxm
+// lowers the SAR limit to the eager limit (16 KiB), so they are turned off
+// too. verbs keeps rendezvous, where the read is a
 // zero-copy RDMA read (the same stale-request hazard may exist there; no
 // RDMA device here to show it). rxm reads the variables once, when
 // libfabric first initialises its providers, so this runs before any other

@@ -25,7 +25,6 @@ template <typename T>
 class MessageBuffer {
  public:
   MessageBuffer() : data_(std::make_shared<std::vector<T>>()) {}
-  explicit MessageBuffer(std::size_t n) : data_(std::make_shared<std::vector<T>>(n)) {}
   MessageBuffer(const MessageBuffer&) = delete;
   MessageBuffer& operator=(const MessageBuffer&) = delete;
   MessageBuffer(MessageBuffer&&) noexcept = default;
