@@ -117,7 +117,7 @@ TEST_F(SchedulerLinkDrop, BothEndsFollowTheDropAndTheRecoveryWithin20Rounds) {
     while (relaxed < ds.size() && (ds[relaxed].ratio < before.ratio || ds[relaxed].period > before.period)) ++relaxed;
     EXPECT_LE(relaxed - recover, 20U) << "rank " << rank << " ratio " << during.ratio << " H " << during.period
                                       << " during the drop, " << before.ratio << " H " << before.period << " before";
-    // The rounds docs/scheduler.md quotes.
+    // The rounds docs/scheduler-results.md quotes.
     std::string while_slow;
     for (std::size_t i = reacted; i < recover && i < ds.size(); ++i)
       if (i == reacted || ds[i].ratio != ds[i - 1].ratio || ds[i].period != ds[i - 1].period)

@@ -2,62 +2,14 @@
 // per link, from the scheduler's own measurements (never from an emulated
 // link profile). docs/scheduler.md explains the model and the knobs.
 //
-// The rule, per round:
-//   1. Budget. A round overlaps the H steps of computation that follow it,
-//      so its communication should take at most
-//        budget(H) = budget_fraction * H * compute_s_per_step.
-//      A link's round time at ratio r is predicted as
-//        t(r) = latency_s + message_bytes(r) / bandwidth_Bps
-//      and the round's time is the slowest link's (links run in parallel;
-//      the measured bandwidths already include any sharing of the NIC).
-//   2. Period (propose_period). The smallest H in [min_period, cap] at which
-//      every link fits at the most aggressive ratio allowed (the floor):
-//      period 1 is preferred, and H rises only when even the floor ratio does
-//      not fit. None fits: H = cap, and the reason says the comm is exposed.
-//   3. Ratios (decide). Per link, the largest ratio on the ladder
-//      (ratio_ladder.h) from max_ratio down to the floor whose t(r) fits
-//      under budget(H) of the agreed H. None fits: the floor.
-//   4. Guard. When consensus_distance > consensus_guard * consensus_reference
-//      the policy steps back, at most once per guard_cooldown_rounds: if
-//      H > min_period, the period cap becomes H / 2 and the floor rises to
-//      the most aggressive ratio in use (ratios may not drop to pay for the
-//      shorter period); else the floor rises one rung (2x) above the most
-//      aggressive ratio in use and the cap becomes H (the period may not
-//      rise to pay for the larger messages). After guard_release_rounds calm rounds in a
-//      row, one step is undone (floor first, then cap), so the policy probes
-//      back towards speed. With the guard stepped back, comm may exceed its
-//      budget: accuracy wins over speed, and the reason says so.
-//   5. Hysteresis, so that +-20% noise in the measurements does not flap the
-//      choice between two rungs or periods: a link keeps its ratio while its
-//      time stays within (1 + hysteresis) * budget, and moves to a larger
-//      ratio only when that one fits within (1 - hysteresis) * budget; the
-//      period likewise. A move forced by a real change (a link 100x slower)
-//      happens at once, across as many rungs as needed.
-//   6. Exploration. A link measured at one message size only (no probe,
-//      sizes within 2x) cannot tell its latency from its bandwidth, and its
-//      bandwidth estimate (bytes / whole time) is a lower bound: a link that
-//      recovered while it carried small compressed messages would never look
-//      fast enough for a larger ratio, and one whose time is mostly
-//      per-message cost looks slower the smaller its messages get. After
-//      explore_rounds decisions in a row with such a link below max_ratio
-//      (at any rung), one decision sends it one
-//      rung up (less compression), or as many as it takes
-//      for its messages to be at least twice as large, for one round only
-//      (ScheduleDecision::explore_ratio): the estimator sees two sizes it
-//      can fit a line through. The try is a measurement, not a choice: the
-//      held rung does not move, and the next decision judges the link from
-//      it with the new estimate, so the larger ratio is taken only if it
-//      fits as any move up must (within (1 - hysteresis) * budget).
-//      With one ratio for all links (per_link false) the shared ratio
-//      explores when a link that sets it is one-size.
-//   7. Reaction. Between agreements (react), when some link's time at the
-//      ratio in use exceeds (1 + hysteresis) * budget at the agreed period,
-//      the ratios are decided again at once for that period: a round over
-//      budget is exposed now, and ratios need no agreement. No guard step
-//      and no exploration: those stay with the agreed decisions. The
-//      controller calls it before every round, and gives a link whose
-//      estimate has a suspected slowdown pending the suspect's bandwidth
-//      (LinkView::suspect), so one slow round is enough to react.
+// The rule, in one line: each round, the smallest period H at which every
+// link fits its budget (budget_fraction * H * compute time per step) at the
+// floor ratio, then per link the largest ratio on the ladder that fits;
+// a consensus guard steps back, hysteresis keeps noise from flapping a
+// choice, one-size links explore one round at twice the bytes, and react()
+// re-decides ratios between agreements. The rule with its reasons and
+// numbers is docs/scheduler.md, "The rule"; this header states only what a
+// caller must respect.
 // Links whose bandwidth is unknown (no transfer measured yet), and all links
 // while compute_s_per_step is unknown (0), keep their ratio (max_ratio at
 // first) and say so.
@@ -72,8 +24,10 @@
 // ordered containers). The one-argument decide() uses the rank's own
 // proposal as the agreed period: correct only on one rank or when all ranks
 // pass identical inputs (e.g. built from an allgather of every link view).
-// The guard acts identically on all ranks when consensus_distance and
-// consensus_reference are global numbers (the same on every rank).
+// The guard acts identically on all ranks only when consensus_distance and
+// consensus_reference are the same on every rank; murmur's controller passes
+// each rank's own signal against a shared reference, so ranks may guard
+// differently and the max-period agreement absorbs it.
 // Ratios need no agreement: a link's ratio is chosen by its sender, and the
 // receiver decodes whatever ratio a message carries.
 //
