@@ -57,7 +57,7 @@ CENTRALIZED = {"allreduce", "topk-allreduce", "local-sgd"}
 MLP_PARAMETERS = 235146
 BATCH = 64
 
-# Shi et al. 2020 (docs/experiments.md; /work/shared/reference/seed-paper-calibration.md):
+# Shi et al. 2020 (docs/experiments.md, docs/seed-paper.md):
 # parameters, per-GPU batch, single-GPU samples per second.
 SEED_MODELS = {
     "resnet50": {"parameters": 25.6e6, "batch": 64, "samples_per_s": 253.1},

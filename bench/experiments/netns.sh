@@ -15,7 +15,7 @@
 # sends, one on murmur-v<i> what it receives, so every peer has a full-duplex
 # link of RATE to a switch that is not a bottleneck.
 #
-# Why tbf: this kernel has no netem (toolchain-notes item 10), so latency is
+# Why tbf: this kernel has no netem (docs/toolchain.md, item 10), so latency is
 # not emulated here; tbf and htb work inside namespaces.
 #
 # RATE and BURST use tc's units (10gbit, 1gbit, 100mbit; 64kb). The default
