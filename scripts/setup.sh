@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git clang-format
   libfabric-dev libfabric-bin libibverbs-dev rdma-core
   libboost-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev
