@@ -256,13 +256,21 @@ void TrainingRun::resume() {
 }
 
 void TrainingRun::write_start() {
-  metrics_->write({{key::kEvent, event::kStart}, {key::kRank, rank_}, {key::kWorldSize, world_},
-                   {key::kModel, o_.model}, {key::kSchedule, o_.peer.schedule},
-                   {key::kParameters, model_->parameters().size()}, {key::kAlgorithm, o_.peer.algorithm},
-                   {key::kCompressor, o_.peer.compressor}, {key::kTopology, o_.peer.topology},
-                   {key::kPeriod, o_.peer.period}, {key::kPartition, data::describe(partition_spec_)},
-                   {key::kShardExamples, shard_examples_}, {key::kStepsPerEpoch, steps_per_epoch_},
-                   {key::kEpochs, o_.epochs}, {key::kBatch, o_.batch}});
+  metrics_->write({{key::kEvent, event::kStart},
+                   {key::kRank, rank_},
+                   {key::kWorldSize, world_},
+                   {key::kModel, o_.model},
+                   {key::kSchedule, o_.peer.schedule},
+                   {key::kParameters, model_->parameters().size()},
+                   {key::kAlgorithm, o_.peer.algorithm},
+                   {key::kCompressor, o_.peer.compressor},
+                   {key::kTopology, o_.peer.topology},
+                   {key::kPeriod, o_.peer.period},
+                   {key::kPartition, data::describe(partition_spec_)},
+                   {key::kShardExamples, shard_examples_},
+                   {key::kStepsPerEpoch, steps_per_epoch_},
+                   {key::kEpochs, o_.epochs},
+                   {key::kBatch, o_.batch}});
 }
 
 EpochTotals TrainingRun::train_epoch(int epoch) {
@@ -309,13 +317,21 @@ void TrainingRun::end_epoch(int epoch, const EpochTotals& totals) {
   const double consensus = peer_.consensus_distance();
   const auto stats = peer_.stats();
   write_eval(epoch, step_, local_test_, stats);
-  write_timed({{key::kEvent, event::kEpoch}, {key::kEpoch, epoch + 1}, {key::kStep, step_},
-               {key::kLoss, totals.loss()}, {key::kTrainAccuracy, totals.accuracy()},
-               {key::kTestLoss, local_test_.mean_loss()}, {key::kTestAccuracy, local_test_.fraction()},
-               {key::kConsensusDistance, consensus}, {key::kBytesSent, stats.bytes_sent},
-               {key::kBytesReceived, stats.bytes_received}, {key::kLinks, links_json(stats)},
-               {key::kComputeSeconds, compute_seconds_}, {key::kCommunicationWaitSeconds, stats.wait_seconds},
-               {key::kCommunicationThreadSeconds, stats.comm_seconds}, {key::kRounds, stats.rounds}});
+  write_timed({{key::kEvent, event::kEpoch},
+               {key::kEpoch, epoch + 1},
+               {key::kStep, step_},
+               {key::kLoss, totals.loss()},
+               {key::kTrainAccuracy, totals.accuracy()},
+               {key::kTestLoss, local_test_.mean_loss()},
+               {key::kTestAccuracy, local_test_.fraction()},
+               {key::kConsensusDistance, consensus},
+               {key::kBytesSent, stats.bytes_sent},
+               {key::kBytesReceived, stats.bytes_received},
+               {key::kLinks, links_json(stats)},
+               {key::kComputeSeconds, compute_seconds_},
+               {key::kCommunicationWaitSeconds, stats.wait_seconds},
+               {key::kCommunicationThreadSeconds, stats.comm_seconds},
+               {key::kRounds, stats.rounds}});
   peer_log().info("epoch {}/{}: loss {:.4f}, train accuracy {:.4f}, test accuracy {:.4f}, consensus distance {:.3g}",
                   epoch + 1, o_.epochs, totals.loss(), totals.accuracy(), local_test_.fraction(), consensus);
   if (!o_.checkpoint_dir.empty()) save_checkpoint_after(epoch);
@@ -364,11 +380,11 @@ TrainSummary TrainingRun::finish() {
 // The result event murmur-run receives: launcher::ResultEvent's keys plus
 // the run's settings and costs.
 nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const PeerStats& stats) {
-  const std::uint64_t dataset_bytes = data_.train.pixels.size() + data_.train.labels.size() +
-                                      data_.test.pixels.size() + data_.test.labels.size();
-  nlohmann::json result = launcher::to_json(launcher::ResultEvent{
-      rank_, summary.test_accuracy, summary.average_model_test_accuracy, summary.bytes_sent, summary.bytes_received,
-      summary.wall_seconds});
+  const std::uint64_t dataset_bytes =
+      data_.train.pixels.size() + data_.train.labels.size() + data_.test.pixels.size() + data_.test.labels.size();
+  nlohmann::json result =
+      launcher::to_json(launcher::ResultEvent{rank_, summary.test_accuracy, summary.average_model_test_accuracy,
+                                              summary.bytes_sent, summary.bytes_received, summary.wall_seconds});
   result[key::kHost] = peer_.host(rank_);
   result[key::kAlgorithm] = o_.peer.algorithm;
   result[key::kCompressor] = o_.peer.compressor;
@@ -396,31 +412,42 @@ Accuracy TrainingRun::timed_eval() {
 // Adds the time since start and its split into evaluation and training.
 void TrainingRun::write_timed(nlohmann::json fields) {
   const double now = seconds_since(start_);
-  fields.update(nlohmann::json{{key::kTime, now}, {key::kEvalSeconds, eval_seconds_},
+  fields.update(nlohmann::json{{key::kTime, now},
+                               {key::kEvalSeconds, eval_seconds_},
                                {key::kTrainSeconds, now - setup_seconds_ - eval_seconds_}});
   metrics_->write(fields);
 }
 
 void TrainingRun::write_eval(int epoch, long step, const Accuracy& accuracy, const PeerStats& stats) {
-  write_timed({{key::kEvent, event::kEval}, {key::kEpoch, epoch + 1}, {key::kStep, step},
-               {key::kTestAccuracy, accuracy.fraction()}, {key::kTestLoss, accuracy.mean_loss()},
-               {key::kBytesSent, stats.bytes_sent}, {key::kPeriod, stats.period}, {key::kRatio, stats.ratio}});
+  write_timed({{key::kEvent, event::kEval},
+               {key::kEpoch, epoch + 1},
+               {key::kStep, step},
+               {key::kTestAccuracy, accuracy.fraction()},
+               {key::kTestLoss, accuracy.mean_loss()},
+               {key::kBytesSent, stats.bytes_sent},
+               {key::kPeriod, stats.period},
+               {key::kRatio, stats.ratio}});
 }
 
 // A step line after step s (0-based) of the epoch, and the progress event
 // murmur-run displays.
 void TrainingRun::write_step(int epoch, long s, const EpochTotals& totals) {
   const auto stats = peer_.stats();
-  write_timed({{key::kEvent, event::kStep}, {key::kStep, step_ + 1}, {key::kEpoch, epoch + 1},
-               {key::kLoss, totals.loss()}, {key::kTrainAccuracy, totals.accuracy()},
-               {key::kLr, model::learning_rate_at(schedule_, step_)}, {key::kBytesSent, stats.bytes_sent},
-               {key::kBytesReceived, stats.bytes_received}, {key::kComputeSeconds, compute_seconds_},
-               {key::kCommunicationWaitSeconds, stats.wait_seconds}, {key::kPeriod, stats.period},
+  write_timed({{key::kEvent, event::kStep},
+               {key::kStep, step_ + 1},
+               {key::kEpoch, epoch + 1},
+               {key::kLoss, totals.loss()},
+               {key::kTrainAccuracy, totals.accuracy()},
+               {key::kLr, model::learning_rate_at(schedule_, step_)},
+               {key::kBytesSent, stats.bytes_sent},
+               {key::kBytesReceived, stats.bytes_received},
+               {key::kComputeSeconds, compute_seconds_},
+               {key::kCommunicationWaitSeconds, stats.wait_seconds},
+               {key::kPeriod, stats.period},
                {key::kRatio, stats.ratio}});
   if (o_.events) {
-    launcher::emit_event(launcher::to_json(launcher::ProgressEvent{rank_, epoch + 1, o_.epochs, s + 1,
-                                                                   steps_per_epoch_, totals.loss(),
-                                                                   totals.accuracy(), stats.bytes_sent}));
+    launcher::emit_event(launcher::to_json(launcher::ProgressEvent{
+        rank_, epoch + 1, o_.epochs, s + 1, steps_per_epoch_, totals.loss(), totals.accuracy(), stats.bytes_sent}));
   }
 }
 
