@@ -40,13 +40,15 @@ import argparse
 import glob
 import json
 import os
-import shlex
-import signal
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import common  # noqa: E402
+from common import Event, Key  # noqa: E402
+
 NETNS = os.path.join(HERE, "netns.sh")
 DDP = os.path.join(HERE, "ddp_mlp.py")
 BRIDGE_ADDR = "10.77.0.254"
@@ -71,7 +73,7 @@ def parse_args():
     p.add_argument("--target", type=float, default=0.85, help="test accuracy for the time-to-accuracy column")
     p.add_argument("--evals-per-epoch", type=int, default=1,
                    help="test-set passes per epoch in every system (the time-to-accuracy resolution)")
-    p.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"), help="murmur build directory")
+    p.add_argument("--build", default=common.DEFAULT_BUILD, help="murmur build directory")
     p.add_argument("--out", default=None, help="directory for logs and results (default /tmp/compare_ddp-<time>)")
     p.add_argument("--timeout", type=int, default=1200, help="seconds per run before murmur-run stops it")
     return p.parse_args()
@@ -90,29 +92,22 @@ def wire_bytes(n):
     return total
 
 
-def first_reaching(curve, target):
-    """The first evaluation at or above target, or None."""
-    return next((p for p in curve if p["test_accuracy"] >= target), None)
-
-
 def murmur_curve(metrics_glob):
     """Per evaluation (every rank evaluates at the same steps): the slowest
     rank's time and training time, the mean of the ranks' own accuracies;
     and the first step event's time (the setup before training)."""
     by_step, first_step = {}, []
     for path in sorted(glob.glob(metrics_glob)):
-        seen_step = False
-        with open(path) as f:
-            for line in f:
-                e = json.loads(line)
-                if e.get("event") == "eval":
-                    by_step.setdefault(e["step"], []).append(e)
-                elif e.get("event") == "step" and not seen_step:
-                    first_step.append(e["time"])
-                    seen_step = True
-    curve = [{"epoch": v[0]["epoch"], "step": k, "time": max(e["time"] for e in v),
-              "test_accuracy": sum(e["test_accuracy"] for e in v) / len(v),
-              "train_seconds": max(e["train_seconds"] for e in v) if all("train_seconds" in e for e in v) else None}
+        records = common.read_jsonl(path)
+        for e in common.events(records, Event.EVAL):
+            by_step.setdefault(e[Key.STEP], []).append(e)
+        steps = common.events(records, Event.STEP)
+        if steps:
+            first_step.append(steps[0][Key.TIME])
+    curve = [{Key.EPOCH: v[0][Key.EPOCH], Key.STEP: k, Key.TIME: max(e[Key.TIME] for e in v),
+              Key.TEST_ACCURACY: sum(e[Key.TEST_ACCURACY] for e in v) / len(v),
+              Key.TRAIN_SECONDS: max(e[Key.TRAIN_SECONDS] for e in v) if all(Key.TRAIN_SECONDS in e for e in v)
+              else None}
              for k, v in sorted(by_step.items())]
     return curve, (max(first_step) if first_step else None)
 
@@ -122,19 +117,19 @@ def run_one(args, rate, system, out_dir, port):
     tag = f"{rate}-{system}"
     summary_path = os.path.join(out_dir, f"{tag}.summary.json")
     hostfile = os.path.join(out_dir, f"hosts-{args.np}.txt")
-    launcher = os.path.join(args.build, "src/peer/launcher/murmur-run")
+    launcher = args.launcher
     env = dict(os.environ)
-    common = ["--epochs", str(args.epochs), "--evals-per-epoch", str(args.evals_per_epoch)]
+    shared = ["--epochs", str(args.epochs), "--evals-per-epoch", str(args.evals_per_epoch)]
     if args.train_examples:
-        common += ["--train-examples", str(args.train_examples)]
+        shared += ["--train-examples", str(args.train_examples)]
     if system == "ddp":
         ddp_summary = os.path.join(out_dir, f"{tag}.ddp.json")
-        program = ["/usr/bin/python3", DDP, "--summary", ddp_summary, *common]
+        program = ["/usr/bin/python3", DDP, "--summary", ddp_summary, *shared]
         # Rank 0 hosts gloo's store in its namespace; gloo binds to veth0.
         env.update(MASTER_ADDR="10.77.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="veth0")
     else:
         metrics = os.path.join(out_dir, f"{tag}.metrics-{{rank}}.jsonl")
-        program = [os.path.join(args.build, "src/peer/train/murmur-peer"), "--model", "mlp", *flags, *common,
+        program = [args.peer_binary, "--model", "mlp", *flags, *shared,
                    "--log-every", "1", "--metrics", metrics]
     command = [launcher, "-np", str(args.np), "--hostfile", hostfile, "--rendezvous-host", BRIDGE_ADDR,
                "--ssh", SSH_TEMPLATE, "--summary", summary_path, "--timeout", str(args.timeout), "--", *program]
@@ -142,18 +137,7 @@ def run_one(args, rate, system, out_dir, port):
     print(f"[{rate}] {label}: {' '.join(command[:1] + ['...'] + program[1:])}", flush=True)
     before = wire_bytes(args.np)
     started = time.monotonic()
-    with open(log_path, "w") as log:
-        log.write(shlex.join(command) + "\n")
-        log.flush()
-        launched = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            rc = launched.wait()
-        except BaseException:
-            # murmur-run stops its peers on SIGTERM; SIGKILL would leave
-            # them running inside namespaces that are about to go.
-            launched.terminate()
-            launched.wait()
-            raise
+    rc = common.run_logged(command, log_path, env=env)
     elapsed = time.monotonic() - started
     wire = wire_bytes(args.np) - before
     row = {"rate": rate, "system": system, "label": label, "rc": rc, "log": log_path, "wire_bytes": wire,
@@ -161,10 +145,9 @@ def run_one(args, rate, system, out_dir, port):
     if rc != 0:
         print(f"[{rate}] {label}: FAILED (exit {rc}); see {log_path}", flush=True)
         return row
-    with open(summary_path) as f:
-        summary = json.load(f)
-    row.update(accuracy=summary["average_model_test_accuracy"], wall_seconds=summary["wall_seconds"],
-               payload_bytes=summary["bytes_sent"])
+    summary = common.read_summary(summary_path)
+    row.update(accuracy=summary[Key.AVERAGE_MODEL_TEST_ACCURACY], wall_seconds=summary[Key.WALL_SECONDS],
+               payload_bytes=summary[Key.BYTES_SENT])
     if system == "ddp":
         with open(ddp_summary) as f:
             ddp = json.load(f)
@@ -173,7 +156,7 @@ def run_one(args, rate, system, out_dir, port):
     else:
         curve, setup = murmur_curve(os.path.join(out_dir, f"{tag}.metrics-*.jsonl"))
         row.update(curve=curve, setup_seconds=setup, payload_is_estimate=False)
-    row["time_to_target"] = first_reaching(row["curve"], args.target)
+    row["time_to_target"] = common.first_reaching(row["curve"], args.target)
     print(f"[{rate}] {label}: accuracy {row['accuracy']:.4f}, wall {row['wall_seconds']:.1f} s "
           f"(script saw {elapsed:.1f} s), wire {wire / 1e6:.1f} MB", flush=True)
     return row
@@ -188,8 +171,8 @@ def table(rows, target):
             lines.append(f"| {r['rate']} | {r['label']} | failed (exit {r['rc']}) | | | | | | |")
             continue
         t = r["time_to_target"]
-        reach = f"{t['time']:.1f} (ep. {t['epoch']}, step {t.get('step', '-')})" if t else "not reached"
-        train = t.get("train_seconds") if t else None
+        reach = f"{t[Key.TIME]:.1f} (ep. {t[Key.EPOCH]}, step {t.get(Key.STEP, '-')})" if t else "not reached"
+        train = t.get(Key.TRAIN_SECONDS) if t else None
         reach += " | " + ("-" if not t else "n/a" if train is None else f"{train:.1f}")
         payload = f"{r['payload_bytes'] / 1e6:.1f}" + (" (est.)" if r["payload_is_estimate"] else "")
         setup = f"{r['setup_seconds']:.1f}" if r["setup_seconds"] is not None else "-"
@@ -207,20 +190,15 @@ def main():
     for s in systems:
         if s not in SYSTEMS:
             sys.exit(f"compare_ddp: unknown system '{s}' (expected {', '.join(SYSTEMS)})")
-    args.build = os.path.abspath(args.build)
-    for binary in ("src/peer/launcher/murmur-run", "src/peer/train/murmur-peer"):
-        if not os.access(os.path.join(args.build, binary), os.X_OK):
-            sys.exit(f"compare_ddp: {os.path.join(args.build, binary)} is missing: build murmur or pass --build")
+    args.launcher = common.binary(args.build, "murmur-run", "compare_ddp")
+    args.peer_binary = common.binary(args.build, "murmur-peer", "compare_ddp")
     out_dir = args.out or time.strftime("/tmp/compare_ddp-%Y%m%d-%H%M%S")
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, f"hosts-{args.np}.txt"), "w") as f:
         f.write(netns("hostfile", str(args.np)).stdout)
 
     # SIGTERM and SIGHUP unwind like Ctrl-C, so the finally below runs.
-    def stop(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
+    common.stop_on_signals()
 
     rows = []
     port = 29500

@@ -42,17 +42,19 @@ shaper cannot resolve and which is < 1% of a step either way.
 """
 import argparse
 import csv
-import glob
 import json
 import os
 import shlex
-import signal
 import statistics
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import common  # noqa: E402
+from common import Event, Key  # noqa: E402
+
 CENTRALIZED = {"allreduce", "topk-allreduce", "local-sgd"}
 MLP_PARAMETERS = 235146
 BATCH = 64
@@ -124,7 +126,7 @@ def parse_args():
     p.add_argument("--calibrate", action="store_true", help="measure --compute-s-per-step first (unshaped run)")
     p.add_argument("--plot-profile", default=None, help="profile of the accuracy-vs-time plot (default: first)")
     p.add_argument("--plot-peers", type=int, default=None, help="peers of the accuracy-vs-time plot (default: 8)")
-    p.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"), help="murmur build directory")
+    p.add_argument("--build", default=common.DEFAULT_BUILD, help="murmur build directory")
     p.add_argument("--out", default=None, help="output directory (default /tmp/matrix-<time>)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per run before murmur-run stops it")
     p.add_argument("--dry-run", action="store_true", help="print the derivation and the runs, run nothing")
@@ -138,11 +140,6 @@ def split_profiles(text):
     return [s for s in (text.split(";") if ";" in text else text.split(",")) if s]
 
 
-def read_jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def calibrate(args, peers, out_dir):
     """compute_seconds / steps, median over ranks, of an unshaped one-epoch run."""
     metrics = os.path.join(out_dir, "calibrate.metrics-{rank}.jsonl")
@@ -150,9 +147,8 @@ def calibrate(args, peers, out_dir):
     command = [args.launcher, "-np", str(peers), "--summary", summary, "--", args.peer_binary, "--model", "mlp",
                "--algorithm", "allreduce", "--epochs", "1", "--metrics", metrics]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(summary) as f:
-        s = json.load(f)
-    per_rank = [p["compute_seconds"] / p["steps"] for p in s["peers"]]
+    s = common.read_summary(summary)
+    per_rank = [p[Key.COMPUTE_SECONDS] / p[Key.STEPS] for p in s[common.SUMMARY_PEERS]]
     return statistics.median(per_rank)
 
 
@@ -208,35 +204,26 @@ def run_cell(args, cell, spec, out_dir):
     row = {"algorithm": algorithm, "topology": topology, "profile": profile, "peers": peers, "spec": spec,
            "log": log_path}
     print(f"[{profile} n={peers}] {algorithm} {topology}: {shlex.join(command)}", flush=True)
-    with open(log_path, "w") as log:
-        log.write(shlex.join(command) + "\n")
-        log.flush()
-        launched = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            row["rc"] = launched.wait()
-        except BaseException:
-            launched.terminate()  # murmur-run stops its peers on SIGTERM
-            launched.wait()
-            raise
+    row["rc"] = common.run_logged(command, log_path)
     if row["rc"] != 0:
         print(f"  FAILED (exit {row['rc']}); see {log_path}", flush=True)
         return row
-    with open(summary_path) as f:
-        summary = json.load(f)
-    rank0 = read_jsonl(metrics.replace("{rank}", "0"))
-    eval_events = [e for e in rank0 if e["event"] == "eval"]
-    evals = [(e["time"], e["test_accuracy"], e["bytes_sent"]) for e in eval_events]
-    epochs = [(e["epoch"], e["time"], e["consensus_distance"]) for e in rank0 if e["event"] == "epoch"]
-    first = next((e for e in eval_events if e["test_accuracy"] >= args.target), None)
-    reach = first["time"] if first else None
-    # The same event's time without the setup and the test-set passes
-    # (murmur-peer's train_seconds): what training itself took.
-    train_reach = first.get("train_seconds") if first else None
-    images = sum(p["steps"] for p in summary["peers"]) * BATCH
-    row.update(accuracy=summary["average_model_test_accuracy"], wall_s=summary["wall_seconds"],
-               time_to_target_s=reach, train_to_target_s=train_reach, images_per_s=images / summary["wall_seconds"],
-               bytes_sent=summary["bytes_sent"], evals=evals, epochs=epochs,
-               train_evals=[(e["train_seconds"], e["test_accuracy"]) for e in eval_events if "train_seconds" in e])
+    summary = common.read_summary(summary_path)
+    rank0 = common.read_metrics(metrics, 0)
+    eval_events = common.events(rank0, Event.EVAL)
+    evals = [(e[Key.TIME], e[Key.TEST_ACCURACY], e[Key.BYTES_SENT]) for e in eval_events]
+    epochs = [(e[Key.EPOCH], e[Key.TIME], e[Key.CONSENSUS_DISTANCE]) for e in common.events(rank0, Event.EPOCH)]
+    # The time and the training time (without the setup and the test-set
+    # passes: murmur-peer's train_seconds) of the first evaluation reaching
+    # the target.
+    reach, train_reach = common.time_to_target(eval_events, args.target) or (None, None)
+    images = sum(p[Key.STEPS] for p in summary[common.SUMMARY_PEERS]) * BATCH
+    row.update(accuracy=summary[Key.AVERAGE_MODEL_TEST_ACCURACY], wall_s=summary[Key.WALL_SECONDS],
+               time_to_target_s=reach, train_to_target_s=train_reach,
+               images_per_s=images / summary[Key.WALL_SECONDS], bytes_sent=summary[Key.BYTES_SENT], evals=evals,
+               epochs=epochs,
+               train_evals=[(e[Key.TRAIN_SECONDS], e[Key.TEST_ACCURACY]) for e in eval_events
+                            if Key.TRAIN_SECONDS in e])
     print(f"  accuracy {row['accuracy']:.4f}, wall {row['wall_s']:.1f} s, "
           f"t->{args.target:g} {reach if reach is None else round(reach, 1)} "
           f"(training {train_reach if train_reach is None else round(train_reach, 1)}), "
@@ -286,9 +273,7 @@ def label(r):
 
 
 def plots(rows, out_dir, plot_profile, plot_peers, target):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = common.pyplot(exit_if_missing=False)
     ok = [r for r in rows if r["rc"] == 0]
     written = []
 
@@ -375,8 +360,7 @@ def write_plots(rows, out_dir, plot_profile, plot_peers, target):
         written = plots(rows, out_dir, plot_profile, plot_peers, target)
     except ImportError as e:
         # The CSV and the table are written; only the plots need matplotlib.
-        sys.exit(f"matrix.py: results.csv and table.md are in {out_dir}, but the plots need matplotlib ({e}): "
-                 f"apt install python3-matplotlib and run this script with the python that has it "
+        sys.exit(f"matrix.py: results.csv and table.md are in {out_dir}, but {e} "
                  f"(--merge {out_dir} --out DIR redraws them without running anything)")
     print(f"\nresults.csv, table.md, {', '.join(os.path.basename(w) for w in written)} in {out_dir}")
 
@@ -387,12 +371,8 @@ def main():
         out_dir = args.out or time.strftime("/tmp/matrix-%Y%m%d-%H%M%S")
         os.makedirs(out_dir, exist_ok=True)
         return merge(args, out_dir)
-    args.build = os.path.abspath(args.build)
-    args.launcher = os.path.join(args.build, "src/peer/launcher/murmur-run")
-    args.peer_binary = os.path.join(args.build, "src/peer/train/murmur-peer")
-    for b in (args.launcher, args.peer_binary):
-        if not os.access(b, os.X_OK):
-            sys.exit(f"matrix: {b} is missing: build murmur or pass --build")
+    args.launcher = common.binary(args.build, "murmur-run", "matrix")
+    args.peer_binary = common.binary(args.build, "murmur-peer", "matrix")
     out_dir = args.out or time.strftime("/tmp/matrix-%Y%m%d-%H%M%S")
     os.makedirs(out_dir, exist_ok=True)
     profiles = split_profiles(args.profiles)
@@ -420,10 +400,7 @@ def main():
             print("run", cell)
         return
 
-    def stop(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
+    common.stop_on_signals()
 
     rows = []
     try:

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The scheduler's time-varying experiment: 8 peers, exponential graph,
 choco over libfabric tcp, a shaper file in which link 0<->1 drops from
 10GbE to 100 Mbit/s and recovers. Runs a grid of fixed (ratio, H) settings
@@ -21,11 +21,13 @@ tcp, not shm: the scheduler times sends from posting to completion, and an
 shm send completes only when the receiver has progressed (docs/scheduler.md).
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
+from common import Event, Key  # noqa: E402
 
 GRID = [
     ("fixed ratio 1, H 1", ["--compress", "topk:1", "--period", "1"]),
@@ -40,7 +42,7 @@ ADAPTIVE = "adaptive"
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--build", default="build")
+    p.add_argument("--build", default=common.DEFAULT_BUILD, help="murmur build directory")
     p.add_argument("--np", type=int, default=8)
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--target", type=float, default=0.85)
@@ -62,6 +64,7 @@ def main():
     unknown = sorted(set(args.only.split(";")) - {label for label, _ in GRID}) if args.only else []
     if unknown:
         raise SystemExit(f"--only: no setting {unknown}; the settings are {[label for label, _ in GRID]}")
+    launcher, peer = common.binary(args.build, "murmur-run"), common.binary(args.build, "murmur-peer")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or scratch
@@ -76,24 +79,18 @@ def main():
                 extra = ["--compress", "topk:1", "--schedule", args.adaptive_schedule]
             metrics = os.path.join(tmp, label.replace(" ", "_").replace(",", "") + "-{rank}.jsonl")
             summary = os.path.join(tmp, "summary.json")
-            command = [os.path.join(args.build, "src/peer/launcher/murmur-run"), "-np", str(args.np), "--profile",
-                       "@" + profile, "--summary", summary, "--",
-                       os.path.join(args.build, "src/peer/train/murmur-peer"), "--algorithm", "choco",
+            command = [launcher, "-np", str(args.np), "--profile", "@" + profile, "--summary", summary, "--", peer,
+                       "--algorithm", "choco",
                        "--topology", "exponential", "--provider", "tcp", "--model", "mlp", "--epochs",
                        str(args.epochs), "--evals-per-epoch", str(args.evals_per_epoch), "--metrics", metrics,
                        "--extra-compute-ms", str(args.extra_compute_ms), "--partition", args.partition] + extra
-            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            if done.returncode != 0:
-                sys.stderr.write(done.stdout[-2000:])
-                raise SystemExit(f"failed: {label}")
-            with open(summary) as f:
-                s = json.load(f)
-            with open(metrics.replace("{rank}", "0")) as f:
-                evals = [json.loads(line) for line in f if '"eval"' in line]
-            first = next((e for e in evals if e["test_accuracy"] >= args.target), None)
-            reached = first and (first["time"], first.get("train_seconds"))
-            periods = sorted({e["period"] for e in evals})
-            rows.append((label, reached, s["average_model_test_accuracy"], s["wall_seconds"], s["bytes_sent"], periods))
+            common.run_or_exit(command, label, tail=2000)
+            s = common.read_summary(summary)
+            evals = common.events(common.read_metrics(metrics, 0), Event.EVAL)
+            reached = common.time_to_target(evals, args.target)
+            periods = sorted({e[Key.PERIOD] for e in evals})
+            rows.append((label, reached, s[Key.AVERAGE_MODEL_TEST_ACCURACY], s[Key.WALL_SECONDS], s[Key.BYTES_SENT],
+                         periods))
             print(f"done: {label}", file=sys.stderr)
     print(f"{args.np} peers ({args.partition} shards), link 0<->1 10GbE -> 100 Mbit/s at {args.drop}, back at {args.recover}; "
           f"time for rank 0's model to reach {args.target:.0%} test accuracy (training: without the setup and "

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Runs murmur-peer jobs through murmur-run, one per algorithm, and prints
 the table docs/training.md holds: accuracy of the averaged model and of the
 peers, wall time, bytes on the wire (and as a fraction of dpsgd's), and each
@@ -12,9 +12,12 @@ compare rows of one run only (wall times move with the machine's load).
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
+from common import Key  # noqa: E402
 
 # (label, murmur-peer arguments). --topology applies to the gossip rows only.
 RUNS = [
@@ -31,23 +34,19 @@ RUNS = [
 MIB = 1 << 20
 
 
-def run(build, np_, common, extra, timeout):
+def run(build, np_, shared, extra, timeout):
     with tempfile.TemporaryDirectory() as tmp:
         summary = os.path.join(tmp, "summary.json")
-        command = [os.path.join(build, "src/peer/launcher/murmur-run"), "-np", str(np_), "--summary", summary,
-                   "--timeout", str(timeout), "--", os.path.join(build, "src/peer/train/murmur-peer")]
-        command += common + extra
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if done.returncode != 0:
-            sys.stderr.write(done.stdout[-3000:])
-            raise SystemExit(f"failed ({done.returncode}): {' '.join(command)}")
-        with open(summary) as f:
-            return json.load(f)
+        command = [common.binary(build, "murmur-run"), "-np", str(np_), "--summary", summary, "--timeout",
+                   str(timeout), "--", common.binary(build, "murmur-peer")]
+        command += shared + extra
+        common.run_or_exit(command, " ".join(command))
+        return common.read_summary(summary)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--build", default="build")
+    parser.add_argument("--build", default=common.DEFAULT_BUILD, help="murmur build directory")
     parser.add_argument("--np", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--model", default="mlp")
@@ -58,21 +57,21 @@ def main():
     parser.add_argument("--json", help="also write every summary here")
     args = parser.parse_args()
 
-    common = ["--model", args.model, "--epochs", str(args.epochs), "--partition", args.partition]
+    shared = ["--model", args.model, "--epochs", str(args.epochs), "--partition", args.partition]
     rows, summaries = [], {}
     for label, extra in RUNS:
         if args.only and label not in args.only.split(","):
             continue
         if "--topology" not in extra:
             extra = extra + ["--topology", args.topology]
-        s = run(args.build, args.np, common, extra, args.timeout)
+        s = run(args.build, args.np, shared, extra, args.timeout)
         summaries[label] = s
-        peers = s["peers"]
-        rss = max(p["peak_rss_bytes"] for p in peers)
-        budget = min(p["model_buffer_bytes"] + p["dataset_bytes"] + 64 * MIB for p in peers)
-        accs = s["peer_test_accuracy"]
-        rows.append((label, s["average_model_test_accuracy"], min(accs), max(accs), s["wall_seconds"],
-                     s["bytes_sent"], rss, budget))
+        peers = s[common.SUMMARY_PEERS]
+        rss = max(p[Key.PEAK_RSS_BYTES] for p in peers)
+        budget = min(p[Key.MODEL_BUFFER_BYTES] + p[Key.DATASET_BYTES] + 64 * MIB for p in peers)
+        accs = s[common.SUMMARY_PEER_TEST_ACCURACY]
+        rows.append((label, s[Key.AVERAGE_MODEL_TEST_ACCURACY], min(accs), max(accs), s[Key.WALL_SECONDS],
+                     s[Key.BYTES_SENT], rss, budget))
         print(f"done: {label}", file=sys.stderr)
 
     base = next((r[5] for r in rows if r[0] == "dpsgd"), None)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plots one seed of bench/sim/scheduler_drop_sim: rank 0's test accuracy
 against virtual time for every setting (top), and the compression ratio the
 adaptive schedule chose at both ends of the dropped link and at a rank away
@@ -10,13 +10,11 @@ from it (bottom), with the drop shaded.
 """
 import argparse
 import csv
-import json
+import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
 
 
 def main():
@@ -41,15 +39,11 @@ def main():
     if not curves:
         sys.exit(f"{args.curves}: no evaluations of seed {args.seed}")
     ratios = {}
-    with open(args.decisions) as f:
-        for n, line in enumerate(f, 1):
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit(f"{args.decisions}:{n}: {e}")
-            if d.get("seed") == args.seed:
-                ratios.setdefault(d["rank"], []).append((d["time_s"], d["ratio"]))
+    for d in common.read_jsonl(args.decisions):
+        if d.get("seed") == args.seed:
+            ratios.setdefault(d["rank"], []).append((d["time_s"], d["ratio"]))
 
+    plt = common.pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     for axis in (top, bottom):
         axis.axvspan(args.drop_s, args.recover_s, color="0.9", label="link 0-1 at 100 Mbit/s" if axis is top else None)

@@ -15,7 +15,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -64,7 +63,7 @@ int run(int argc, char** argv) {
   std::string gpus_list = "4,8,16,32";
   std::string methods = "paper";
   std::vector<std::string> stragglers;
-  std::string cluster_file, plot_path;
+  std::string cluster_file;
   bool paper_table = false, compare_reference = false, calibrate_flag = false, csv = false, markdown = false;
   int evaluations = 4000;
   app.add_option("--model", request.model, "built-in profile (resnet50, bert-base, bert-large) or a profile file")
@@ -103,7 +102,6 @@ int run(int argc, char** argv) {
   app.add_option("--evaluations", evaluations, "--calibrate: objective evaluations")->capture_default_str();
   app.add_flag("--csv", csv, "print CSV");
   app.add_flag("--markdown", markdown, "print a Markdown table");
-  app.add_option("--plot", plot_path, "also write speedup against GPU count, per method, as SVG to FILE");
   try {
     app.parse(argc, argv);
     if (csv && markdown) throw CLI::ValidationError("--csv and --markdown", "choose one");
@@ -160,14 +158,6 @@ int run(int argc, char** argv) {
     return 2;
   }
   write_rows(rows, format, paper_columns);
-  if (!plot_path.empty()) {
-    std::ofstream plot(plot_path);
-    write_speedup_svg(plot, rows, rows.empty() ? "" : rows.front().model + " on " + rows.front().network);
-    if (!plot) {
-      std::cerr << "murmur-sim: cannot write the plot to '" << plot_path << "'\n";
-      return 1;
-    }
-  }
   std::cout.flush();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cerr << "murmur-sim: " << rows.size() << " rows simulated in " << seconds << " s\n";

@@ -138,6 +138,90 @@ void add_unit(PipelineSpec& spec, const CostModel& cost, std::vector<int> layers
   spec.units.push_back(std::move(unit));
 }
 
+// Compute at the pace of the slowest GPU: synchronous methods wait for it.
+PipelineSpec compute_spec(const ModelProfile& profile, const ClusterSpec& cluster, const PaperConstants& constants) {
+  double slowdown = 1;
+  for (int rank = 0; rank < cluster.gpus; ++rank) slowdown = std::max(slowdown, cluster.slowdown(rank));
+  PipelineSpec spec;
+  for (const LayerProfile& layer : profile.layers) {
+    spec.forward_s.push_back(layer.forward_s * slowdown);
+    spec.backward_s.push_back(layer.backward_s * slowdown);
+  }
+  spec.overlap_share = std::min(1.0, constants.overlap_share);
+  return spec;
+}
+
+// MG-WFBP: tensors merged into buckets where a message's startup cost
+// outweighs its bytes.
+void add_merged_units(PipelineSpec& spec, const CostModel& cost, const std::vector<ReadyTensor>& tensors) {
+  // The startup and per-byte cost come from the same model that runs them.
+  CommUnit probe;
+  cost.cost(0, probe);
+  CommUnit per_mb;
+  cost.cost(1e6, per_mb);
+  const double seconds_per_byte = (per_mb.wire_s - probe.wire_s) / 1e6;
+  for (const std::vector<int>& bucket : merge_buckets(tensors, probe.fixed_s, seconds_per_byte)) {
+    std::vector<int> layers;
+    double bytes = 0;
+    for (int i : bucket) {
+      layers.push_back(tensors[static_cast<std::size_t>(i)].layer);
+      bytes += tensors[static_cast<std::size_t>(i)].bytes;
+    }
+    add_unit(spec, cost, layers, bytes, 0);
+  }
+}
+
+// ByteScheduler over all-reduce or parameter servers: fixed-size
+// partitions sent in priority order (the front layers first), no barrier.
+void add_bytescheduler_units(PipelineSpec& spec, const CostModel& cost, const std::vector<ReadyTensor>& tensors,
+                             const PaperConstants& constants, bool ps) {
+  for (const ReadyTensor& t : tensors)
+    for (double part : partitions(t.bytes, kByteSchedulerPartitionBytes)) {
+      add_unit(spec, cost, {t.layer}, part, constants.bytescheduler_op_s);
+      // ByteScheduler launches each all-reduce partition from its own
+      // scheduler loop, whose per-operation cost (measured flat across
+      // GPU counts and networks) replaces Horovod's and the ring's.
+      if (!ps) spec.units.back().fixed_s = constants.bytescheduler_op_s;
+    }
+  spec.order = UnitOrder::kPriority;
+  spec.barrier = false;
+  // NCCL runs one collective at a time; the parameter servers take as
+  // many partitions as the credit allows.
+  spec.slots = ps ? static_cast<int>(kByteSchedulerCreditBytes / kByteSchedulerPartitionBytes) : 1;
+}
+
+// The communication units of `method`, in the order backward produces
+// their gradients.
+void add_method_units(PaperMethod method, PipelineSpec& spec, const CostModel& cost,
+                      const std::vector<ReadyTensor>& tensors, double model_bytes, const PaperConstants& constants) {
+  std::vector<int> all_layers;
+  for (const ReadyTensor& t : tensors) all_layers.push_back(t.layer);
+  switch (method) {
+    case PaperMethod::kBspA2A:
+      add_unit(spec, cost, all_layers, model_bytes, 0);
+      break;
+    case PaperMethod::kWfbpA2A:
+      for (const ReadyTensor& t : tensors) add_unit(spec, cost, {t.layer}, t.bytes, 0);
+      break;
+    case PaperMethod::kMgWfbp:
+      add_merged_units(spec, cost, tensors);
+      break;
+    case PaperMethod::kByteSchedulerA2A:
+    case PaperMethod::kByteSchedulerPs:
+      add_bytescheduler_units(spec, cost, tensors, constants, shape(method).parameter_server);
+      break;
+    case PaperMethod::kBspPs:
+      for (double part : partitions(model_bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
+      spec.slots = kBytePsSlots;
+      break;
+    case PaperMethod::kWfbpPs:
+      for (const ReadyTensor& t : tensors)
+        for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, {t.layer}, part, 0);
+      spec.slots = kBytePsSlots;
+      break;
+  }
+}
+
 }  // namespace
 
 const std::vector<PaperMethod>& paper_methods() {
@@ -162,74 +246,11 @@ PaperMethod paper_method_by_name(const std::string& name) {
 
 MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
                                       const PaperConstants& constants) {
-  const bool ps = shape(method).parameter_server;
-  const CostModel cost(cluster, constants, ps);
-
-  // Synchronous methods run at the pace of the slowest GPU.
-  double slowdown = 1;
-  for (int rank = 0; rank < cluster.gpus; ++rank) slowdown = std::max(slowdown, cluster.slowdown(rank));
-  PipelineSpec spec;
-  for (const LayerProfile& layer : profile.layers) {
-    spec.forward_s.push_back(layer.forward_s * slowdown);
-    spec.backward_s.push_back(layer.backward_s * slowdown);
-  }
-  spec.overlap_share = std::min(1.0, constants.overlap_share);
+  const CostModel cost(cluster, constants, shape(method).parameter_server);
+  PipelineSpec spec = compute_spec(profile, cluster, constants);
   const std::vector<ReadyTensor> tensors = tensors_in_backward_order(profile, spec);
-  std::vector<int> all_layers;
-  for (const ReadyTensor& t : tensors) all_layers.push_back(t.layer);
   const double model_bytes = profile.gradient_bytes();
-
-  switch (method) {
-    case PaperMethod::kBspA2A:
-      add_unit(spec, cost, all_layers, model_bytes, 0);
-      break;
-    case PaperMethod::kWfbpA2A:
-      for (const ReadyTensor& t : tensors) add_unit(spec, cost, {t.layer}, t.bytes, 0);
-      break;
-    case PaperMethod::kMgWfbp: {
-      // The startup and per-byte cost come from the same model that runs them.
-      CommUnit probe;
-      cost.cost(0, probe);
-      CommUnit per_mb;
-      cost.cost(1e6, per_mb);
-      const double seconds_per_byte = (per_mb.wire_s - probe.wire_s) / 1e6;
-      for (const std::vector<int>& bucket : merge_buckets(tensors, probe.fixed_s, seconds_per_byte)) {
-        std::vector<int> layers;
-        double bytes = 0;
-        for (int i : bucket) {
-          layers.push_back(tensors[static_cast<std::size_t>(i)].layer);
-          bytes += tensors[static_cast<std::size_t>(i)].bytes;
-        }
-        add_unit(spec, cost, layers, bytes, 0);
-      }
-      break;
-    }
-    case PaperMethod::kByteSchedulerA2A:
-    case PaperMethod::kByteSchedulerPs:
-      for (const ReadyTensor& t : tensors)
-        for (double part : partitions(t.bytes, kByteSchedulerPartitionBytes)) {
-          add_unit(spec, cost, {t.layer}, part, constants.bytescheduler_op_s);
-          // ByteScheduler launches each all-reduce partition from its own
-          // scheduler loop, whose per-operation cost (measured flat across
-          // GPU counts and networks) replaces Horovod's and the ring's.
-          if (!ps) spec.units.back().fixed_s = constants.bytescheduler_op_s;
-        }
-      spec.order = UnitOrder::kPriority;
-      spec.barrier = false;
-      // NCCL runs one collective at a time; the parameter servers take as
-      // many partitions as the credit allows.
-      spec.slots = ps ? static_cast<int>(kByteSchedulerCreditBytes / kByteSchedulerPartitionBytes) : 1;
-      break;
-    case PaperMethod::kBspPs:
-      for (double part : partitions(model_bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
-      spec.slots = kBytePsSlots;
-      break;
-    case PaperMethod::kWfbpPs:
-      for (const ReadyTensor& t : tensors)
-        for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, {t.layer}, part, 0);
-      spec.slots = kBytePsSlots;
-      break;
-  }
+  add_method_units(method, spec, cost, tensors, model_bytes, constants);
 
   const PipelineResult run = run_pipeline(spec);
   MethodPrediction p;

@@ -1,7 +1,6 @@
 // murmur-sim's output: one row per (model, network, method, GPU count), as
-// CSV, Markdown or an aligned text table, and an SVG plot of speedup against
-// GPU count, one line per method. Pure functions of their inputs;
-// thread-safe.
+// CSV, Markdown or an aligned text table (bench/sim/plot_speedup.py draws
+// the CSV). Pure functions of their inputs; thread-safe.
 #pragma once
 
 #include <ostream>
@@ -32,8 +31,5 @@ void write_paper_csv(std::ostream& out, const std::vector<SimRow>& rows);
 void write_csv(std::ostream& out, const std::vector<SimRow>& rows);
 void write_markdown(std::ostream& out, const std::vector<SimRow>& rows);
 void write_text(std::ostream& out, const std::vector<SimRow>& rows);
-// Speedup over one GPU against GPU count, a line per method, with the
-// linear-scaling line for reference.
-void write_speedup_svg(std::ostream& out, const std::vector<SimRow>& rows, const std::string& title);
 
 }  // namespace murmur::sim

@@ -84,14 +84,25 @@ TEST(MurmurSimCli, CompareReferenceSummarisesTheCalibration) {
   EXPECT_NE(r.out.find("84 of 84 cells within 15%"), std::string::npos) << r.out;
 }
 
-TEST(MurmurSimCli, WritesAPlot) {
-  const auto svg = temp_path("murmur_sim_cli_test.svg");
-  const Result r = run("--model bert-base --gpus 4,8,16,32 --plot " + svg.string());
+// bench/sim/plot_speedup.py draws the CSV: it reads model, network, method,
+// gpus and speedup by name.
+TEST(MurmurSimCli, CsvHoldsWhatThePlotScriptDraws) {
+  const Result r = run("--model bert-base --gpus 4,8,16,32 --csv");
   ASSERT_EQ(r.status, 0) << r.err;
-  std::ifstream in(svg);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_EQ(text.rfind("<svg", 0), 0U);
-  EXPECT_NE(text.find("MG-WFBP"), std::string::npos);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.rfind("model,network,method,gpus,samples_per_s,speedup,", 0), 0U) << line;
+  std::set<std::string> mg_wfbp_gpus;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string field[6];
+    for (auto& f : field) std::getline(fields, f, ',');
+    EXPECT_EQ(field[0], "bert-base") << line;
+    EXPECT_GT(std::stod(field[5]), 0) << line;
+    if (field[2] == "MG-WFBP") mg_wfbp_gpus.insert(field[3]);
+  }
+  EXPECT_EQ(mg_wfbp_gpus, (std::set<std::string>{"4", "8", "16", "32"}));
 }
 
 TEST(MurmurSimCli, GossipRunsNextToThePaperMethods) {

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -21,6 +23,7 @@
 #include "peer/train/checkpoint.h"
 #include "peer/train/epoch_plan.h"
 #include "peer/train/evaluation.h"
+#include "peer/train/metric_names.h"
 #include "peer/train/metrics_writer.h"
 
 namespace murmur::train {
@@ -28,6 +31,8 @@ namespace murmur::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+namespace event = metric::event;
+namespace key = metric::key;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -47,8 +52,8 @@ model::Device choose_device(const std::string& device) {
 nlohmann::json links_json(const PeerStats& stats) {
   nlohmann::json links = nlohmann::json::object();
   for (const auto& l : stats.links) {
-    links[std::to_string(l.rank)] = {{"host", l.host}, {"bytes_sent", l.bytes_sent},
-                                     {"bytes_received", l.bytes_received}};
+    links[std::to_string(l.rank)] = {
+        {key::kHost, l.host}, {key::kBytesSent, l.bytes_sent}, {key::kBytesReceived, l.bytes_received}};
   }
   return links;
 }
@@ -72,238 +77,382 @@ Accuracy evaluate_shared(Peer& peer, model::Model& model, std::span<const float>
   return all;
 }
 
-}  // namespace
+// A loss that is not finite stops the peer with the step and advice instead
+// of gossiping NaNs.
+void check_finite(double loss, long step, const TrainOptions& o) {
+  if (!std::isfinite(loss)) {
+    throw std::runtime_error("the loss is " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
+                             ": training diverged (lower --lr" +
+                             (o.peer.algorithm == "choco" ? std::string(" or --gamma") : std::string()) + ")");
+  }
+}
 
-TrainSummary train(const TrainOptions& o) {
-  const auto start = Clock::now();
+const TrainOptions& checked(const TrainOptions& o) {
   if (o.epochs < 1) throw std::invalid_argument("--epochs " + std::to_string(o.epochs) + " must be >= 1");
   if (o.batch < 1) throw std::invalid_argument("--batch " + std::to_string(o.batch) + " must be >= 1");
   if (o.resume && o.checkpoint_dir.empty()) throw std::invalid_argument("--resume needs --checkpoint-dir");
-  const auto partition_spec = data::parse_partition(o.partition);
-  const auto device = choose_device(o.device);
-  auto model_spec = model::parse_model_spec(o.model, device);
-  model_spec.max_batch = std::max(o.batch, 256);
+  return o;
+}
 
-  // Data before the network: a missing dataset fails this rank at once,
-  // with its path, instead of after everyone has joined.
-  const auto data = data::load_fashion_mnist(o.data_dir.empty() ? data::default_fashion_mnist_dir() : o.data_dir);
-  auto model = model::make_model(model_spec);
-  model->initialize(o.seed);  // the same start on every rank
-  model::SgdOptimizer optimizer(model->parameter_count(), device,
-                                {.momentum = o.momentum, .weight_decay = o.weight_decay, .nesterov = o.nesterov});
+model::ModelSpec model_spec(const TrainOptions& o, model::Device device) {
+  auto spec = model::parse_model_spec(o.model, device);
+  spec.max_batch = std::max(o.batch, 256);
+  return spec;
+}
 
+std::unique_ptr<model::Model> initialized_model(const model::ModelSpec& spec, std::uint64_t seed) {
+  auto model = model::make_model(spec);
+  model->initialize(seed);  // the same start on every rank
+  return model;
+}
+
+// Running means over one epoch's steps.
+struct EpochTotals {
+  double loss_sum = 0;
+  std::int64_t correct = 0, seen = 0;
+  double loss() const { return loss_sum / seen; }
+  double accuracy() const { return static_cast<double>(correct) / seen; }
+};
+
+// One peer's run, phase by phase: the constructor sets up (data, model,
+// the group, this rank's shard), run() resumes, trains the epochs and
+// writes the summary. The members are what the phases share, declared in
+// the order the set-up builds them: data before the network, so that a
+// missing dataset fails this rank at once, with its path, instead of after
+// everyone has joined.
+class TrainingRun {
+ public:
+  explicit TrainingRun(const TrainOptions& options);
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  TrainSummary run();
+
+ private:
+  PeerConfig peer_config();
+  void resume();
+  void write_start();
+  EpochTotals train_epoch(int epoch);
+  model::StepResult train_step();
+  void end_epoch(int epoch, const EpochTotals& totals);
+  void save_checkpoint_after(int epoch);
+  TrainSummary finish();
+  nlohmann::json result_event(const TrainSummary& summary, const PeerStats& stats);
+
+  Accuracy timed_eval();
+  void write_timed(nlohmann::json fields);
+  void write_eval(int epoch, long step, const Accuracy& accuracy, const PeerStats& stats);
+  void write_step(int epoch, long s, const EpochTotals& totals);
+
+  const Clock::time_point start_ = Clock::now();
+  const TrainOptions& o_;
+  const data::PartitionSpec partition_spec_;
+  const model::Device device_;
+  const model::ModelSpec model_spec_;
+  const data::FashionMnist data_;
+  const std::unique_ptr<model::Model> model_;
+  model::SgdOptimizer optimizer_;
   // Scheduler decisions go to the metrics file, which is opened once the
   // rank is known.
-  MetricsWriter* decisions_to = nullptr;
-  PeerConfig peer_config = o.peer;
-  peer_config.on_schedule_decision = [&decisions_to, start](const std::string& decision) {
-    if (decisions_to == nullptr) return;
-    auto record = nlohmann::json::parse(decision);
-    record["time"] = seconds_since(start);
-    decisions_to->write(record);
-  };
-  Peer peer(peer_config);
-  const int rank = peer.rank(), world = peer.world_size();
-  set_log_rank(rank);
-  MetricsWriter metrics(expand_rank(o.metrics, rank));
-  decisions_to = &metrics;
+  MetricsWriter* decisions_to_ = nullptr;
+  Peer peer_;
+  const int rank_, world_;
+  std::optional<MetricsWriter> metrics_;
+  long steps_per_epoch_ = 0;
+  model::LrScheduleSpec schedule_;
+  std::size_t shard_examples_ = 0;
+  std::optional<data::Batcher> batcher_;
 
-  auto shards = data::partition(partition_spec, data.train.labels, data.train.num_classes, world, o.seed);
-  auto shard = std::move(shards[rank]);
-  cap_shard(shard, o);
-  shards.clear();
-  shards.shrink_to_fit();
-  const long steps_per_epoch = train::steps_per_epoch(data.train.size(), world, o.train_examples, o.batch);
-  const auto schedule = lr_schedule(o, steps_per_epoch);
-  data::Batcher batcher(data.train, shard, o.batch, shuffle_seed(o, rank));
-  const std::size_t shard_examples = shard.size();
-  shard = {};
-
-  auto params = model->parameters();
-  peer.add_tensor("model", params.data(), params.size(),
-                  device == model::Device::kCuda ? MemoryKind::kDevice : MemoryKind::kHost);
-
-  int first_epoch = 0;
-  long step = 0;
-  if (o.resume) {
-    const auto path = checkpoint_path(o.checkpoint_dir, rank);
-    auto c = load_checkpoint(path);
-    if (c.model != o.model || c.parameters.size() != params.size() || c.world_size != world || c.rank != rank) {
-      throw CheckpointError("checkpoint " + path + " is of rank " + std::to_string(c.rank) + " of " +
-                            std::to_string(c.world_size) + ", model " + c.model + " (" +
-                            std::to_string(c.parameters.size()) + " parameters); this run is rank " +
-                            std::to_string(rank) + " of " + std::to_string(world) + ", model " + o.model + " (" +
-                            std::to_string(params.size()) + " parameters)");
-    }
-    // Ranks that resume from different epochs would gossip out of step. The
-    // variance over ranks is the same number on every rank, so either all
-    // of them refuse or none does.
-    const double mean = peer.average(static_cast<double>(c.epoch));
-    const double mean_square = peer.average(static_cast<double>(c.epoch) * c.epoch);
-    if (mean_square - mean * mean > 1e-9) {
-      throw CheckpointError("checkpoint " + path + " is after epoch " + std::to_string(c.epoch) +
-                            ", but other ranks' checkpoints are from other epochs");
-    }
-    write_parameters(*model, c.parameters);
-    if (!c.momentum.empty()) write_device_vector(device, optimizer.momentum(), c.momentum);
-    first_epoch = c.epoch;
-    step = c.step;
-    peer_log().info("resumed from {} after epoch {} (step {})", path, c.epoch, c.step);
-  }
-
-  metrics.write({{"event", "start"}, {"rank", rank}, {"world_size", world}, {"model", o.model},
-                 {"schedule", o.peer.schedule},
-                 {"parameters", params.size()}, {"algorithm", o.peer.algorithm},
-                 {"compressor", o.peer.compressor}, {"topology", o.peer.topology}, {"period", o.peer.period},
-                 {"partition", data::describe(partition_spec)}, {"shard_examples", shard_examples},
-                 {"steps_per_epoch", steps_per_epoch}, {"epochs", o.epochs}, {"batch", o.batch}});
-
-  data::Batch batch, eval_scratch;
-  double compute_seconds = 0;
+  int first_epoch_ = 0;
+  long step_ = 0;
+  int batcher_pass_ = 0;
+  data::Batch batch_, eval_scratch_;
+  double compute_seconds_ = 0;
   // Training time = time - setup - evaluation: the setup (data, group,
   // resume) and the test-set passes that draw the accuracy curve are the
   // measurement's cost, not training's; a time-to-accuracy comparison
   // between systems that evaluate differently subtracts them.
-  const double setup_seconds = seconds_since(start);
-  double eval_seconds = 0;
-  auto timed_eval = [&] {
-    const auto eval_start = Clock::now();
-    auto accuracy = evaluate_range(*model, data.test, 0, data.test.size(), model_spec.max_batch, eval_scratch);
-    eval_seconds += seconds_since(eval_start);
-    return accuracy;
-  };
-  auto times = [&] {
-    const double now = seconds_since(start);
-    return nlohmann::json{{"time", now}, {"eval_seconds", eval_seconds},
-                          {"train_seconds", now - setup_seconds - eval_seconds}};
-  };
-  auto write_timed = [&](nlohmann::json fields) {
-    fields.update(times());
-    metrics.write(fields);
-  };
-  int batcher_pass = 0;
-  batcher.start_epoch(batcher_pass);
-  Accuracy local_test;
-  for (int epoch = first_epoch; epoch < o.epochs; ++epoch) {
-    double loss_sum = 0;
-    std::int64_t correct = 0, seen = 0;
-    for (long s = 0; s < steps_per_epoch; ++s, ++step) {
-      if (!batcher.next(batch)) {
-        batcher.start_epoch(++batcher_pass);
-        batcher.next(batch);
-      }
-      const auto compute_start = Clock::now();
-      const auto r = model->train_batch(batch.x.data(), batch.y.data(), batch.size);
-      optimizer.step(model->parameters(), model->gradients(), model::learning_rate_at(schedule, step));
-      if (o.extra_compute_ms > 0) {
-        // A GPU peer's step keeps its CPU free: sleep, do not spin.
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.extra_compute_ms));
-      }
-      compute_seconds += seconds_since(compute_start);
-      if (!std::isfinite(r.loss)) {
-        throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(step + 1) +
-                                 ": training diverged (lower --lr" +
-                                 (o.peer.algorithm == "choco" ? std::string(" or --gamma") : std::string()) + ")");
-      }
-      peer.step();
-      loss_sum += r.loss * batch.size;
-      correct += r.correct;
-      seen += batch.size;
-      // Extra evaluations inside the epoch, for time-to-accuracy curves.
-      if (s + 1 < steps_per_epoch && is_evaluation_step(s + 1, steps_per_epoch, o.evals_per_epoch)) {
-        const auto mid = timed_eval();
-        const auto stats = peer.stats();
-        write_timed({{"event", "eval"}, {"epoch", epoch + 1}, {"step", step + 1},
-                    {"test_accuracy", mid.fraction()}, {"test_loss", mid.mean_loss()},
-                    {"bytes_sent", stats.bytes_sent}, {"period", stats.period}, {"ratio", stats.ratio}});
-      }
-      if ((s + 1) % o.log_every == 0 || s + 1 == steps_per_epoch) {
-        const auto stats = peer.stats();
-        write_timed({{"event", "step"}, {"step", step + 1}, {"epoch", epoch + 1},
-                    {"loss", loss_sum / seen}, {"train_accuracy", static_cast<double>(correct) / seen},
-                    {"lr", model::learning_rate_at(schedule, step)}, {"bytes_sent", stats.bytes_sent},
-                    {"bytes_received", stats.bytes_received}, {"compute_seconds", compute_seconds},
-                    {"communication_wait_seconds", stats.wait_seconds}, {"period", stats.period},
-                    {"ratio", stats.ratio}});
-        if (o.events) {
-          launcher::emit_event(launcher::to_json(launcher::ProgressEvent{
-              rank, epoch + 1, o.epochs, s + 1, steps_per_epoch, loss_sum / seen,
-              static_cast<double>(correct) / seen, stats.bytes_sent}));
-        }
-      }
-    }
-    // The round in flight belongs to this epoch's model.
-    peer.flush();
-    local_test = timed_eval();
-    const double consensus = peer.consensus_distance();
-    const auto stats = peer.stats();
-    write_timed({{"event", "eval"}, {"epoch", epoch + 1}, {"step", step},
-                {"test_accuracy", local_test.fraction()}, {"test_loss", local_test.mean_loss()},
-                {"bytes_sent", stats.bytes_sent}, {"period", stats.period}, {"ratio", stats.ratio}});
-    write_timed({{"event", "epoch"}, {"epoch", epoch + 1}, {"step", step},
-                {"loss", loss_sum / seen}, {"train_accuracy", static_cast<double>(correct) / seen},
-                {"test_loss", local_test.mean_loss()}, {"test_accuracy", local_test.fraction()},
-                {"consensus_distance", consensus}, {"bytes_sent", stats.bytes_sent},
-                {"bytes_received", stats.bytes_received}, {"links", links_json(stats)},
-                {"compute_seconds", compute_seconds}, {"communication_wait_seconds", stats.wait_seconds},
-                {"communication_thread_seconds", stats.comm_seconds}, {"rounds", stats.rounds}});
-    peer_log().info("epoch {}/{}: loss {:.4f}, train accuracy {:.4f}, test accuracy {:.4f}, consensus distance {:.3g}",
-                    epoch + 1, o.epochs, loss_sum / seen, static_cast<double>(correct) / seen, local_test.fraction(),
-                    consensus);
-    if (!o.checkpoint_dir.empty()) {
-      Checkpoint c;
-      c.rank = rank;
-      c.world_size = world;
-      c.model = o.model;
-      c.epoch = epoch + 1;
-      c.step = step;
-      c.parameters = read_parameters(*model);
-      c.momentum = read_device_vector(device, optimizer.momentum());
-      save_checkpoint(checkpoint_path(o.checkpoint_dir, rank), c);
-    }
-  }
-  peer.finish();
-  if (first_epoch >= o.epochs || local_test.count == 0) {
-    local_test = evaluate_range(*model, data.test, 0, data.test.size(), model_spec.max_batch, eval_scratch);
-  }
+  double setup_seconds_ = 0;
+  double eval_seconds_ = 0;
+  Accuracy local_test_;
+};
 
-  std::vector<float> averaged(peer.parameter_count());
-  peer.averaged_model(averaged.data());
-  const auto average_test = evaluate_shared(peer, *model, averaged, data.test, model_spec.max_batch, eval_scratch);
+TrainingRun::TrainingRun(const TrainOptions& options)
+    : o_(checked(options)),
+      partition_spec_(data::parse_partition(o_.partition)),
+      device_(choose_device(o_.device)),
+      model_spec_(model_spec(o_, device_)),
+      data_(data::load_fashion_mnist(o_.data_dir.empty() ? data::default_fashion_mnist_dir() : o_.data_dir)),
+      model_(initialized_model(model_spec_, o_.seed)),
+      optimizer_(model_->parameter_count(), device_,
+                 {.momentum = o_.momentum, .weight_decay = o_.weight_decay, .nesterov = o_.nesterov}),
+      peer_(peer_config()),
+      rank_(peer_.rank()),
+      world_(peer_.world_size()) {
+  set_log_rank(rank_);
+  metrics_.emplace(expand_rank(o_.metrics, rank_));
+  decisions_to_ = &*metrics_;
 
-  const auto stats = peer.stats();
+  auto shards = data::partition(partition_spec_, data_.train.labels, data_.train.num_classes, world_, o_.seed);
+  auto shard = std::move(shards[rank_]);
+  cap_shard(shard, o_);
+  shards.clear();
+  shards.shrink_to_fit();
+  steps_per_epoch_ = train::steps_per_epoch(data_.train.size(), world_, o_.train_examples, o_.batch);
+  schedule_ = lr_schedule(o_, steps_per_epoch_);
+  shard_examples_ = shard.size();
+  batcher_.emplace(data_.train, std::move(shard), o_.batch, shuffle_seed(o_, rank_));
+
+  auto params = model_->parameters();
+  peer_.add_tensor("model", params.data(), params.size(),
+                   device_ == model::Device::kCuda ? MemoryKind::kDevice : MemoryKind::kHost);
+}
+
+PeerConfig TrainingRun::peer_config() {
+  PeerConfig config = o_.peer;
+  config.on_schedule_decision = [this](const std::string& decision) {
+    if (decisions_to_ == nullptr) return;
+    auto record = nlohmann::json::parse(decision);
+    record[key::kTime] = seconds_since(start_);
+    decisions_to_->write(record);
+  };
+  return config;
+}
+
+TrainSummary TrainingRun::run() {
+  if (o_.resume) resume();
+  write_start();
+  setup_seconds_ = seconds_since(start_);
+  batcher_->start_epoch(batcher_pass_);
+  for (int epoch = first_epoch_; epoch < o_.epochs; ++epoch) end_epoch(epoch, train_epoch(epoch));
+  return finish();
+}
+
+void TrainingRun::resume() {
+  const auto path = checkpoint_path(o_.checkpoint_dir, rank_);
+  auto c = load_checkpoint(path);
+  const std::size_t parameters = model_->parameters().size();
+  if (c.model != o_.model || c.parameters.size() != parameters || c.world_size != world_ || c.rank != rank_) {
+    throw CheckpointError("checkpoint " + path + " is of rank " + std::to_string(c.rank) + " of " +
+                          std::to_string(c.world_size) + ", model " + c.model + " (" +
+                          std::to_string(c.parameters.size()) + " parameters); this run is rank " +
+                          std::to_string(rank_) + " of " + std::to_string(world_) + ", model " + o_.model + " (" +
+                          std::to_string(parameters) + " parameters)");
+  }
+  // Ranks that resume from different epochs would gossip out of step. The
+  // variance over ranks is the same number on every rank, so either all
+  // of them refuse or none does.
+  const double mean = peer_.average(static_cast<double>(c.epoch));
+  const double mean_square = peer_.average(static_cast<double>(c.epoch) * c.epoch);
+  if (mean_square - mean * mean > 1e-9) {
+    throw CheckpointError("checkpoint " + path + " is after epoch " + std::to_string(c.epoch) +
+                          ", but other ranks' checkpoints are from other epochs");
+  }
+  write_parameters(*model_, c.parameters);
+  if (!c.momentum.empty()) write_device_vector(device_, optimizer_.momentum(), c.momentum);
+  first_epoch_ = c.epoch;
+  step_ = c.step;
+  peer_log().info("resumed from {} after epoch {} (step {})", path, c.epoch, c.step);
+}
+
+void TrainingRun::write_start() {
+  metrics_->write({{key::kEvent, event::kStart},
+                   {key::kRank, rank_},
+                   {key::kWorldSize, world_},
+                   {key::kModel, o_.model},
+                   {key::kSchedule, o_.peer.schedule},
+                   {key::kParameters, model_->parameters().size()},
+                   {key::kAlgorithm, o_.peer.algorithm},
+                   {key::kCompressor, o_.peer.compressor},
+                   {key::kTopology, o_.peer.topology},
+                   {key::kPeriod, o_.peer.period},
+                   {key::kPartition, data::describe(partition_spec_)},
+                   {key::kShardExamples, shard_examples_},
+                   {key::kStepsPerEpoch, steps_per_epoch_},
+                   {key::kEpochs, o_.epochs},
+                   {key::kBatch, o_.batch}});
+}
+
+EpochTotals TrainingRun::train_epoch(int epoch) {
+  EpochTotals totals;
+  for (long s = 0; s < steps_per_epoch_; ++s, ++step_) {
+    const auto r = train_step();
+    peer_.step();
+    totals.loss_sum += r.loss * batch_.size;
+    totals.correct += r.correct;
+    totals.seen += batch_.size;
+    // Extra evaluations inside the epoch, for time-to-accuracy curves.
+    if (s + 1 < steps_per_epoch_ && is_evaluation_step(s + 1, steps_per_epoch_, o_.evals_per_epoch)) {
+      const auto mid = timed_eval();
+      write_eval(epoch, step_ + 1, mid, peer_.stats());
+    }
+    if ((s + 1) % o_.log_every == 0 || s + 1 == steps_per_epoch_) write_step(epoch, s, totals);
+  }
+  return totals;
+}
+
+// The next batch (the shard starts over when it runs out), forward/backward
+// and the optimizer's step.
+model::StepResult TrainingRun::train_step() {
+  if (!batcher_->next(batch_)) {
+    batcher_->start_epoch(++batcher_pass_);
+    batcher_->next(batch_);
+  }
+  const auto compute_start = Clock::now();
+  const auto r = model_->train_batch(batch_.x.data(), batch_.y.data(), batch_.size);
+  optimizer_.step(model_->parameters(), model_->gradients(), model::learning_rate_at(schedule_, step_));
+  if (o_.extra_compute_ms > 0) {
+    // A GPU peer's step keeps its CPU free: sleep, do not spin.
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.extra_compute_ms));
+  }
+  compute_seconds_ += seconds_since(compute_start);
+  check_finite(r.loss, step_, o_);
+  return r;
+}
+
+void TrainingRun::end_epoch(int epoch, const EpochTotals& totals) {
+  // The round in flight belongs to this epoch's model.
+  peer_.flush();
+  local_test_ = timed_eval();
+  const double consensus = peer_.consensus_distance();
+  const auto stats = peer_.stats();
+  write_eval(epoch, step_, local_test_, stats);
+  write_timed({{key::kEvent, event::kEpoch},
+               {key::kEpoch, epoch + 1},
+               {key::kStep, step_},
+               {key::kLoss, totals.loss()},
+               {key::kTrainAccuracy, totals.accuracy()},
+               {key::kTestLoss, local_test_.mean_loss()},
+               {key::kTestAccuracy, local_test_.fraction()},
+               {key::kConsensusDistance, consensus},
+               {key::kBytesSent, stats.bytes_sent},
+               {key::kBytesReceived, stats.bytes_received},
+               {key::kLinks, links_json(stats)},
+               {key::kComputeSeconds, compute_seconds_},
+               {key::kCommunicationWaitSeconds, stats.wait_seconds},
+               {key::kCommunicationThreadSeconds, stats.comm_seconds},
+               {key::kRounds, stats.rounds}});
+  peer_log().info("epoch {}/{}: loss {:.4f}, train accuracy {:.4f}, test accuracy {:.4f}, consensus distance {:.3g}",
+                  epoch + 1, o_.epochs, totals.loss(), totals.accuracy(), local_test_.fraction(), consensus);
+  if (!o_.checkpoint_dir.empty()) save_checkpoint_after(epoch);
+}
+
+void TrainingRun::save_checkpoint_after(int epoch) {
+  Checkpoint c;
+  c.rank = rank_;
+  c.world_size = world_;
+  c.model = o_.model;
+  c.epoch = epoch + 1;
+  c.step = step_;
+  c.parameters = read_parameters(*model_);
+  c.momentum = read_device_vector(device_, optimizer_.momentum());
+  save_checkpoint(checkpoint_path(o_.checkpoint_dir, rank_), c);
+}
+
+// Leaves the gossip, evaluates the averaged model (an exact all-reduce) and
+// writes the summary.
+TrainSummary TrainingRun::finish() {
+  peer_.finish();
+  if (first_epoch_ >= o_.epochs || local_test_.count == 0) {
+    local_test_ = evaluate_range(*model_, data_.test, 0, data_.test.size(), model_spec_.max_batch, eval_scratch_);
+  }
+  std::vector<float> averaged(peer_.parameter_count());
+  peer_.averaged_model(averaged.data());
+  const auto average_test = evaluate_shared(peer_, *model_, averaged, data_.test, model_spec_.max_batch, eval_scratch_);
+
+  const auto stats = peer_.stats();
   TrainSummary summary;
-  summary.test_accuracy = local_test.fraction();
+  summary.test_accuracy = local_test_.fraction();
   summary.average_model_test_accuracy = average_test.fraction();
   summary.bytes_sent = stats.bytes_sent;
   summary.bytes_received = stats.bytes_received;
-  summary.wall_seconds = seconds_since(start);
+  summary.wall_seconds = seconds_since(start_);
   summary.peak_rss_bytes = peak_rss_bytes();
-  const std::uint64_t dataset_bytes = data.train.pixels.size() + data.train.labels.size() +
-                                      data.test.pixels.size() + data.test.labels.size();
-  nlohmann::json result = launcher::to_json(launcher::ResultEvent{
-      rank, summary.test_accuracy, summary.average_model_test_accuracy, summary.bytes_sent, summary.bytes_received,
-      summary.wall_seconds});
-  result["host"] = peer.host(rank);
-  result["algorithm"] = o.peer.algorithm;
-  result["compressor"] = o.peer.compressor;
-  result["topology"] = o.peer.topology;
-  result["model"] = o.model;
-  result["parameters"] = params.size();
-  result["peak_rss_bytes"] = summary.peak_rss_bytes;
-  result["model_buffer_bytes"] = model->buffer_bytes();
-  result["dataset_bytes"] = dataset_bytes;
-  result["compute_seconds"] = compute_seconds;
-  result["setup_seconds"] = setup_seconds;
-  result["eval_seconds"] = eval_seconds;
-  result["communication_wait_seconds"] = stats.wait_seconds;
-  result["steps"] = step;
+  const nlohmann::json result = result_event(summary, stats);
   nlohmann::json record = result;
-  record["event"] = "summary";
-  record["links"] = links_json(stats);
-  metrics.write(record);
-  if (o.events) launcher::emit_event(result);
+  record[key::kEvent] = event::kSummary;
+  record[key::kLinks] = links_json(stats);
+  metrics_->write(record);
+  if (o_.events) launcher::emit_event(result);
   return summary;
 }
+
+// The result event murmur-run receives: launcher::ResultEvent's keys plus
+// the run's settings and costs.
+nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const PeerStats& stats) {
+  const std::uint64_t dataset_bytes =
+      data_.train.pixels.size() + data_.train.labels.size() + data_.test.pixels.size() + data_.test.labels.size();
+  nlohmann::json result =
+      launcher::to_json(launcher::ResultEvent{rank_, summary.test_accuracy, summary.average_model_test_accuracy,
+                                              summary.bytes_sent, summary.bytes_received, summary.wall_seconds});
+  result[key::kHost] = peer_.host(rank_);
+  result[key::kAlgorithm] = o_.peer.algorithm;
+  result[key::kCompressor] = o_.peer.compressor;
+  result[key::kTopology] = o_.peer.topology;
+  result[key::kModel] = o_.model;
+  result[key::kParameters] = model_->parameters().size();
+  result[key::kPeakRssBytes] = summary.peak_rss_bytes;
+  result[key::kModelBufferBytes] = model_->buffer_bytes();
+  result[key::kDatasetBytes] = dataset_bytes;
+  result[key::kComputeSeconds] = compute_seconds_;
+  result[key::kSetupSeconds] = setup_seconds_;
+  result[key::kEvalSeconds] = eval_seconds_;
+  result[key::kCommunicationWaitSeconds] = stats.wait_seconds;
+  result[key::kSteps] = step_;
+  return result;
+}
+
+Accuracy TrainingRun::timed_eval() {
+  const auto eval_start = Clock::now();
+  auto accuracy = evaluate_range(*model_, data_.test, 0, data_.test.size(), model_spec_.max_batch, eval_scratch_);
+  eval_seconds_ += seconds_since(eval_start);
+  return accuracy;
+}
+
+// Adds the time since start and its split into evaluation and training.
+void TrainingRun::write_timed(nlohmann::json fields) {
+  const double now = seconds_since(start_);
+  fields.update(nlohmann::json{{key::kTime, now},
+                               {key::kEvalSeconds, eval_seconds_},
+                               {key::kTrainSeconds, now - setup_seconds_ - eval_seconds_}});
+  metrics_->write(fields);
+}
+
+void TrainingRun::write_eval(int epoch, long step, const Accuracy& accuracy, const PeerStats& stats) {
+  write_timed({{key::kEvent, event::kEval},
+               {key::kEpoch, epoch + 1},
+               {key::kStep, step},
+               {key::kTestAccuracy, accuracy.fraction()},
+               {key::kTestLoss, accuracy.mean_loss()},
+               {key::kBytesSent, stats.bytes_sent},
+               {key::kPeriod, stats.period},
+               {key::kRatio, stats.ratio}});
+}
+
+// A step line after step s (0-based) of the epoch, and the progress event
+// murmur-run displays.
+void TrainingRun::write_step(int epoch, long s, const EpochTotals& totals) {
+  const auto stats = peer_.stats();
+  write_timed({{key::kEvent, event::kStep},
+               {key::kStep, step_ + 1},
+               {key::kEpoch, epoch + 1},
+               {key::kLoss, totals.loss()},
+               {key::kTrainAccuracy, totals.accuracy()},
+               {key::kLr, model::learning_rate_at(schedule_, step_)},
+               {key::kBytesSent, stats.bytes_sent},
+               {key::kBytesReceived, stats.bytes_received},
+               {key::kComputeSeconds, compute_seconds_},
+               {key::kCommunicationWaitSeconds, stats.wait_seconds},
+               {key::kPeriod, stats.period},
+               {key::kRatio, stats.ratio}});
+  if (o_.events) {
+    launcher::emit_event(launcher::to_json(launcher::ProgressEvent{
+        rank_, epoch + 1, o_.epochs, s + 1, steps_per_epoch_, totals.loss(), totals.accuracy(), stats.bytes_sent}));
+  }
+}
+
+}  // namespace
+
+TrainSummary train(const TrainOptions& o) { return TrainingRun(o).run(); }
 
 }  // namespace murmur::train
