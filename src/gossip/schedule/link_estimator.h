@@ -8,42 +8,25 @@
 //   LinkEstimate e = est.estimate();    // e.latency_s, e.bandwidth_Bps
 //   double t = est.predict(bytes);      // latency_s + bytes / bandwidth_Bps
 //
-// Model: seconds = latency + bytes / bandwidth. The fit is a weighted least
-// squares over the last `window` samples plus the last `window` small
-// messages (probes), weighted by 1/t^2 (relative errors: small messages pin
-// the latency, large ones the bandwidth) and by age (recent samples count
-// more, so a slow drift is followed). The latency is never put below the
-// fastest recent probe (large messages alone pin it poorly). When the sizes
-// span less than 2x and no probe was seen (a gossip link carries one message
-// size per round) the line is not identifiable; then the latency is the
-// fastest probe (0 without one) and the bandwidth the median of
-// bytes / (seconds - latency) over the large messages.
+// The model, in one paragraph: seconds = latency + bytes / bandwidth, fitted
+// by weighted least squares over the last `window` transfers plus the last
+// `window` probes (at most small_message_bytes), the latency never below the
+// fastest recent probe; with one message size and no probe the line is not
+// identifiable (LinkEstimate::line_identified) and the bandwidth is a lower
+// bound. A transfer off its prediction by more than change_factor is held
+// back as a suspect; change_run suspects in a row in one direction restart
+// the fit from them (a 100x drop or recovery shows after change_run
+// transfers, a single jittered one never moves the estimate); a transfer
+// that shows the suspects were noise ends the run, and so does a run not
+// completed within `window` transfers. The fit, the
+// change detection with its rule for transfers of another size, and the
+// reasons are docs/scheduler.md, "The model"; this header states only what
+// a caller relies on.
 //
-// Change detection: a sample whose time is off the prediction by more than
-// `change_factor` (either way) is held back as a suspect instead of entering
-// the window. `change_run` suspects in a row, all off in the same direction,
-// mean the link changed: the window restarts from them (plus the samples of
-// very different size that agreed with the old fit meanwhile, e.g. probes,
-// which a bandwidth change hardly affects). A sample of comparable size that
-// agrees with the fit ends the run, and the suspects are dropped as noise.
-// A sample of another size is also weighed against the suspects' own line
-// (the latency plus the largest suspect's time per byte): when the two
-// lines differ by more than 2x at its size, the one closer in
-// log-time explains it. The suspects' line explaining a sample the old fit
-// cannot judge (another size on a one-size fit) makes it one more suspect,
-// as a compressed message on a link that has just slowed down is; the old
-// fit explaining it ends the run as noise. A run not completed within
-// `window` transfers ends too (scattered stalls are not a change).
-// So a 100x bandwidth drop or recovery shows in the estimate after
-// `change_run` (default 3) transfers, while a single jittered transfer does
-// not move it at all. While a slower run is pending, the estimate reports
-// the bandwidth its largest suspect implies (suspect_bandwidth_Bps),
-// so that an integrator can act on a slowdown at once ("fast attack, slow
-// release", as TCP halves its window at the first loss): acting on a
-// suspect that proves to be noise costs compressed rounds until the
-// integrator's next decision, waiting for the confirmation costs every
-// round until then at the old rate.
-//
+// Suspects: while at least suspect_run slower suspects are pending, the
+// estimate reports the bandwidth they imply (suspect_bandwidth_Bps), so the
+// integrator can act on a slowdown at once; a faster run shows only once
+// confirmed.
 // Times: `now` is any monotonic clock in seconds (the integrator's); the
 // estimator only compares values of it. Deterministic: the same samples give
 // the same estimate.
@@ -103,23 +86,15 @@ class LinkEstimator {
   // bytes >= 0 and seconds >= 0, both finite.
   void observe(double bytes, double seconds, double now);
   // The same transfer with its receiver's own time (the receipt: posting the
-  // receive to its completion; AlgorithmOptions::receipts). A message that
-  // cannot all sit in the receiver's buffers (rendezvous, or flow control:
-  // model-sized messages over the fabric) leaves only as fast as its
-  // receiver takes it, so a late receiver makes the send slow while its
-  // receive takes the link's time or less. Hence, for a send that the fit
-  // calls slower (any other is observed as it is, as is every one before
-  // there is a fit): a receive slower too is observed at the receive time
-  // (the link slowed, lateness or not); otherwise the send is set aside as
-  // the receiver's lateness (LinkEstimate::late_receiver) and changes
-  // nothing. The blind spot: a message small enough to wait whole in a
-  // late receiver's buffers (eager) left at the link's speed, so a
-  // slowdown that only such messages carry, towards a receiver that is
-  // always late, is not seen from this end; the other end, whose receiver
-  // is early, sees it. murmur-sim's messages are all eager (its sends
-  // complete on delivery), so there a late receiver never slows a send and
-  // receipts only delay the samples. MURMUR_CHECKs as observe(), and
-  // receive_seconds >= 0, finite.
+  // receive to its completion; AlgorithmOptions::receipts). Only a send that
+  // the fit calls slower is treated apart (any other is observed as it is,
+  // as is every one before there is a fit): a receive slower too is
+  // observed at the receive time (the link slowed, lateness or not);
+  // otherwise the send is set aside as the receiver's lateness
+  // (LinkEstimate::late_receiver) and changes nothing. Why, and the blind
+  // spot (a slowdown carried only by eager messages towards a receiver that
+  // is always late is not seen from this end): docs/scheduler.md, "Late
+  // receivers". MURMUR_CHECKs as observe(), and receive_seconds >= 0, finite.
   void observe_with_receipt(double bytes, double send_seconds, double receive_seconds, double now);
 
   LinkEstimate estimate() const { return estimate_; }
