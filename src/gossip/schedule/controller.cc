@@ -119,7 +119,7 @@ ScheduleInputs ScheduleController::gather_inputs() {
 
 void ScheduleController::on_step(double compute_seconds) {
   compute_.observe(compute_seconds);
-  // Between agreements the before-round hook reacts (the policy's step 7),
+  // Between agreements the before-round hook reacts (docs/scheduler.md, rule 6),
   // so a drop costs a round, not an interval of them.
   if (++steps_ % static_cast<std::uint64_t>(interval_steps_) != 0) return;
   const auto in = gather_inputs();

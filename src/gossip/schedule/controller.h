@@ -1,50 +1,38 @@
 // ScheduleController: runs the adaptive policy (policy.h) against one
-// running Algorithm. It is the integration of the scheduler's parts:
+// running Algorithm: the integration of the scheduler's parts.
 //
-//   every step      on_step(compute seconds) feeds the ComputeEstimator
-//   every interval  the algorithm's timed sends feed one LinkEstimator per
-//                   peer; the inputs (links, compute per step, message cost,
-//                   the consensus signal below) go to
-//                   propose_period; `gather` brings every rank's proposal
-//                   (period wish, consensus signal, least aggressive or
-//                   not) to every rank; the
-//                   maximum period is agreed; decide() picks the ratios;
-//                   Algorithm::retune applies both from the next step on;
-//                   `record` receives the decision with its measurements.
-//   every round     inside Algorithm::step, once the previous round has
-//                   completed and before the next one's message is made
-//                   (Algorithm::set_before_round): the sends feed the
-//                   estimators (with receipts, those whose receipt has
-//                   arrived; a slow round's usually arrives after this
-//                   hook, so it counts before the round after next),
-//                   and when a link is over budget at the ratio
-//                   in use, or it has a suspected slowdown pending
-//                   (LinkEstimate::suspect_bandwidth_Bps, counted at once),
-//                   the policy reacts (AdaptivePolicy::react: ratios at the
-//                   agreed period, no gather, no guard step) for the round
-//                   about to start; such a decision is applied and
-//                   recorded like the others, with "agreed": false.
+//   ScheduleController c(config, algorithm, parameters, interval, gather, record);
+//   for (...) { local_step(x); algorithm.step(x); c.on_step(local_step's seconds); }
 //
-// All ranks must call on_step() the same number of times and with the same
-// interval, because gather is a collective and the agreed period must
-// change at the same step everywhere (rounds pair up across ranks).
+// What it does, in one paragraph: every step feeds the ComputeEstimator;
+// every `interval_steps` steps it drains the algorithm's timed sends into one
+// LinkEstimator per peer, proposes a period, `gather`s every rank's
+// proposal, agrees on the maximum period (agree()), decides the ratios and
+// retunes the algorithm from the next step on; before every round (the
+// algorithm's before-round hook) it drains the sends again and lets the
+// policy react() when a link is over budget (with hysteresis) at the ratio
+// in use, planning a link with a pending slower suspect at the suspect's
+// bandwidth (the suspect alone does not trigger a reaction). It starts
+// least aggressive (max_ratio, min_period). The cycle, the lagged agreement
+// and the consensus guard's input with its measured limits are
+// docs/scheduler.md, "Integration (as built)"; this header states only what
+// a caller must respect.
 //
-// The consensus signal is the mixing RMS over the local progress per step
-// (Algorithm::last_mixing_rms / last_local_step_rms): both grow with the
-// learning rate, their quotient does not. The guard compares this rank's
-// signal with a reference measured on other ranks at nearly the same time:
-// the mean signal of the ranks that ran least aggressive (max ratio, min
-// period) at a decision, learnt through the (lagged) gather and used from the
-// next decision on, once
-// guard_warmup_rounds decisions have passed. When no rank is least aggressive
-// the last reference is kept; if there is none yet (every rank compressed or
-// skipped from the start), the mean signal of all ranks after the warm-up
-// becomes it, so that a drift growing from there still trips the guard. So
-// a drift that every rank sees (the first rounds from identical models) is
-// not blamed on compression or skipping; a reference frozen in the first
-// rounds was (docs/scheduler.md). The signal also rises late in a run whose
-// learning rate decays to zero (the models' distance was built by earlier,
-// larger steps), which a reference kept from mid-run can take for drift.
+// Collective: all ranks must call on_step() the same number of times and
+// with the same interval, because gather is a collective and the agreed
+// period must change at the same step everywhere (rounds pair up across
+// ranks).
+// Records: every decision, agreed or a reaction between agreements, is
+// applied and passed to `record` if set (decision_record.h JSON plus "step" and
+// "agreed"; false for a reaction). A reaction that changes nothing is
+// neither applied nor recorded.
+// Consensus guard input: this rank's signal is last_mixing_rms /
+// last_local_step_rms (-1 until both are measured); its reference is the
+// mean signal of the ranks that ran least aggressive at a decision, learnt
+// through `gather` and used from the next decision on, taken only after
+// guard_warmup_rounds decisions; with no such rank the last reference is
+// kept, and with none yet the mean signal of all ranks becomes it. The
+// reference is the same on every rank, the signal is not (policy.h).
 //
 // Blocking: on_step blocks in gather at each interval (a lagged gather only
 // while some rank is more than an interval behind). Threads: the
