@@ -1,42 +1,31 @@
 // NetworkModel: when a message of murmur-sim arrives, from a ClusterSpec's
-// alpha-beta links and the queues a transfer occupies.
+// alpha-beta links and the queues a transfer occupies. The model and why it
+// is built so (two queue stages rather than one reservation, FIFO rather
+// than fair sharing, link episodes): docs/sim.md, "murmur's gossip, run for
+// real"; this header states what a caller runs and relies on.
 //
 // Links: two ranks on one node (ClusterSpec::node_of) talk over intra_node,
 // others over inter_node. A message to oneself is free (it arrives when it
 // is posted) and is not counted.
 //
-// Contention: every node's NIC has a transmit and a receive queue for
+// Queues: every node's NIC has a transmit and a receive queue for
 // inter-node traffic, every GPU a send and a receive port for intra-node
-// traffic. A message passes two FIFO queues of its link class, in two
-// stages that the caller runs at their times:
+// traffic; each serves whole messages, FIFO. A message passes two queues
+// of its link class, in two stages that the caller runs at their times:
 //   depart (at posting):            tx_end  = max(post, tx_free) + serial
 //                                   tx_free = tx_end
 //   arrive (at ready, in time order): rx_end = max(ready, rx_free + serial)
 //                                   rx_free = rx_end
 //   arrival = rx_end + latency,     serial = bytes / bandwidth
 // where ready is tx_end, or a link episode's end (below); a pair's arrivals
-// never go back in time.
-// An idle receiver takes the bytes while they are sent (rx_end = tx_end); a
-// busy one takes them after what it is receiving. Both queues are work
-// conserving: each is busy as long as it has bytes to move, so a round of
-// many-to-many traffic (a gossip graph) ends about when the busiest NIC has
-// moved its bytes, as with fair sharing. (A single reservation of both
-// queues at posting, start = max(post, tx_free, rx_free), leaves a queue
-// idle while a transfer waits for the far end: on a 256-peer exponential
-// graph it made a round 14 times longer than the busiest NIC needs.)
-// Queues serve whole messages, FIFO, not shared fairly between flows: which
-// of a NIC's messages lands first differs from TCP, the time the NIC needs
-// for all of them does not. Latency overlaps with the next transfer (a pipe,
-// not a stop-and-wait link).
+// never go back in time. An idle receiver takes the bytes while they are
+// sent (rx_end = tx_end); a busy one takes them after what it is receiving.
 //
 // Link episodes (ClusterSpec::episodes): while one covers a pair, its
 // messages pass a third FIFO stage after the sender's queue, at the
-// episode's bandwidth, and take its latency: a slow path between two ranks
-// that does not hold up the rest of either NIC's traffic. The caller runs
-// it (through_episode) at tx_end and the receiver's stage (arrive) when the
-// message is through it. (Until 30 November both ran at tx_end, so the
-// receiver's queue was reserved up to the slow transfer's end and every
-// other message to that rank waited behind it.)
+// episode's bandwidth, and take its latency. The caller runs it
+// (through_episode) at tx_end and the receiver's stage (arrive) when the
+// message is through it.
 //
 // Counters: simulated bytes per (src, dst) link, and per NIC (inter-node
 // bytes sent and received by each node), and per link class.
