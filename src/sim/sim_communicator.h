@@ -1,7 +1,9 @@
 // SimNetwork and SimCommunicator: the gossip::Communicator of murmur-sim.
 // Every rank's algorithm talks through a SimCommunicator; all of them share
 // one SimNetwork, which matches sends with receives and times each message
-// with the NetworkModel on the VirtualRuntime's clock.
+// with the NetworkModel on the VirtualRuntime's clock. How murmur-sim uses
+// them (proxy vectors, byte_scale, what it predicts): docs/sim.md,
+// "murmur's gossip, run for real".
 //
 //   VirtualRuntime rt;
 //   NetworkModel model(cluster);
@@ -10,9 +12,9 @@
 //   rt.run();
 //
 // Messages: isend copies the data when it is posted (the caller may reuse
-// its buffer as soon as the send completes, and copying at once is the
-// simplest way to be right about that) and asks the NetworkModel when it
-// arrives, for its real size times byte_scale. At that time the send
+// its buffer as soon as the send completes) and asks the NetworkModel when
+// it arrives, for its real size times byte_scale (a receipt,
+// gossip::is_receipt_tag, at its real size). At that time the send
 // completes (a send completes when delivered, as tcp does in the fabric) and
 // so does the oldest receive posted for its (source, destination, tag), with
 // a copy into its buffer; a message that finds no receive waits for one and
@@ -27,11 +29,13 @@
 // VIRTUAL seconds pass; then, like FabricCommunicator, the peers still
 // pending are declared failed by this rank (their requests with this rank
 // fail with PeerError "no completion within <t> s (stalled or unreachable
-// peer)", and so does every later request between the two) and the first
-// failure in request order is rethrown. Messages already on the wire from
+// peer)"; every later request of this rank with them fails with "declared
+// failed earlier by rank <this rank>") and the first failure in request
+// order is rethrown. Messages already on the wire from
 // this rank still reach the failed peer. When the wait is cancelled (another
 // simulated thread failed, see virtual_runtime.h), its pending peers are
-// declared failed the same way before SimCancelled propagates, so that no
+// declared failed too (their requests fail with SimCancelled) before it
+// propagates, so that no
 // receive writes into a buffer the unwinding frees.
 //
 // Threads and local waits (Communicator::start_thread and friends): every
