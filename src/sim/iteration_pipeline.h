@@ -3,28 +3,16 @@
 // it (every GPU alike, so one timeline stands for all): forward over the
 // layers, backward in reverse order, and communication units (all-reduce
 // buckets or parameter-server partitions) that start once every tensor they
-// carry has its gradient and occupy the network for their cost.
+// carry has its gradient and occupy the network for their cost. What each
+// input means is on PipelineSpec's and CommUnit's fields below; the model
+// with its reasons (why overlap_share, which method uses which order) is
+// docs/sim.md, "The paper methods".
 //
-// A unit's cost has two parts:
-//   fixed_s   per-operation overhead (negotiation, kernel launch, request
-//             handling); up to `slots` units overlap theirs (a credit or a
-//             pool of worker threads);
-//   wire_s    the bytes on the bottleneck resource (a NIC, the PCIe bus),
-//             which serializes them: one unit's wire time at a time.
-// Order among ready units: FIFO by readiness (Horovod, BytePS) or by layer
-// priority, the lowest forward index first (ByteScheduler).
-// The next iteration's forward of layer j waits for every unit (barrier, as
-// an optimizer step after a synchronize) or only for the units that carry
-// layer j's tensors (ByteScheduler: early layers start while late ones are
-// still in flight).
-//
-// Communication that runs while the GPU computes gets only a share of its
-// bandwidth (`overlap_share`): collective kernels and copies compete with
-// the backward pass for SMs and PCIe. Units on the wire after backward ends
-// run at full speed.
-//
-// The steady-state iteration time is measured between consecutive
-// iterations after a warm-up. Pure function; thread-safe.
+// run_pipeline simulates spec.iterations iterations and returns the steady
+// state, measured between consecutive iterations after the first two.
+// MURMUR_CHECKs the spec (forward_s and backward_s of one size > 0,
+// slots >= 1, iterations >= 3, overlap_share in (0, 1]). Pure function;
+// thread-safe.
 #pragma once
 
 #include <vector>
@@ -34,22 +22,34 @@ namespace murmur::sim {
 struct CommUnit {
   std::vector<int> layers;  // forward indices of the tensors it carries
   double bytes = 0;
+  // Per-operation overhead (negotiation, kernel launch, request handling);
+  // up to PipelineSpec::slots units overlap theirs.
   double fixed_s = 0;
+  // The bytes on the bottleneck resource (a NIC, the PCIe bus), which
+  // serializes them: one unit's wire time at a time.
   double wire_s = 0;
   int priority = 0;  // lower runs first when the order is by priority
 };
 
+// Order among ready units: FIFO by readiness (Horovod, BytePS), or by
+// CommUnit::priority (ByteScheduler: paper_methods gives a unit its lowest
+// forward index). Ties keep unit order.
 enum class UnitOrder { kFifo, kPriority };
 
 struct PipelineSpec {
   std::vector<double> forward_s;   // per layer, forward order
   std::vector<double> backward_s;  // per layer, forward order
   std::vector<CommUnit> units;
-  int slots = 1;
+  int slots = 1;  // units in flight at once (a credit, a pool of workers), each until its wire time ends
   UnitOrder order = UnitOrder::kFifo;
+  // True: the next iteration's forward waits for every unit (an optimizer
+  // step after a synchronize). False: layer j's forward waits only for the
+  // units that carry layer j's tensors (ByteScheduler).
   bool barrier = true;
   int iterations = 6;  // simulated; the first two are warm-up
-  double overlap_share = 1;  // (0, 1]: wire speed while backward runs
+  // (0, 1]: wire speed while backward runs (collective kernels and copies
+  // compete with it for SMs and PCIe); full speed after.
+  double overlap_share = 1;
 };
 
 struct PipelineResult {
