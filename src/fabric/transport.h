@@ -1,6 +1,9 @@
 // Transport: the data plane. One endpoint per process, reaching every peer of
 // a group of `size()` ranks; backends (libfabric/, asio/) implement it with the
-// same file names, and shaper/ wraps any of them to emulate links.
+// same file names, and shaper/ wraps any of them to emulate links. The
+// backends, Request's completion order and the history of the buffer rule:
+// docs/architecture.md, "Data plane: Transport". This header is the
+// contract every backend keeps and every caller may rely on.
 //
 // Life cycle:
 //   1. make_transport(options) opens the local endpoint; address() is then
