@@ -271,7 +271,7 @@ ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_per
   const bool estimated = in.compute_s_per_step > 0;
   auto one_size = [&](const LinkView& l) { return estimated && l.bandwidth_Bps > 0 && !l.identified; };
   if (!explore) {
-    // A reaction (step 7) neither explores nor counts towards exploring.
+    // A reaction (docs/scheduler.md, rule 6) neither explores nor counts towards exploring.
   } else if (in.per_link) {
     for (const LinkView& l : in.links) {
       const std::size_t trial = maybe_explore(in, l.peer, rungs[l.peer], one_size(l), explore_note);

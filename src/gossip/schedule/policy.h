@@ -159,7 +159,7 @@ class AdaptivePolicy {
   int period_;                           // last agreed period
   std::map<int, std::size_t> link_rung_; // last choice per peer
   // Decisions in a row each link (peer; -1: the shared ratio) has been
-  // below max_ratio while measured at one size: step 6.
+  // below max_ratio while measured at one size: docs/scheduler.md, rule 5.
   std::map<int, int> held_one_size_;
   std::uint64_t rounds_since_step_back_;
   int calm_rounds_ = 0;
