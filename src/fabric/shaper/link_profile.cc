@@ -132,7 +132,7 @@ LinkProfile parse_link_profile(std::string_view spec) {
   for (bool first = true; ; first = false) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
-    if (item.empty()) throw ProfileError(context + "empty item");
+    if (item.empty()) throw ProfileError(fmt::format("{}empty item", context));
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       auto base = named(item);

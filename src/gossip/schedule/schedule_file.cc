@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/line_reader.h"
 
@@ -131,9 +132,9 @@ const Knob* find_knob(std::string_view name) {
 }
 
 std::string known_keys() {
-  std::string all;
-  for (const Knob& k : kKnobs) all += (all.empty() ? "" : ", ") + std::string(k.name);
-  return all;
+  std::vector<std::string_view> names;
+  for (const Knob& k : kKnobs) names.push_back(k.name);
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 std::string text_of(double v) { return fmt::format("{}", v); }
@@ -207,7 +208,7 @@ ScheduleConfig parse_lines(LineReader& reader) {
     a.assign(trim(line.text.substr(0, eq)), trim(line.text.substr(eq + 1)), line.number);
   }
   ScheduleConfig c = a.finish();
-  c.source = "@" + reader.path();
+  c.source = fmt::format("@{}", reader.path());
   return c;
 }
 }  // namespace

@@ -1,8 +1,8 @@
 #include "gossip/topology/report.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "gossip/topology/spectral.h"
@@ -10,11 +10,7 @@
 namespace murmur::gossip {
 
 namespace {
-std::string num(double v, int digits = 6) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
+std::string num(double v, int digits = 6) { return fmt::format("{:.{}g}", v, digits); }
 
 // The weight node `from` gives to node `to`'s copy (W(to, from)).
 double sent(const TopologyReport& r, int from, int to) { return r.weights(to, from); }
@@ -83,9 +79,8 @@ void print_text(std::ostream& out, const TopologyReport& r) {
     out << "degree: min " << r.degree.min_out << ", max " << r.degree.max_out << "\n";
   }
   out << "diameter: "
-      << (r.diameter ? std::to_string(*r.diameter)
-                     : std::string(g.directed() ? "infinite (not strongly connected)"
-                                                : "infinite (not connected)"))
+      << (r.diameter ? fmt::format("{}", *r.diameter)
+                     : std::string(g.directed() ? "infinite (not strongly connected)" : "infinite (not connected)"))
       << "\n";
   out << "spectral gap: " << num(r.spectral_gap, 12) << " (|lambda_2| = " << num(r.lambda2, 12)
       << ")\n";

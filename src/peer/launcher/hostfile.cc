@@ -63,7 +63,7 @@ std::optional<std::string> parse_line(const std::vector<std::string>& words, Hos
       if (auto bad = parse_count(value, out.slots)) return bad;
     } else if (key == "max_slots" || key == "max-slots") {
       int ignored = 0;  // Open MPI's oversubscription cap: murmur-run never oversubscribes
-      if (auto bad = parse_count(value, ignored)) return "bad max_slots: " + *bad;
+      if (auto bad = parse_count(value, ignored)) return fmt::format("bad max_slots: {}", *bad);
     } else {
       return fmt::format("unknown key '{}' (expected slots or max_slots)", key);
     }
