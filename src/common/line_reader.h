@@ -90,8 +90,7 @@ class LineReader {
 
   // `word` as a whole number from `min` to `max`; otherwise fails at `line`
   // with "WHAT 'WORD' is not a whole number from MIN to MAX".
-  long long whole_number(int line, std::string_view word, std::string_view what, long long min,
-                         long long max) const;
+  long long whole_number(int line, std::string_view word, std::string_view what, long long min, long long max) const;
 
  private:
   std::string text_;

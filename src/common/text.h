@@ -28,7 +28,7 @@ std::vector<std::string> split_words(std::string_view s);
 // text, anything before or after the number (spaces included), a value out of
 // T's range, and for floating point "inf" and "nan": no format here means them.
 template <typename T>
-  requires std::integral<T> || std::floating_point<T>
+requires std::integral<T> || std::floating_point<T>
 bool parse_number(std::string_view text, T& out) {
   const char* end = text.data() + text.size();
   const auto [stop, ec] = std::from_chars(text.data(), end, out);

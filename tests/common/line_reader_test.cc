@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace murmur {
@@ -73,8 +73,8 @@ TEST(LineReader, SkipsBlankAndCommentLinesAndNumbersFromOne) {
 }
 
 TEST(LineReader, CountsLinesLikeGetline) {
-  for (const auto& [text, count] : std::vector<std::pair<std::string, int>>{
-           {"", 0}, {"\n", 1}, {"a", 1}, {"a\n", 1}, {"a\nb", 2}, {"a\n\n", 2}}) {
+  for (const auto& [text, count] :
+       std::vector<std::pair<std::string, int>>{{"", 0}, {"\n", 1}, {"a", 1}, {"a\n", 1}, {"a\nb", 2}, {"a\n\n", 2}}) {
     LineReader reader(text, "x");
     all_lines(reader);
     EXPECT_EQ(reader.lines_read(), count) << "'" << text << "'";
