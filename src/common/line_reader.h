@@ -7,11 +7,12 @@
 // comment character (normally '#') starts a comment that runs to the end of
 // the line, surrounding whitespace is ignored, and a line that is blank after
 // that carries nothing. The format's own grammar (keywords, key=value items,
-// what may repeat) stays in its parser; docs/*-format.md and docs/sim-files.md
-// describe each one.
+// what may repeat) stays in its parser; docs/launcher.md, topology-format.md,
+// link-profiles.md, scheduler.md and sim-files.md describe each one.
 //
-// Thread safety: a LineReader is a plain value used by one thread at a time;
-// ParseError is immutable.
+// Blocking: from_file and from_stream read the whole input when called;
+// next() does no I/O. Thread safety: a LineReader is a plain value used by one
+// thread at a time; ParseError is immutable.
 #pragma once
 
 #include <istream>
