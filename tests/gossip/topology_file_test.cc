@@ -99,6 +99,26 @@ TEST(TopoFile, MissingFile) {
   EXPECT_THROW(read_topology_file("/nonexistent/x.topo"), TopologyError);
 }
 
+// Callers that handle any text format's error catch ParseError and get the
+// place apart from the reason.
+TEST(TopoFile, ErrorsAreParseErrorsWithPathAndLine) {
+  try {
+    parse("nodes 3\nundirected\n0 1\nfoo bar\n");
+    FAIL() << "parsed";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.path(), "t.topo");
+    EXPECT_EQ(e.line(), 4);
+    EXPECT_EQ(e.reason().rfind("cannot read 'foo bar'", 0), 0u) << e.reason();
+  }
+  try {
+    read_topology_file("/nonexistent/x.topo");
+    FAIL() << "read";
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.line(), 0);
+    EXPECT_STREQ(e.what(), "/nonexistent/x.topo: cannot open the topology file: No such file or directory");
+  }
+}
+
 TEST(TopoFile, ShippedFiles) {
   const std::string dir = MURMUR_SOURCE_DIR "/topologies/";
   const Graph ring8 = read_topology_file(dir + "ring-8.topo");
