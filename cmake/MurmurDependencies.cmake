@@ -9,6 +9,18 @@ find_package(fmt CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 find_package(ZLIB REQUIRED)
+# libxxhash computes the asio backend's wire checksums (XXH64).
+find_path(MURMUR_XXHASH_INCLUDE_DIR xxhash.h)
+find_library(MURMUR_XXHASH_LIBRARY xxhash)
+if(NOT MURMUR_XXHASH_INCLUDE_DIR OR NOT MURMUR_XXHASH_LIBRARY)
+  message(FATAL_ERROR "libxxhash not found (xxhash.h: ${MURMUR_XXHASH_INCLUDE_DIR}, library: "
+                      "${MURMUR_XXHASH_LIBRARY}). Install libxxhash-dev (scripts/setup.sh does), or point "
+                      "MURMUR_XXHASH_INCLUDE_DIR and MURMUR_XXHASH_LIBRARY at an xxHash >= 0.8 build.")
+endif()
+add_library(murmur::xxhash UNKNOWN IMPORTED)
+set_target_properties(murmur::xxhash PROPERTIES
+  IMPORTED_LOCATION "${MURMUR_XXHASH_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${MURMUR_XXHASH_INCLUDE_DIR}")
 # The CPU models call CBLAS. OpenBLAS is preferred (Debian's reference BLAS
 # is an order of magnitude slower); it runs one thread per peer unless
 # MURMUR_BLAS_THREADS says otherwise (src/peer/model/blas_threads.h).

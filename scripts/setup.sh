@@ -9,6 +9,7 @@ packages=(
   libfabric-dev libfabric-bin libibverbs-dev rdma-core
   libboost-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev
+  libxxhash-dev
   dataset-fashion-mnist
 )
 

@@ -2,15 +2,16 @@
 // and its error messages are in docs/sim-files.md.
 #include "sim/cluster_spec.h"
 
-#include <charconv>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
 #include <utility>
 
-#include "sim/model_profile.h"  // text_file_words
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/line_reader.h"
 #include "sim/network_preset.h"
 
 namespace murmur::sim {
@@ -26,6 +27,7 @@ namespace {
 
 constexpr long long kMaxGpus = 1 << 20;
 constexpr const char* kDefaultNetwork = "10gbe-tcp";
+constexpr LineFormat kClusterFormat{.comment = '#', .raise = &raise_as<ClusterError>};
 
 struct Unit {
   const char* suffix;
@@ -40,9 +42,9 @@ constexpr Unit kBandwidthUnits[] = {{"Kbit/s", 1e3 / 8}, {"Mbit/s", 1e6 / 8}, {"
 
 template <std::size_t N>
 std::string unit_list(const Unit (&units)[N]) {
-  std::string s;
-  for (const auto& u : units) s += (s.empty() ? "" : ", ") + std::string(u.suffix);
-  return s;
+  std::vector<std::string_view> suffixes;
+  for (const auto& u : units) suffixes.push_back(u.suffix);
+  return fmt::format("{}", fmt::join(suffixes, ", "));
 }
 
 // "25us" -> 25e-6; nullopt unless the whole text is a finite number and a unit.
@@ -52,9 +54,7 @@ std::optional<double> quantity(const std::string& text, const Unit (&units)[N]) 
     const std::size_t n = std::strlen(u.suffix);
     if (text.size() <= n || text.compare(text.size() - n, n, u.suffix) != 0) continue;
     double v = 0;
-    const char* end = text.data() + text.size() - n;
-    auto [stop, ec] = std::from_chars(text.data(), end, v);
-    if (ec != std::errc() || stop != end || !std::isfinite(v)) return std::nullopt;
+    if (!parse_number(std::string_view(text).substr(0, text.size() - n), v)) return std::nullopt;
     return v * u.factor;
   }
   return std::nullopt;
@@ -68,20 +68,17 @@ struct LinkLine {
 
 class ClusterParser {
  public:
-  explicit ClusterParser(std::string path) : path_(std::move(path)) {}
+  explicit ClusterParser(LineReader& reader) : reader_(reader) {}
 
-  [[noreturn]] void fail(int line, const std::string& reason) const {
-    throw ClusterError(path_ + ":" + std::to_string(line) + ": " + reason);
-  }
+  [[noreturn]] void fail(int line, const std::string& reason) const { reader_.fail(line, reason); }
 
-  ClusterSpec parse(const std::vector<std::vector<std::string>>& lines) {
-    for (std::size_t i = 0; i < lines.size(); ++i) parse_line(lines[i], static_cast<int>(i + 1));
-    return finish(static_cast<int>(lines.size()));
+  ClusterSpec parse() {
+    for (Line line; reader_.next(line);) parse_line(line.words(), line.number);
+    return finish(reader_.lines_read());
   }
 
  private:
   void parse_line(const std::vector<std::string>& words, int line) {
-    if (words.empty()) return;
     const std::string& key = words[0];
     if (key == "gpus") {
       spec_.gpus = count(single(words, line, gpus_line_, "gpus N"), "gpus", line);
@@ -93,7 +90,7 @@ class ClusterParser {
       try {
         network_preset(network_);
       } catch (const ClusterError& e) {
-        fail(line, e.what());
+        fail(line, e.reason());
       }
     } else if (key == "inter-node") {
       parse_link(words, line, inter_);
@@ -104,8 +101,9 @@ class ClusterParser {
     } else if (key == "link-episode") {
       parse_episode(words, line);
     } else {
-      fail(line, "unknown keyword '" + key +
-                     "'; expected gpus, gpus-per-node, network, inter-node, intra-node, straggler or link-episode");
+      fail(line, fmt::format("unknown keyword '{}'; expected gpus, gpus-per-node, network, inter-node, intra-node, "
+                             "straggler or link-episode",
+                             key));
     }
   }
 
@@ -123,16 +121,15 @@ class ClusterParser {
     }
     for (const auto& s : spec_.stragglers) {
       if (s.rank >= spec_.gpus) {
-        fail(straggler_lines_[s.rank], "straggler rank " + std::to_string(s.rank) +
-                                           " is out of range: 'gpus " + std::to_string(spec_.gpus) +
-                                           "' has ranks 0 to " + std::to_string(spec_.gpus - 1));
+        fail(straggler_lines_[s.rank], fmt::format("straggler rank {} is out of range: 'gpus {}' has ranks 0 to {}",
+                                                   s.rank, spec_.gpus, spec_.gpus - 1));
       }
     }
     for (std::size_t i = 0; i < spec_.episodes.size(); ++i) {
       LinkEpisode& e = spec_.episodes[i];
       if (std::max(e.a, e.b) >= spec_.gpus)
-        fail(episode_lines_[i], "link-episode joins rank " + std::to_string(std::max(e.a, e.b)) + " but 'gpus " +
-                                    std::to_string(spec_.gpus) + "' has ranks 0 to " + std::to_string(spec_.gpus - 1));
+        fail(episode_lines_[i], fmt::format("link-episode joins rank {} but 'gpus {}' has ranks 0 to {}",
+                                            std::max(e.a, e.b), spec_.gpus, spec_.gpus - 1));
       // Without latency=, the episode keeps the latency of the link it replaces.
       if (e.link.latency_s < 0) e.link.latency_s = spec_.node_of(e.a) == spec_.node_of(e.b)
                                                        ? spec_.intra_node.latency_s
@@ -144,24 +141,17 @@ class ClusterParser {
   const std::string& single(const std::vector<std::string>& words, int line, int& seen_line,
                             const std::string& usage) {
     if (seen_line != 0) {
-      fail(line,
-           "'" + words[0] + "' given twice (first on line " + std::to_string(seen_line) + ")");
+      fail(line, fmt::format("'{}' given twice (first on line {})", words[0], seen_line));
     }
     if (words.size() != 2) {
-      fail(line, std::string(words.size() < 2 ? "missing value" : "too many values") +
-                     "; expected '" + usage + "'");
+      fail(line, fmt::format("{}; expected '{}'", words.size() < 2 ? "missing value" : "too many values", usage));
     }
     seen_line = line;
     return words[1];
   }
 
   int count(const std::string& s, const std::string& what, int line) const {
-    long long v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || end != s.data() + s.size() || v < 1 || v > kMaxGpus) {
-      fail(line, what + " '" + s + "' is not a whole number from 1 to " + std::to_string(kMaxGpus));
-    }
-    return static_cast<int>(v);
+    return static_cast<int>(reader_.whole_number(line, s, what, 1, kMaxGpus));
   }
 
   // KEY=VALUE words after the keyword, each key known and given once.
@@ -169,44 +159,40 @@ class ClusterParser {
                                           const std::vector<std::string>& known,
                                           const std::string& usage) const {
     std::map<std::string, std::string> found;
-    if (words.size() < 2) fail(line, "missing value; expected '" + usage + "'");
+    if (words.size() < 2) fail(line, fmt::format("missing value; expected '{}'", usage));
     for (std::size_t i = 1; i < words.size(); ++i) {
       const auto eq = words[i].find('=');
       const std::string key = words[i].substr(0, eq);
       bool is_known = false;
       for (const auto& k : known) is_known = is_known || k == key;
       if (eq == std::string::npos || !is_known) {
-        fail(line,
-             "unknown key '" + words[i] + "' in '" + words[0] + "'; expected '" + usage + "'");
+        fail(line, fmt::format("unknown key '{}' in '{}'; expected '{}'", words[i], words[0], usage));
       }
-      if (eq + 1 == words[i].size()) fail(line, "missing value after '" + key + "='");
-      if (!found.emplace(key, words[i].substr(eq + 1)).second) {
-        fail(line, "'" + key + "=' given twice");
-      }
+      if (eq + 1 == words[i].size()) fail(line, fmt::format("missing value after '{}='", key));
+      if (!found.emplace(key, words[i].substr(eq + 1)).second) fail(line, fmt::format("'{}=' given twice", key));
     }
     return found;
   }
 
   void parse_link(const std::vector<std::string>& words, int line, LinkLine& link) {
     if (link.line != 0) {
-      fail(line,
-           "'" + words[0] + "' given twice (first on line " + std::to_string(link.line) + ")");
+      fail(line, fmt::format("'{}' given twice (first on line {})", words[0], link.line));
     }
-    const std::string usage = words[0] + " latency=T bandwidth=B";
+    const std::string usage = fmt::format("{} latency=T bandwidth=B", words[0]);
     auto given = keys(words, line, {"latency", "bandwidth"}, usage);
     link.line = line;
     if (given.count("latency")) {
       link.latency_s = quantity(given["latency"], kLatencyUnits);
       if (!link.latency_s || *link.latency_s < 0) {
-        fail(line, "latency '" + given["latency"] + "' is not a number >= 0 with a unit (" +
-                       unit_list(kLatencyUnits) + "), e.g. 25us");
+        fail(line, fmt::format("latency '{}' is not a number >= 0 with a unit ({}), e.g. 25us", given["latency"],
+                               unit_list(kLatencyUnits)));
       }
     }
     if (given.count("bandwidth")) {
       link.bandwidth_Bps = quantity(given["bandwidth"], kBandwidthUnits);
       if (!link.bandwidth_Bps || *link.bandwidth_Bps <= 0) {
-        fail(line, "bandwidth '" + given["bandwidth"] + "' is not a number > 0 with a unit (" +
-                       unit_list(kBandwidthUnits) + "), e.g. 10Gbit/s");
+        fail(line, fmt::format("bandwidth '{}' is not a number > 0 with a unit ({}), e.g. 10Gbit/s",
+                               given["bandwidth"], unit_list(kBandwidthUnits)));
       }
     }
   }
@@ -215,25 +201,20 @@ class ClusterParser {
     const std::string usage = "straggler rank=R slowdown=S";
     auto given = keys(words, line, {"rank", "slowdown"}, usage);
     if (!given.count("rank") || !given.count("slowdown")) {
-      fail(line, std::string("no ") + (given.count("rank") ? "slowdown=" : "rank=") +
-                     "; expected '" + usage + "'");
+      fail(line, fmt::format("no {}; expected '{}'", given.count("rank") ? "slowdown=" : "rank=", usage));
     }
     const std::string& r = given["rank"];
     long long rank = 0;
-    auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), rank);
-    if (ec != std::errc() || end != r.data() + r.size() || rank < 0 || rank >= kMaxGpus) {
-      fail(line, "straggler rank '" + r + "' is not a whole number >= 0 (ranks count from 0)");
+    if (!parse_number(r, rank) || rank < 0 || rank >= kMaxGpus) {
+      fail(line, fmt::format("straggler rank '{}' is not a whole number >= 0 (ranks count from 0)", r));
     }
     const std::string& s = given["slowdown"];
     double slowdown = 0;
-    auto [stop, err] = std::from_chars(s.data(), s.data() + s.size(), slowdown);
-    if (err != std::errc() || stop != s.data() + s.size() || !std::isfinite(slowdown) ||
-        slowdown < 1) {
-      fail(line, "slowdown '" + s + "' is not a number >= 1 (the rank's compute time multiplier)");
+    if (!parse_number(s, slowdown) || slowdown < 1) {
+      fail(line, fmt::format("slowdown '{}' is not a number >= 1 (the rank's compute time multiplier)", s));
     }
     if (auto [it, fresh] = straggler_lines_.emplace(static_cast<int>(rank), line); !fresh) {
-      fail(line, "straggler rank " + r + " given twice (first on line " +
-                     std::to_string(it->second) + ")");
+      fail(line, fmt::format("straggler rank {} given twice (first on line {})", r, it->second));
     }
     spec_.stragglers.push_back({static_cast<int>(rank), slowdown});
   }
@@ -243,16 +224,16 @@ class ClusterParser {
     const std::string usage = "link-episode a=R b=R from=T [to=T] bandwidth=B [latency=T]";
     auto given = keys(words, line, {"a", "b", "from", "to", "bandwidth", "latency"}, usage);
     for (const char* required : {"a", "b", "from", "bandwidth"})
-      if (!given.count(required)) fail(line, std::string("no ") + required + "=; expected '" + usage + "'");
+      if (!given.count(required)) fail(line, fmt::format("no {}=; expected '{}'", required, usage));
     LinkEpisode e;
     e.a = episode_rank(given["a"], line);
     e.b = episode_rank(given["b"], line);
-    if (e.a == e.b) fail(line, "link-episode joins rank " + given["a"] + " to itself; a= and b= must differ");
+    if (e.a == e.b) fail(line, fmt::format("link-episode joins rank {} to itself; a= and b= must differ", given["a"]));
     auto time = [&](const std::string& key) {
       const auto t = quantity(given[key], kLatencyUnits);
       if (!t || *t < 0)
-        fail(line, key + " '" + given[key] + "' is not a time >= 0 with a unit (" + unit_list(kLatencyUnits) +
-                       "), e.g. 2s");
+        fail(line, fmt::format("{} '{}' is not a time >= 0 with a unit ({}), e.g. 2s", key, given[key],
+                               unit_list(kLatencyUnits)));
       return *t;
     };
     e.from_s = time("from");
@@ -260,8 +241,8 @@ class ClusterParser {
     if (!(e.to_s > e.from_s)) fail(line, "link-episode ends (to=) before it starts (from=)");
     const auto bandwidth = quantity(given["bandwidth"], kBandwidthUnits);
     if (!bandwidth || *bandwidth <= 0)
-      fail(line, "bandwidth '" + given["bandwidth"] + "' is not a number > 0 with a unit (" +
-                     unit_list(kBandwidthUnits) + "), e.g. 100Mbit/s");
+      fail(line, fmt::format("bandwidth '{}' is not a number > 0 with a unit ({}), e.g. 100Mbit/s",
+                             given["bandwidth"], unit_list(kBandwidthUnits)));
     e.link.bandwidth_Bps = *bandwidth;
     e.link.latency_s = given.count("latency") ? time("latency") : -1;  // resolved in finish()
     spec_.episodes.push_back(e);
@@ -270,13 +251,12 @@ class ClusterParser {
 
   int episode_rank(const std::string& r, int line) const {
     long long rank = 0;
-    auto [end, ec] = std::from_chars(r.data(), r.data() + r.size(), rank);
-    if (ec != std::errc() || end != r.data() + r.size() || rank < 0 || rank >= kMaxGpus)
-      fail(line, "link-episode rank '" + r + "' is not a whole number >= 0 (ranks count from 0)");
+    if (!parse_number(r, rank) || rank < 0 || rank >= kMaxGpus)
+      fail(line, fmt::format("link-episode rank '{}' is not a whole number >= 0 (ranks count from 0)", r));
     return static_cast<int>(rank);
   }
 
-  std::string path_;
+  LineReader& reader_;
   ClusterSpec spec_;
   std::vector<int> episode_lines_;  // by episode, for errors found in finish()
   int gpus_line_ = 0;  // 0: not seen yet
@@ -291,10 +271,8 @@ class ClusterParser {
 }  // namespace
 
 ClusterSpec load_cluster_file(const std::string& path) {
-  std::string error;
-  const auto lines = text_file_words(path, error);
-  if (!error.empty()) throw ClusterError(path + ": cannot read cluster file: " + error);
-  return ClusterParser(path).parse(lines);
+  LineReader reader = LineReader::from_file(path, "cannot read cluster file", kClusterFormat);
+  return ClusterParser(reader).parse();
 }
 
 }  // namespace murmur::sim

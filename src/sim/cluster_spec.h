@@ -9,9 +9,10 @@
 // Thread safety: plain values.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/line_reader.h"
 
 namespace murmur::sim {
 
@@ -53,9 +54,13 @@ struct ClusterSpec {
   double slowdown(int rank) const;  // 1 unless a straggler
 };
 
-class ClusterError : public std::runtime_error {
+class ClusterError : public ParseError {
  public:
-  using std::runtime_error::runtime_error;
+  // A fault that is not in a file (a generator's parameters, a flag): the
+  // message is `message` alone.
+  explicit ClusterError(const std::string& message) : ParseError("", 0, message) {}
+  // A fault at path:line (line 0: the file as a whole).
+  ClusterError(const std::string& path, int line, const std::string& reason) : ParseError(path, line, reason) {}
 };
 
 // Parses a cluster file; throws ClusterError "path:line: reason".

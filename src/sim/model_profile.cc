@@ -2,17 +2,15 @@
 // file format, its rules and its error messages are in docs/sim-files.md.
 #include "sim/model_profile.h"
 
-#include <cerrno>
-#include <charconv>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <utility>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "common/check.h"
+#include "common/line_reader.h"
 
 namespace murmur::sim {
 
@@ -59,36 +57,23 @@ void set_times_from_flops(ModelProfile& profile, const std::vector<double>& forw
 
 namespace {
 
-// "12", not "12abc" or "1e3"; the caller checks the range.
-bool parse_whole(const std::string& s, long long& out) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-// "1.18e8", not "12abc", "nan" or "inf".
-bool parse_real(const std::string& s, double& out) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size() && std::isfinite(out);
-}
+constexpr LineFormat kProfileFormat{.comment = '#', .raise = &raise_as<ProfileError>};
 
 class ProfileParser {
  public:
-  explicit ProfileParser(std::string path) : path_(std::move(path)) {}
+  explicit ProfileParser(LineReader& reader) : reader_(reader) {}
 
-  [[noreturn]] void fail(int line, const std::string& reason) const {
-    throw ProfileError(path_ + ":" + std::to_string(line) + ": " + reason);
-  }
+  [[noreturn]] void fail(int line, const std::string& reason) const { reader_.fail(line, reason); }
 
-  ModelProfile parse(const std::vector<std::vector<std::string>>& lines) {
-    for (std::size_t i = 0; i < lines.size(); ++i) parse_line(lines[i], static_cast<int>(i + 1));
-    return finish(static_cast<int>(lines.size()));
+  ModelProfile parse() {
+    for (Line line; reader_.next(line);) parse_line(line.words(), line.number);
+    return finish(reader_.lines_read());
   }
 
  private:
   enum class Timing { kUnknown, kFlops, kMilliseconds };
 
   void parse_line(const std::vector<std::string>& words, int line) {
-    if (words.empty()) return;
     const std::string& key = words[0];
     if (key == "layer") return parse_layer(words, line);
     if (key == "model") {
@@ -104,8 +89,8 @@ class ProfileParser {
           static_cast<int>(whole(value_of(words, line, bytes_line_, "bytes-per-parameter N"),
                                  "bytes-per-parameter", 16, line));
     } else {
-      fail(line, "unknown keyword '" + key +
-                     "'; expected model, batch, samples-per-s, bytes-per-parameter or layer");
+      fail(line, fmt::format("unknown keyword '{}'; expected model, batch, samples-per-s, bytes-per-parameter or layer",
+                             key));
     }
   }
 
@@ -136,29 +121,22 @@ class ProfileParser {
   const std::string& value_of(const std::vector<std::string>& words, int line, int& seen_line,
                               const std::string& usage) {
     if (seen_line != 0) {
-      fail(line,
-           "'" + words[0] + "' given twice (first on line " + std::to_string(seen_line) + ")");
+      fail(line, fmt::format("'{}' given twice (first on line {})", words[0], seen_line));
     }
-    if (words.size() < 2) fail(line, "missing value; expected '" + usage + "'");
-    if (words.size() > 2) {
-      fail(line, "'" + words[2] + "' after the value; expected '" + usage + "'");
-    }
+    if (words.size() < 2) fail(line, fmt::format("missing value; expected '{}'", usage));
+    if (words.size() > 2) fail(line, fmt::format("'{}' after the value; expected '{}'", words[2], usage));
     seen_line = line;
     return words[1];
   }
 
   long long whole(const std::string& s, const std::string& what, long long max, int line) const {
-    long long v = 0;
-    if (!parse_whole(s, v) || v < 1 || v > max) {
-      fail(line, what + " '" + s + "' is not a whole number from 1 to " + std::to_string(max));
-    }
-    return v;
+    return reader_.whole_number(line, s, what, 1, max);
   }
 
   double positive(const std::string& s, const std::string& what, int line) const {
     double v = 0;
-    if (!parse_real(s, v)) fail(line, what + " '" + s + "' is not a number; expected e.g. 120.5");
-    if (v <= 0) fail(line, what + " is " + s + "; it must be above 0");
+    if (!parse_number(s, v)) fail(line, fmt::format("{} '{}' is not a number; expected e.g. 120.5", what, s));
+    if (v <= 0) fail(line, fmt::format("{} is {}; it must be above 0", what, s));
     return v;
   }
 
@@ -167,28 +145,27 @@ class ProfileParser {
         "expected 'layer NAME params=N flops=F' or "
         "'layer NAME params=N forward-ms=A backward-ms=B'";
     if (words.size() < 2 || words[1].find('=') != std::string::npos) {
-      fail(line, "missing layer name; " + usage);
+      fail(line, fmt::format("missing layer name; {}", usage));
     }
     const std::string& name = words[1];
     if (auto [it, fresh] = layer_lines_.emplace(name, line); !fresh) {
-      fail(line,
-           "layer '" + name + "' given twice (first on line " + std::to_string(it->second) + ")");
+      fail(line, fmt::format("layer '{}' given twice (first on line {})", name, it->second));
     }
     std::map<std::string, std::string> keys;
     for (std::size_t i = 2; i < words.size(); ++i) {
       const auto eq = words[i].find('=');
-      if (eq == std::string::npos) fail(line, "'" + words[i] + "' is not KEY=VALUE; " + usage);
+      if (eq == std::string::npos) fail(line, fmt::format("'{}' is not KEY=VALUE; {}", words[i], usage));
       std::string key = words[i].substr(0, eq);
       if (key != "params" && key != "flops" && key != "forward-ms" && key != "backward-ms") {
-        fail(line, "unknown key '" + key + "=' in layer '" + name +
-                       "'; known: params=, flops=, forward-ms=, backward-ms=");
+        fail(line, fmt::format("unknown key '{}=' in layer '{}'; known: params=, flops=, forward-ms=, backward-ms=",
+                               key, name));
       }
-      if (eq + 1 == words[i].size()) fail(line, "missing value after '" + key + "='");
+      if (eq + 1 == words[i].size()) fail(line, fmt::format("missing value after '{}='", key));
       if (!keys.emplace(key, words[i].substr(eq + 1)).second) {
-        fail(line, "'" + key + "=' given twice in layer '" + name + "'");
+        fail(line, fmt::format("'{}=' given twice in layer '{}'", key, name));
       }
     }
-    if (!keys.count("params")) fail(line, "layer '" + name + "' has no params=N; " + usage);
+    if (!keys.count("params")) fail(line, fmt::format("layer '{}' has no params=N; {}", name, usage));
     LayerProfile layer{name, whole(keys["params"], "params", 1LL << 40, line), 0, 0};
     set_time(layer, keys, line);
     profile_.layers.push_back(std::move(layer));
@@ -201,25 +178,21 @@ class ProfileParser {
     const bool fwd = keys.count("forward-ms") != 0;
     const bool bwd = keys.count("backward-ms") != 0;
     if (flops && (fwd || bwd)) {
-      fail(line, "layer '" + layer.name + "' gives flops= and forward-ms=/backward-ms=; give one");
+      fail(line, fmt::format("layer '{}' gives flops= and forward-ms=/backward-ms=; give one", layer.name));
     }
     if (!flops && fwd != bwd) {
-      fail(line,
-           "layer '" + layer.name + "' gives " +
-               (fwd ? "forward-ms= without backward-ms=" : "backward-ms= without forward-ms=") +
-               "; give both");
+      fail(line, fmt::format("layer '{}' gives {}; give both", layer.name,
+                             fwd ? "forward-ms= without backward-ms=" : "backward-ms= without forward-ms="));
     }
     if (!flops && !fwd) {
-      fail(line,
-           "layer '" + layer.name + "' has no time; give flops=F or forward-ms=A backward-ms=B");
+      fail(line, fmt::format("layer '{}' has no time; give flops=F or forward-ms=A backward-ms=B", layer.name));
     }
     const Timing kind = flops ? Timing::kFlops : Timing::kMilliseconds;
     if (timing_ != Timing::kUnknown && timing_ != kind) {
-      fail(line, "layer '" + layer.name + "' gives " +
-                     (flops ? "flops=" : "forward-ms=/backward-ms=") + " but the layer on line " +
-                     std::to_string(timing_line_) + " gives " +
-                     (flops ? "forward-ms=/backward-ms=" : "flops=") +
-                     "; a profile uses one kind for all its layers");
+      fail(line, fmt::format("layer '{}' gives {} but the layer on line {} gives {}; a profile uses one kind for all "
+                             "its layers",
+                             layer.name, flops ? "flops=" : "forward-ms=/backward-ms=", timing_line_,
+                             flops ? "forward-ms=/backward-ms=" : "flops="));
     }
     if (timing_ == Timing::kUnknown) timing_line_ = line;
     timing_ = kind;
@@ -231,7 +204,7 @@ class ProfileParser {
     }
   }
 
-  std::string path_;
+  LineReader& reader_;
   ModelProfile profile_;
   int model_line_ = 0;  // 0: not seen yet
   int batch_line_ = 0;
@@ -245,35 +218,9 @@ class ProfileParser {
 
 }  // namespace
 
-std::vector<std::vector<std::string>> text_file_words(const std::string& path, std::string& error) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    error = "is a directory";
-    return {};
-  }
-  std::ifstream in(path);
-  if (!in.is_open()) {
-    error = std::strerror(errno);
-    return {};
-  }
-  std::vector<std::vector<std::string>> lines;
-  for (std::string raw; std::getline(in, raw);) {
-    std::istringstream words(raw.substr(0, raw.find('#')));
-    lines.emplace_back();
-    for (std::string word; words >> word;) lines.back().push_back(word);
-  }
-  if (in.bad()) {
-    error = std::strerror(errno);
-    return {};
-  }
-  return lines;
-}
-
 ModelProfile load_profile_file(const std::string& path) {
-  std::string error;
-  const auto lines = text_file_words(path, error);
-  if (!error.empty()) throw ProfileError(path + ": cannot read profile file: " + error);
-  return ProfileParser(path).parse(lines);
+  LineReader reader = LineReader::from_file(path, "cannot read profile file", kProfileFormat);
+  return ProfileParser(reader).parse();
 }
 
 ModelProfile resolve_profile(const std::string& name_or_path) {
@@ -282,10 +229,8 @@ ModelProfile resolve_profile(const std::string& name_or_path) {
   }
   std::error_code ec;
   if (std::filesystem::exists(name_or_path, ec)) return load_profile_file(name_or_path);
-  std::string known;
-  for (const auto& name : builtin_profile_names()) known += (known.empty() ? "" : ", ") + name;
-  throw ProfileError("unknown profile '" + name_or_path + "': not a built-in (" + known +
-                     ") and no such file");
+  throw ProfileError(fmt::format("unknown profile '{}': not a built-in ({}) and no such file", name_or_path,
+                                 fmt::join(builtin_profile_names(), ", ")));
 }
 
 }  // namespace murmur::sim

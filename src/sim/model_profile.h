@@ -17,9 +17,10 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/line_reader.h"
 
 namespace murmur::sim {
 
@@ -42,9 +43,13 @@ struct ModelProfile {
   double gradient_bytes() const { return static_cast<double>(parameters()) * bytes_per_parameter; }
 };
 
-class ProfileError : public std::runtime_error {
+class ProfileError : public ParseError {
  public:
-  using std::runtime_error::runtime_error;
+  // A fault that is not in a file (a generator's parameters, a flag): the
+  // message is `message` alone.
+  explicit ProfileError(const std::string& message) : ParseError("", 0, message) {}
+  // A fault at path:line (line 0: the file as a whole).
+  ProfileError(const std::string& path, int line, const std::string& reason) : ParseError(path, line, reason) {}
 };
 
 // Names of the built-in profiles, in a stable order.
@@ -61,11 +66,5 @@ ModelProfile resolve_profile(const std::string& name_or_path);
 // forward, then all scaled so iteration_s() equals batch /
 // single_gpu_samples_per_s. The built-in profiles and files with flops= use it.
 void set_times_from_flops(ModelProfile& profile, const std::vector<double>& forward_flops);
-
-// For the profile and cluster file parsers: the words of each line of the
-// text file at `path`, '#' comments dropped, entry i for line i + 1 (a blank
-// line gives none). A file that cannot be read gives no entries and sets
-// `error` to why ("is a directory", or strerror's text).
-std::vector<std::vector<std::string>> text_file_words(const std::string& path, std::string& error);
 
 }  // namespace murmur::sim

@@ -1,11 +1,11 @@
 #include "sim/sim_rows.h"
 
 #include <algorithm>
-#include <charconv>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "common/text.h"
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/schedule/schedule_file.h"
 #include "sim/gossip_run.h"
@@ -29,13 +29,6 @@ std::vector<std::string> split(const std::string& list, char sep) {
   }
   items.push_back(item);
   return items;
-}
-
-template <typename T>
-bool parse_number(const std::string& s, T& value) {
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, value);
-  return ec == std::errc() && ptr == end;
 }
 
 bool is_paper_method(const std::string& name) {

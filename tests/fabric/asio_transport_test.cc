@@ -76,8 +76,33 @@ PeerError expect_peer_error(F&& f) {
   return PeerError(-1, "", "none");
 }
 
-TEST(AsioWire, Hash64MatchesXxHash64) {
-  EXPECT_EQ(asio::wire::hash64("", 0), 0xEF46DB3751D8E999ULL);
+// Known answers of XXH64 over bytes b[i] = (i * 2654435761 mod 2^32) >> 24,
+// for seed 0 (what the wire uses) and another seed. They were computed twice,
+// by libxxhash 0.8.1 and by an XXH64 written in Python from xxHash's
+// specification, which agreed; the empty input's value is also the one
+// xxHash publishes.
+TEST(AsioWire, Hash64IsXxHash64) {
+  struct Known {
+    std::size_t bytes;
+    std::uint64_t seed0;
+    std::uint64_t seeded;  // seed 0x9E3779B97F4A7C15
+  };
+  const Known known[] = {
+      {0, 0xef46db3751d8e999ULL, 0xc4349fc93c010000ULL},
+      {1, 0xe934a84adb052768ULL, 0x126bb57a12364aa5ULL},
+      {255, 0x7f88a9e586b17063ULL, 0x1dd051168b35c3f0ULL},
+      {256, 0x6ea2794edbc12721ULL, 0x9ac890ac2c5efe60ULL},
+      {std::size_t{1} << 20, 0xfc4aa44e4c19d879ULL, 0x5b2ee1be34c79185ULL},
+  };
+  for (const Known& k : known) {
+    std::vector<unsigned char> bytes(k.bytes);
+    for (std::size_t i = 0; i < k.bytes; ++i) {
+      bytes[i] = static_cast<unsigned char>((static_cast<std::uint32_t>(i) * 2654435761u) >> 24);
+    }
+    EXPECT_EQ(asio::wire::hash64(bytes.data(), bytes.size()), k.seed0) << k.bytes << " bytes";
+    EXPECT_EQ(asio::wire::hash64(bytes.data(), bytes.size(), 0x9E3779B97F4A7C15ULL), k.seeded) << k.bytes << " bytes";
+  }
+  EXPECT_EQ(asio::wire::hash64("a", 1), 0xd24ec4f1a98c6e5bULL);  // xxHash's published XXH64("a")
   const auto a = pattern(1000, 1);
   auto b = a;
   b[999] ^= 1;

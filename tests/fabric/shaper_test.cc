@@ -371,7 +371,7 @@ TEST(ShaperConfig, LoadFromFile) {
   EXPECT_EQ(error_of([&] { load_shaper_config(bad); }),
             bad.string() + ":3: bad rank 'one' (expected a non-negative integer)");
   const auto missing = dir / "murmur-shaper-does-not-exist.txt";
-  EXPECT_EQ(error_of([&] { load_shaper_config(missing); }), missing.string() + ": cannot read shaper file");
+  EXPECT_EQ(error_of([&] { load_shaper_config(missing); }), missing.string() + ": cannot read shaper file: No such file or directory");
   std::filesystem::remove(good);
   std::filesystem::remove(bad);
 }

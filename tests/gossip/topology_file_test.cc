@@ -4,9 +4,12 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "gossip/topology/errors.h"
 #include "gossip/topology/metrics.h"
 #include "gossip/topology/mixing.h"
+#include "gossip/topology/report.h"
 #include "gossip/topology/spectral.h"
 #include "gossip/topology/topo_file.h"
 
@@ -96,6 +99,26 @@ TEST(TopoFile, MissingFile) {
   EXPECT_THROW(read_topology_file("/nonexistent/x.topo"), TopologyError);
 }
 
+// Callers that handle any text format's error catch ParseError and get the
+// place apart from the reason.
+TEST(TopoFile, ErrorsAreParseErrorsWithPathAndLine) {
+  try {
+    parse("nodes 3\nundirected\n0 1\nfoo bar\n");
+    FAIL() << "parsed";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.path(), "t.topo");
+    EXPECT_EQ(e.line(), 4);
+    EXPECT_EQ(e.reason().rfind("cannot read 'foo bar'", 0), 0u) << e.reason();
+  }
+  try {
+    read_topology_file("/nonexistent/x.topo");
+    FAIL() << "read";
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.line(), 0);
+    EXPECT_STREQ(e.what(), "/nonexistent/x.topo: cannot open the topology file: No such file or directory");
+  }
+}
+
 TEST(TopoFile, ShippedFiles) {
   const std::string dir = MURMUR_SOURCE_DIR "/topologies/";
   const Graph ring8 = read_topology_file(dir + "ring-8.topo");
@@ -113,6 +136,25 @@ TEST(TopoFile, ShippedFiles) {
   const Graph directed = read_topology_file(dir + "exponential-8-directed.topo");
   EXPECT_TRUE(directed.directed());
   EXPECT_LT(column_stochastic_error(mixing_matrix(directed)), 1e-12);
+}
+
+
+// A topology read from a file is named after it, and a file name may hold
+// anything but '/' and NUL: murmur-topo --json must still print JSON that a
+// parser reads back to the same name (the hand-written escaper it replaced
+// dropped control characters).
+TEST(TopologyReportJson, AnyNameRoundTripsThroughAJsonParser) {
+  const std::string name = std::string("tab\there \"quoted\" back\\slash\nnew\x01\x1f ") +
+                           "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x94\x80";
+  TopologyReport report = analyse(StaticTopology(name, parse("nodes 3\nundirected\n0 1\n1 2 class=\"ib\n")), 0);
+  std::ostringstream out;
+  print_json(out, report);
+  const auto json = nlohmann::json::parse(out.str());
+  EXPECT_EQ(json.at("name").get<std::string>(), name) << out.str();
+  EXPECT_EQ(json.at("nodes"), 3);
+  EXPECT_EQ(json.at("neighbours").at(1).at("out").at(1).at("class"), "\"ib");
+  EXPECT_DOUBLE_EQ(json.at("spectral_gap").get<double>(), report.spectral_gap);
+  EXPECT_EQ(json.at("diameter"), 2);
 }
 
 }  // namespace

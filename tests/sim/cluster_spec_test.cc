@@ -18,9 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // examples/sim in the source tree, found from this file's path so that any
-// build directory works.
+// build directory works. ccache with base_dir compiles with relative paths, so
+// __FILE__ may be relative to the build directory (MURMUR_BIN_DIR).
 const fs::path kExamples =
-    fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "sim";
+    (fs::path(MURMUR_BIN_DIR) / __FILE__).parent_path().parent_path().parent_path() / "examples" / "sim";
 
 TEST(ClusterFile, ExampleLoads) {
   const ClusterSpec c = load_cluster_file((kExamples / "ib-32.cluster").string());

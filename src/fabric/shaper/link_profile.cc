@@ -4,9 +4,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <optional>
 #include <utility>
+
+#include <fmt/format.h>
+
+#include "common/text.h"
 
 namespace murmur::fabric::shaper {
 namespace {
@@ -44,12 +47,6 @@ const std::array<NamedProfile, 6> kNamed{{
     {"loopback", {}},
 }};
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -63,9 +60,9 @@ std::pair<double, std::string_view> split_number(std::string_view text) {
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || !std::isfinite(value)) {
-    throw ProfileError("expected a number followed by a unit, got '" + std::string(text) + "'");
+    throw ProfileError(fmt::format("expected a number followed by a unit, got '{}'", text));
   }
-  if (value < 0) throw ProfileError("negative value '" + std::string(text) + "'");
+  if (value < 0) throw ProfileError(fmt::format("negative value '{}'", text));
   return {value, trim(std::string_view(end, text.data() + text.size() - end))};
 }
 
@@ -86,8 +83,8 @@ double parse_rate(std::string_view text) {
     if (unit == name) return value * scale;
   }
   constexpr const char* kExpected = "(expected bit, kbit, mbit, gbit, tbit, or B, kB, MB, GB, TB for bytes per second)";
-  if (unit.empty()) throw ProfileError(std::string("missing unit ") + kExpected);
-  throw ProfileError("unknown unit '" + std::string(unit) + "' " + kExpected);
+  if (unit.empty()) throw ProfileError(fmt::format("missing unit {}", kExpected));
+  throw ProfileError(fmt::format("unknown unit '{}' {}", unit, kExpected));
 }
 
 std::optional<LinkProfile> named(std::string_view name) {
@@ -100,10 +97,10 @@ std::optional<LinkProfile> named(std::string_view name) {
 
 std::string format_duration(std::chrono::nanoseconds d) {
   const auto ns = d.count();
-  if (ns != 0 && ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
-  if (ns != 0 && ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
-  if (ns != 0 && ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
-  return std::to_string(ns) + "ns";
+  if (ns != 0 && ns % 1'000'000'000 == 0) return fmt::format("{}s", ns / 1'000'000'000);
+  if (ns != 0 && ns % 1'000'000 == 0) return fmt::format("{}ms", ns / 1'000'000);
+  if (ns != 0 && ns % 1'000 == 0) return fmt::format("{}us", ns / 1'000);
+  return fmt::format("{}ns", ns);
 }
 
 }  // namespace
@@ -119,15 +116,15 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
   else if (u == "min") scale = 60e9;
   else if (u.empty() && value == 0) scale = 1;
   else if (u.empty()) throw ProfileError("missing unit (expected ns, us, ms, s, min)");
-  else throw ProfileError("unknown unit '" + std::string(unit) + "' (expected ns, us, ms, s, min)");
+  else throw ProfileError(fmt::format("unknown unit '{}' (expected ns, us, ms, s, min)", unit));
   const double ns = value * scale;
   // ~292 years fits in int64 nanoseconds; anything near that is a typo.
-  if (ns > 1e17) throw ProfileError("duration '" + std::string(trim(text)) + "' is too large");
+  if (ns > 1e17) throw ProfileError(fmt::format("duration '{}' is too large", trim(text)));
   return std::chrono::nanoseconds(std::llround(ns));
 }
 
 LinkProfile parse_link_profile(std::string_view spec) {
-  const std::string context = "link profile '" + std::string(trim(spec)) + "': ";
+  const std::string context = fmt::format("link profile '{}': ", trim(spec));
   LinkProfile profile;
   bool seen_lat = false, seen_bw = false, seen_jitter = false;
   std::string_view rest = trim(spec);
@@ -135,18 +132,18 @@ LinkProfile parse_link_profile(std::string_view spec) {
   for (bool first = true; ; first = false) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
-    if (item.empty()) throw ProfileError(context + "empty item");
+    if (item.empty()) throw ProfileError(fmt::format("{}empty item", context));
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       auto base = named(item);
       if (!base) {
-        throw ProfileError(context + "unknown profile '" + std::string(item) +
-                           "' (expected 10gbe, 100gbe, ib-hdr100, wan, none, loopback, "
-                           "or items like lat=50us,bw=10gbit,jitter=5us)");
+        throw ProfileError(fmt::format("{}unknown profile '{}' (expected 10gbe, 100gbe, ib-hdr100, wan, none, "
+                                       "loopback, or items like lat=50us,bw=10gbit,jitter=5us)",
+                                       context, item));
       }
       if (!first) {
-        throw ProfileError(context + "a named profile ('" + std::string(item) +
-                           "') may only come first, before key=value items");
+        throw ProfileError(
+            fmt::format("{}a named profile ('{}') may only come first, before key=value items", context, item));
       }
       profile = *base;
     } else {
@@ -154,7 +151,7 @@ LinkProfile parse_link_profile(std::string_view spec) {
       const std::string_view value = item.substr(eq + 1);
       try {
         auto once = [&](bool& seen) {
-          if (seen) throw ProfileError("'" + key + "' given twice");
+          if (seen) throw ProfileError(fmt::format("'{}' given twice", key));
           seen = true;
         };
         if (key == "lat" || key == "latency") {
@@ -167,10 +164,10 @@ LinkProfile parse_link_profile(std::string_view spec) {
           once(seen_jitter);
           profile.jitter = parse_duration(value);
         } else {
-          throw ProfileError("unknown key '" + key + "' (expected lat, bw, jitter)");
+          throw ProfileError(fmt::format("unknown key '{}' (expected lat, bw, jitter)", key));
         }
       } catch (const ProfileError& e) {
-        throw ProfileError(context + std::string(item) + ": " + e.what());
+        throw ProfileError(fmt::format("{}{}: {}", context, item, e.what()));
       }
     }
     if (comma == std::string_view::npos) break;
@@ -180,14 +177,10 @@ LinkProfile parse_link_profile(std::string_view spec) {
 }
 
 std::string to_string(const LinkProfile& profile) {
-  std::string bw = "unlimited";
-  if (profile.bytes_per_second > 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6gmbit", profile.bytes_per_second * 8 / 1e6);
-    bw = buf;
-  }
-  return "lat=" + format_duration(profile.latency) + ",bw=" + bw +
-         ",jitter=" + format_duration(profile.jitter);
+  const std::string bw =
+      profile.bytes_per_second > 0 ? fmt::format("{:.6g}mbit", profile.bytes_per_second * 8 / 1e6) : "unlimited";
+  return fmt::format("lat={},bw={},jitter={}", format_duration(profile.latency), bw,
+                     format_duration(profile.jitter));
 }
 
 }  // namespace murmur::fabric::shaper

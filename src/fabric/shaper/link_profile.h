@@ -17,9 +17,10 @@
 #pragma once
 
 #include <chrono>
-#include <stdexcept>
 #include <string>
 #include <string_view>
+
+#include "common/line_reader.h"
 
 namespace murmur::fabric::shaper {
 
@@ -38,9 +39,13 @@ struct LinkProfile {
 
 // A malformed profile spec or shaper file: a fault of the user's input. The
 // message names the spec (and, for files, path:line) and says what is wrong.
-class ProfileError : public std::invalid_argument {
+class ProfileError : public ParseError {
  public:
-  using std::invalid_argument::invalid_argument;
+  // A fault that is not in a file (a generator's parameters, a flag): the
+  // message is `message` alone.
+  explicit ProfileError(const std::string& message) : ParseError("", 0, message) {}
+  // A fault at path:line (line 0: the file as a whole).
+  ProfileError(const std::string& path, int line, const std::string& reason) : ParseError(path, line, reason) {}
 };
 
 // Parses `spec` as described above. Throws ProfileError, e.g.

@@ -2,21 +2,18 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/line_reader.h"
 
 namespace murmur::fabric::shaper {
 namespace {
 
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+constexpr LineFormat kShaperFormat{.comment = '#', .raise = &raise_as<ProfileError>};
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
 // Whitespace-separated tokens of one line; the tail (a profile spec) may
 // contain spaces after commas, so it is taken whole with rest().
@@ -39,9 +36,8 @@ class Cursor {
 
 int parse_rank(std::string_view token) {
   int rank = -1;
-  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), rank);
-  if (token.empty() || ec != std::errc() || end != token.data() + token.size() || rank < 0) {
-    throw ProfileError("bad rank '" + std::string(token) + "' (expected a non-negative integer)");
+  if (!parse_number(token, rank) || rank < 0) {
+    throw ProfileError(fmt::format("bad rank '{}' (expected a non-negative integer)", token));
   }
   return rank;
 }
@@ -70,8 +66,8 @@ ShaperRule parse_edge_ranks(Cursor& cursor) {
     rule.b = parse_rank(second);
   }
   if (rule.a == rule.b) {
-    throw ProfileError("edge " + std::to_string(rule.a) + " " + std::to_string(rule.b) +
-                       " joins a rank to itself (sends to self are never shaped)");
+    throw ProfileError(
+        fmt::format("edge {} {} joins a rank to itself (sends to self are never shaped)", rule.a, rule.b));
   }
   return rule;
 }
@@ -86,10 +82,10 @@ ShaperRule parse_statement(Cursor& cursor) {
   } else if (directive == "at") {
     throw ProfileError("'at' must be followed by a time and a default or edge statement, not another 'at'");
   } else {
-    throw ProfileError("unknown directive '" + std::string(directive) + "' (expected default, edge or at)");
+    throw ProfileError(fmt::format("unknown directive '{}' (expected default, edge or at)", directive));
   }
   const std::string_view spec = cursor.rest();
-  if (spec.empty()) throw ProfileError("'" + std::string(directive) + "' needs a profile");
+  if (spec.empty()) throw ProfileError(fmt::format("'{}' needs a profile", directive));
   if (spec == "default") {
     if (rule.scope == ShaperRule::Scope::kDefault) {
       throw ProfileError("'default default' names no profile");
@@ -108,6 +104,44 @@ bool matches(const ShaperRule& rule, int src, int dst) {
     case ShaperRule::Scope::kDirectedEdge: return rule.a == src && rule.b == dst;
   }
   return false;
+}
+
+// One statement: "[at TIME] default|edge ...". Throws ProfileError with the reason only.
+void parse_line(std::string_view text, ShaperConfig& config) {
+  Cursor cursor(text);
+  if (cursor.peek() == "at") {
+    cursor.next();
+    const std::string_view when = cursor.next();
+    if (when.empty()) throw ProfileError("'at' needs a time, e.g. 'at 30s edge 0 3 wan'");
+    Clock::duration at;
+    try {
+      at = std::chrono::duration_cast<Clock::duration>(parse_duration(when));
+    } catch (const ProfileError& e) {
+      throw ProfileError(fmt::format("bad time '{}': {}", when, e.what()));
+    }
+    config.schedule.push_back({at, parse_statement(cursor)});
+  } else {
+    ShaperRule rule = parse_statement(cursor);
+    if (rule.scope == ShaperRule::Scope::kDefault) {
+      config.default_profile = rule.profile;
+    } else {
+      config.edges.push_back(rule);
+    }
+  }
+}
+
+ShaperConfig parse_shaper_lines(LineReader reader) {
+  ShaperConfig config;
+  for (Line line; reader.next(line);) {
+    try {
+      parse_line(line.text, config);
+    } catch (const ProfileError& e) {
+      reader.fail(line.number, e.what());
+    }
+  }
+  std::stable_sort(config.schedule.begin(), config.schedule.end(),
+                   [](const ScheduledRule& x, const ScheduledRule& y) { return x.at < y.at; });
+  return config;
 }
 
 }  // namespace
@@ -162,58 +196,17 @@ ShaperConfig shaper_config_from_flag(std::string_view value) {
   try {
     config.default_profile = parse_link_profile(value);
   } catch (const ProfileError& e) {
-    throw ProfileError(std::string("--profile: ") + e.what());
+    throw ProfileError(fmt::format("--profile: {}", e.what()));
   }
   return config;
 }
 
 ShaperConfig parse_shaper_config(std::string_view text, const std::string& origin) {
-  ShaperConfig config;
-  int line_number = 0;
-  for (std::size_t start = 0; start <= text.size();) {
-    ++line_number;
-    const std::size_t newline = text.find('\n', start);
-    const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    Cursor cursor(line);
-    if (cursor.rest().empty()) continue;
-    try {
-      if (cursor.peek() == "at") {
-        cursor.next();
-        const std::string_view when = cursor.next();
-        if (when.empty()) throw ProfileError("'at' needs a time, e.g. 'at 30s edge 0 3 wan'");
-        Clock::duration at;
-        try {
-          at = std::chrono::duration_cast<Clock::duration>(parse_duration(when));
-        } catch (const ProfileError& e) {
-          throw ProfileError("bad time '" + std::string(when) + "': " + e.what());
-        }
-        config.schedule.push_back({at, parse_statement(cursor)});
-      } else {
-        ShaperRule rule = parse_statement(cursor);
-        if (rule.scope == ShaperRule::Scope::kDefault) {
-          config.default_profile = rule.profile;
-        } else {
-          config.edges.push_back(rule);
-        }
-      }
-    } catch (const ProfileError& e) {
-      throw ProfileError(origin + ":" + std::to_string(line_number) + ": " + e.what());
-    }
-  }
-  std::stable_sort(config.schedule.begin(), config.schedule.end(),
-                   [](const ScheduledRule& x, const ScheduledRule& y) { return x.at < y.at; });
-  return config;
+  return parse_shaper_lines(LineReader(std::string(text), origin, kShaperFormat));
 }
 
 ShaperConfig load_shaper_config(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ProfileError(path.string() + ": cannot read shaper file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_shaper_config(text.str(), path.string());
+  return parse_shaper_lines(LineReader::from_file(path.string(), "cannot read shaper file", kShaperFormat));
 }
 
 }  // namespace murmur::fabric::shaper

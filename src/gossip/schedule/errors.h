@@ -5,13 +5,19 @@
 // MURMUR_CHECK failures, see common/check.h.
 #pragma once
 
-#include <stdexcept>
+#include <string>
+
+#include "common/line_reader.h"
 
 namespace murmur::gossip::schedule {
 
-class ScheduleError : public std::runtime_error {
+class ScheduleError : public ParseError {
  public:
-  using std::runtime_error::runtime_error;
+  // A fault that is not in a file (a generator's parameters, a flag): the
+  // message is `message` alone.
+  explicit ScheduleError(const std::string& message) : ParseError("", 0, message) {}
+  // A fault at path:line (line 0: the file as a whole).
+  ScheduleError(const std::string& path, int line, const std::string& reason) : ParseError(path, line, reason) {}
 };
 
 }  // namespace murmur::gossip::schedule

@@ -1,15 +1,14 @@
 #include "gossip/schedule/schedule_file.h"
 
-#include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/line_reader.h"
 
 namespace murmur::gossip::schedule {
 
@@ -124,11 +123,7 @@ const std::pair<const char*, const char*> kOrdered[] = {
 // Reports a fault at `where` (a line, or an item of the flag); never returns.
 using Fail = std::function<void(int where, const std::string& reason)>;
 
-std::string_view trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
+constexpr LineFormat kScheduleFormat{.comment = '#', .raise = &raise_as<ScheduleError>};
 
 const Knob* find_knob(std::string_view name) {
   for (const Knob& k : kKnobs)
@@ -137,9 +132,9 @@ const Knob* find_knob(std::string_view name) {
 }
 
 std::string known_keys() {
-  std::string all;
-  for (const Knob& k : kKnobs) all += (all.empty() ? "" : ", ") + std::string(k.name);
-  return all;
+  std::vector<std::string_view> names;
+  for (const Knob& k : kKnobs) names.push_back(k.name);
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 std::string text_of(double v) { return fmt::format("{}", v); }
@@ -160,9 +155,7 @@ class Assigner {
       fail(where, fmt::format("{} given twice (first at {})", key, it->second.second));
     if (value.empty()) fail(where, fmt::format("{}: missing value", key));
     double v = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(v))
-      fail(where, fmt::format("{} = '{}': not a number", key, value));
+    if (!parse_number(value, v)) fail(where, fmt::format("{} = '{}': not a number", key, value));
     if (knob->integer && v != std::floor(v)) fail(where, fmt::format("{} = {}: must be an integer", key, value));
     if (!knob->in_range(v)) fail(where, fmt::format("{} = {}: out of range, must be in {}", key, value, knob->range));
     knob->set(config_, v);
@@ -186,7 +179,7 @@ class Assigner {
 
  private:
   Fail fail_;
-  std::function<std::string(int)> where_name_ = [](int w) { return std::to_string(w); };
+  std::function<std::string(int)> where_name_ = [](int w) { return fmt::format("{}", w); };
   ScheduleConfig config_;
   std::map<std::string, std::pair<int, std::string>> given_;  // key -> (where, how to name it)
 };
@@ -204,30 +197,30 @@ const std::vector<ScheduleSetting>& schedule_settings() {
   return settings;
 }
 
-ScheduleConfig parse_schedule(std::istream& in, const std::string& path) {
-  Assigner a([&](int line, const std::string& reason) {
-    throw ScheduleError(fmt::format("{}:{}: {}", path, line, reason));
-  });
-  a.set_where_name([](int line) { return "line " + std::to_string(line); });
-  int line = 0;
-  for (std::string raw; std::getline(in, raw);) {
-    ++line;
-    const std::string_view text = trim(std::string_view(raw).substr(0, raw.find('#')));
-    if (text.empty()) continue;
-    const auto eq = text.find('=');
-    if (eq == std::string_view::npos || trim(text.substr(0, eq)).empty())
-      throw ScheduleError(fmt::format("{}:{}: cannot read '{}'; expected 'key = value'", path, line, text));
-    a.assign(trim(text.substr(0, eq)), trim(text.substr(eq + 1)), line);
+namespace {
+ScheduleConfig parse_lines(LineReader& reader) {
+  Assigner a([&](int line, const std::string& reason) { reader.fail(line, reason); });
+  a.set_where_name([](int line) { return fmt::format("line {}", line); });
+  for (Line line; reader.next(line);) {
+    const auto eq = line.text.find('=');
+    if (eq == std::string_view::npos || trim(line.text.substr(0, eq)).empty())
+      reader.fail(line.number, fmt::format("cannot read '{}'; expected 'key = value'", line.text));
+    a.assign(trim(line.text.substr(0, eq)), trim(line.text.substr(eq + 1)), line.number);
   }
   ScheduleConfig c = a.finish();
-  c.source = "@" + path;
+  c.source = fmt::format("@{}", reader.path());
   return c;
+}
+}  // namespace
+
+ScheduleConfig parse_schedule(std::istream& in, const std::string& path) {
+  LineReader reader = LineReader::from_stream(in, path, kScheduleFormat);
+  return parse_lines(reader);
 }
 
 ScheduleConfig read_schedule_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ScheduleError(fmt::format("{}: cannot open schedule file: {}", path, std::strerror(errno)));
-  return parse_schedule(in, path);
+  LineReader reader = LineReader::from_file(path, "cannot open schedule file", kScheduleFormat);
+  return parse_lines(reader);
 }
 
 ScheduleConfig parse_schedule_flag(const std::string& spec) {
@@ -261,7 +254,7 @@ ScheduleConfig parse_schedule_flag(const std::string& spec) {
   }
   // The reasons name the key and value already.
   Assigner a([&](int, const std::string& reason) { refuse(reason); });
-  a.set_where_name([&](int item) { return "'" + std::string(items.at(item)) + "'"; });
+  a.set_where_name([&](int item) { return fmt::format("'{}'", items.at(item)); });
   for (std::size_t i = 0; i < items.size(); ++i) {
     const int where = static_cast<int>(i);
     const auto eq = items[i].find('=');

@@ -7,13 +7,19 @@
 // "path:line: ".
 #pragma once
 
-#include <stdexcept>
+#include <string>
+
+#include "common/line_reader.h"
 
 namespace murmur::gossip {
 
-class TopologyError : public std::runtime_error {
+class TopologyError : public ParseError {
  public:
-  using std::runtime_error::runtime_error;
+  // A fault that is not in a file (a generator's parameters, a flag): the
+  // message is `message` alone.
+  explicit TopologyError(const std::string& message) : ParseError("", 0, message) {}
+  // A fault at path:line (line 0: the file as a whole).
+  TopologyError(const std::string& path, int line, const std::string& reason) : ParseError(path, line, reason) {}
 };
 
 }  // namespace murmur::gossip

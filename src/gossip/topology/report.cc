@@ -1,31 +1,27 @@
 #include "gossip/topology/report.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "gossip/topology/spectral.h"
 
 namespace murmur::gossip {
 
 namespace {
-std::string num(double v, int digits = 6) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
+std::string num(double v, int digits = 6) { return fmt::format("{:.{}g}", v, digits); }
 
 // The weight node `from` gives to node `to`'s copy (W(to, from)).
 double sent(const TopologyReport& r, int from, int to) { return r.weights(to, from); }
 
-std::string json_string(const std::string& s) {
+// A DOT quoted ID: '"' and '\\' escaped; a line break would end the ID, so
+// control characters become spaces. (JSON goes through nlohmann::json.)
+std::string dot_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-      continue;
-    }
-    out += c;
+    out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
   }
   return out + "\"";
 }
@@ -83,9 +79,8 @@ void print_text(std::ostream& out, const TopologyReport& r) {
     out << "degree: min " << r.degree.min_out << ", max " << r.degree.max_out << "\n";
   }
   out << "diameter: "
-      << (r.diameter ? std::to_string(*r.diameter)
-                     : std::string(g.directed() ? "infinite (not strongly connected)"
-                                                : "infinite (not connected)"))
+      << (r.diameter ? fmt::format("{}", *r.diameter)
+                     : std::string(g.directed() ? "infinite (not strongly connected)" : "infinite (not connected)"))
       << "\n";
   out << "spectral gap: " << num(r.spectral_gap, 12) << " (|lambda_2| = " << num(r.lambda2, 12)
       << ")\n";
@@ -95,39 +90,46 @@ void print_text(std::ostream& out, const TopologyReport& r) {
 }
 
 void print_json(std::ostream& out, const TopologyReport& r) {
+  // ordered_json keeps the keys in the order written here; numbers are
+  // printed so that they read back as the same doubles.
+  using Json = nlohmann::ordered_json;
   const Graph& g = r.graph;
-  out << "{\"name\": " << json_string(r.name) << ", \"nodes\": " << g.size()
-      << ", \"directed\": " << (g.directed() ? "true" : "false")
-      << ", \"time_varying\": " << (r.time_varying ? "true" : "false")
-      << ", \"round\": " << r.round << ", \"period\": " << r.period
-      << ", \"edges\": " << g.edge_count() << ", \"weights\": " << json_string(to_string(r.scheme))
-      << ",\n \"neighbours\": [";
+  Json neighbours = Json::array();
   for (int i = 0; i < g.size(); ++i) {
-    out << (i ? ",\n   " : "\n   ") << "{\"node\": " << i
-        << ", \"self\": " << num(r.weights(i, i), 17) << ", \"out\": [";
-    bool first = true;
+    Json links = Json::array();
     for (const Link& l : g.out(i)) {
-      out << (first ? "" : ", ") << "{\"peer\": " << l.peer
-          << ", \"weight\": " << num(sent(r, i, l.peer), 17);
-      if (!l.label.empty()) out << ", \"class\": " << json_string(l.label);
-      out << "}";
-      first = false;
+      Json link = {{"peer", l.peer}, {"weight", sent(r, i, l.peer)}};
+      if (!l.label.empty()) link["class"] = l.label;
+      links.push_back(std::move(link));
     }
-    out << "]}";
+    neighbours.push_back({{"node", i}, {"self", r.weights(i, i)}, {"out", std::move(links)}});
   }
-  out << "],\n \"degree\": {\"min_out\": " << r.degree.min_out
-      << ", \"max_out\": " << r.degree.max_out << ", \"min_in\": " << r.degree.min_in
-      << ", \"max_in\": " << r.degree.max_in << "}, \"diameter\": "
-      << (r.diameter ? std::to_string(*r.diameter) : "null")
-      << ", \"lambda2\": " << num(r.lambda2, 17) << ", \"spectral_gap\": " << num(r.spectral_gap, 17);
-  if (r.period_spectral_gap) out << ", \"period_spectral_gap\": " << num(*r.period_spectral_gap, 17);
-  out << "}\n";
+  Json report = {{"name", r.name},
+                 {"nodes", g.size()},
+                 {"directed", g.directed()},
+                 {"time_varying", r.time_varying},
+                 {"round", r.round},
+                 {"period", r.period},
+                 {"edges", g.edge_count()},
+                 {"weights", to_string(r.scheme)},
+                 {"neighbours", std::move(neighbours)},
+                 {"degree",
+                  {{"min_out", r.degree.min_out},
+                   {"max_out", r.degree.max_out},
+                   {"min_in", r.degree.min_in},
+                   {"max_in", r.degree.max_in}}},
+                 {"diameter", r.diameter ? Json(*r.diameter) : Json(nullptr)},
+                 {"lambda2", r.lambda2},
+                 {"spectral_gap", r.spectral_gap}};
+  if (r.period_spectral_gap) report["period_spectral_gap"] = *r.period_spectral_gap;
+  // Invalid UTF-8 in a name (a file name is bytes) is replaced, not thrown.
+  out << report.dump(1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 
 void print_dot(std::ostream& out, const TopologyReport& r) {
   const Graph& g = r.graph;
   const char* arrow = g.directed() ? " -> " : " -- ";
-  out << (g.directed() ? "digraph" : "graph") << " " << json_string(r.name) << " {\n";
+  out << (g.directed() ? "digraph" : "graph") << " " << dot_string(r.name) << " {\n";
   out << "  // " << to_string(r.scheme) << " weights; spectral gap " << num(r.spectral_gap, 12)
       << "\n";
   for (int i = 0; i < g.size(); ++i) {
@@ -137,7 +139,7 @@ void print_dot(std::ostream& out, const TopologyReport& r) {
     for (const Link& l : g.out(i)) {
       if (!g.directed() && l.peer < i) continue;
       out << "  " << i << arrow << l.peer << " [label=\"" << num(sent(r, i, l.peer), 4);
-      if (!l.label.empty()) out << " " << l.label << "\", class=" << json_string(l.label);
+      if (!l.label.empty()) out << " " << l.label << "\", class=" << dot_string(l.label);
       else out << "\"";
       out << "];\n";
     }

@@ -1,43 +1,23 @@
 #include "peer/launcher/hostfile.h"
 
-#include <cerrno>
-#include <charconv>
-#include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/line_reader.h"
 
 namespace murmur::launcher {
 
 namespace {
 
 constexpr int kMaxSlots = 65536;
-
-std::string describe(const std::string& source, int line, const std::string& reason, const std::string& text) {
-  if (line <= 0) return source + ": " + reason;
-  return source + ":" + std::to_string(line) + ": " + reason + ": '" + text + "'";
-}
-
-std::string trim(const std::string& s) {
-  const char* space = " \t\r\n\f\v";
-  auto first = s.find_first_not_of(space);
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(space) - first + 1);
-}
-
-std::vector<std::string> split_words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
+constexpr LineFormat kHostfileFormat{.comment = '#', .raise = &raise_as<HostfileError>};
 
 // Returns the reason the count is bad, or nullopt (and sets `out`).
 std::optional<std::string> parse_count(const std::string& text, int& out) {
   int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 || value > kMaxSlots) {
-    return "bad slots count '" + text + "' (expected a whole number from 1 to " + std::to_string(kMaxSlots) + ")";
+  if (!parse_number(text, value) || value < 1 || value > kMaxSlots) {
+    return fmt::format("bad slots count '{}' (expected a whole number from 1 to {})", text, kMaxSlots);
   }
   out = value;
   return std::nullopt;
@@ -49,7 +29,7 @@ std::optional<std::string> check_host(const std::string& host) {
   for (char c : host) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
               c == '-' || c == '_' || c == '@';
-    if (!ok) return "bad host name '" + host + "'";
+    if (!ok) return fmt::format("bad host name '{}'", host);
   }
   return std::nullopt;
 }
@@ -63,10 +43,9 @@ std::optional<std::string> parse_host_word(const std::string& word, HostSlots& o
   return parse_count(word.substr(colon + 1), out.slots);
 }
 
-// One hostfile line without its comment, trimmed and non-empty.
-std::optional<std::string> parse_line(const std::string& content, HostSlots& out) {
-  auto words = split_words(content);
-  if (words[0].find('=') != std::string::npos) return "missing host name before '" + words[0] + "'";
+// The words of one hostfile line without its comment (at least one).
+std::optional<std::string> parse_line(const std::vector<std::string>& words, HostSlots& out) {
+  if (words[0].find('=') != std::string::npos) return fmt::format("missing host name before '{}'", words[0]);
   if (auto bad = parse_host_word(words[0], out)) return bad;
   bool horovod = words[0].find(':') != std::string::npos;
   bool have_slots = false;
@@ -74,8 +53,8 @@ std::optional<std::string> parse_line(const std::string& content, HostSlots& out
     const auto& w = words[i];
     auto eq = w.find('=');
     if (horovod || eq == std::string::npos) {
-      return "unexpected '" + w + "' after the host (expected slots=N" +
-             std::string(horovod ? " or host:N, not both" : "") + ")";
+      return fmt::format("unexpected '{}' after the host (expected slots=N{})", w,
+                         horovod ? " or host:N, not both" : "");
     }
     auto key = w.substr(0, eq), value = w.substr(eq + 1);
     if (key == "slots") {
@@ -84,41 +63,46 @@ std::optional<std::string> parse_line(const std::string& content, HostSlots& out
       if (auto bad = parse_count(value, out.slots)) return bad;
     } else if (key == "max_slots" || key == "max-slots") {
       int ignored = 0;  // Open MPI's oversubscription cap: murmur-run never oversubscribes
-      if (auto bad = parse_count(value, ignored)) return "bad max_slots: " + *bad;
+      if (auto bad = parse_count(value, ignored)) return fmt::format("bad max_slots: {}", *bad);
     } else {
-      return "unknown key '" + key + "' (expected slots or max_slots)";
+      return fmt::format("unknown key '{}' (expected slots or max_slots)", key);
     }
   }
   return std::nullopt;
+}
+
+std::vector<HostSlots> parse_lines(LineReader& reader) {
+  std::vector<HostSlots> hosts;
+  for (Line line; reader.next(line);) {
+    HostSlots entry;
+    entry.line = line.number;
+    if (auto bad = parse_line(line.words(), entry)) {
+      throw HostfileError(reader.path(), line.number, *bad, std::string(trim(line.raw)));
+    }
+    hosts.push_back(entry);
+  }
+  return hosts;
+}
+
+std::string describe(int line, const std::string& reason, const std::string& text) {
+  return line > 0 ? fmt::format("{}: '{}'", reason, text) : reason;
 }
 
 }  // namespace
 
 HostfileError::HostfileError(const std::string& source, int line, const std::string& reason,
                              const std::string& text)
-    : std::runtime_error(describe(source, line, reason, text)), line_(line) {}
+    : ParseError(source, line, describe(line, reason, text)) {}
 
 std::vector<HostSlots> parse_hostfile(std::istream& in, const std::string& source) {
-  std::vector<HostSlots> hosts;
-  int number = 0;
-  for (std::string raw; std::getline(in, raw);) {
-    ++number;
-    auto content = trim(raw.substr(0, raw.find('#')));
-    if (content.empty()) continue;
-    HostSlots entry;
-    entry.line = number;
-    if (auto bad = parse_line(content, entry)) throw HostfileError(source, number, *bad, trim(raw));
-    hosts.push_back(entry);
-  }
-  if (in.bad()) throw HostfileError(source, 0, "read error", "");
-  return hosts;
+  LineReader reader = LineReader::from_stream(in, source, kHostfileFormat);
+  return parse_lines(reader);
 }
 
 std::vector<HostSlots> read_hostfile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw HostfileError(path, 0, std::string("cannot read hostfile: ") + std::strerror(errno), "");
-  auto hosts = parse_hostfile(in, path);
-  if (hosts.empty()) throw HostfileError(path, 0, "hostfile names no hosts", "");
+  LineReader reader = LineReader::from_file(path, "cannot read hostfile", kHostfileFormat);
+  auto hosts = parse_lines(reader);
+  if (hosts.empty()) throw HostfileError(path, 0, "hostfile names no hosts");
   return hosts;
 }
 
@@ -130,7 +114,7 @@ std::vector<HostSlots> parse_host_list(const std::string& list) {
     auto comma = list.find(',', start);
     auto raw = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     ++item;
-    auto word = trim(raw);
+    const std::string word(trim(raw));
     HostSlots entry;
     entry.line = item;
     std::optional<std::string> bad;

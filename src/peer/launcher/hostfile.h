@@ -11,9 +11,10 @@
 #pragma once
 
 #include <istream>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/line_reader.h"
 
 namespace murmur::launcher {
 
@@ -24,14 +25,11 @@ struct HostSlots {
 };
 
 // Message: "<source>:<line>: <reason>: '<the line as written>'", e.g.
-// "hosts.txt:3: bad slots count 'x' (expected a whole number from 1 to 65536): 'nodeA slots=x'".
-class HostfileError : public std::runtime_error {
+// "hosts.txt:3: bad slots count 'x' (expected a whole number from 1 to 65536): 'nodeA slots=x'";
+// at line 0 (the file as a whole) "<source>: <reason>". line() is ParseError's.
+class HostfileError : public ParseError {
  public:
-  HostfileError(const std::string& source, int line, const std::string& reason, const std::string& text);
-  int line() const { return line_; }
-
- private:
-  int line_;
+  HostfileError(const std::string& source, int line, const std::string& reason, const std::string& text = "");
 };
 
 // Parses hostfile text; `source` names it in errors (normally its path).

@@ -1,11 +1,12 @@
 #include "peer/model/lr_schedule.h"
 
-#include <charconv>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "common/text.h"
 
 namespace murmur::model {
 namespace {
@@ -19,12 +20,6 @@ struct StepDecay {
 
 [[noreturn]] void bad_decay(const std::string& decay, const std::string& why) {
   throw std::invalid_argument("learning-rate decay '" + decay + "': " + why + "; " + kAccepted);
-}
-
-template <typename T>
-bool parse_number(const std::string& s, T& out) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
 }
 
 StepDecay parse_step(const std::string& decay) {
