@@ -1,11 +1,10 @@
 #include "fabric/group.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/client.h"
@@ -47,12 +46,6 @@ namespace {
 constexpr char kAddressFollows = 'A';
 constexpr char kOpenFailed = 'E';
 }  // namespace
-
-std::string local_host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
-}
 
 std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   std::unique_ptr<Group> group(new Group());

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "fabric/libfabric/transport.h"
+#include "common/host.h"
 
 namespace murmur::testing {
 
@@ -36,7 +36,7 @@ LocalJob::~LocalJob() {
   std::vector<pid_t> pids;
   for (const auto& p : peers_) pids.push_back(p.pid());
   peers_.clear();  // kills and reaps any peer still running
-  for (pid_t pid : pids) fabric::libfabric::remove_shm_regions_of(pid);
+  for (pid_t pid : pids) remove_shm_regions_of(pid);
   server_.reset();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);

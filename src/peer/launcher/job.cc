@@ -17,10 +17,9 @@
 
 #include <fmt/format.h>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "common/subprocess.h"
-#include "fabric/group.h"
-#include "fabric/libfabric/transport.h"
 #include "fabric/rendezvous/server.h"
 #include "peer/launcher/console.h"
 #include "peer/launcher/job_plan.h"
@@ -121,7 +120,7 @@ void Job::start_rendezvous() {
   server_options.token = token_;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
   std::string host = all_local ? "127.0.0.1"
-                               : (options_.rendezvous_host.empty() ? fabric::local_host_name() : options_.rendezvous_host);
+                               : (options_.rendezvous_host.empty() ? local_host_name() : options_.rendezvous_host);
   rendezvous_address_ = host + ":" + std::to_string(server_->port());
 }
 
@@ -182,7 +181,7 @@ void Job::reap() {
     auto status = p.process->try_wait();
     if (!status) continue;
     // A killed shm user cannot unlink its region itself.
-    if (p.place.local) fabric::libfabric::remove_shm_regions_of(p.process->pid());
+    if (p.place.local) remove_shm_regions_of(p.process->pid());
     bool ok = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
     // Once the launcher is stopping the job, exits are its own doing.
     if (!ok && stop_ == Stop::kNone) {
