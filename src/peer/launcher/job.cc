@@ -24,7 +24,7 @@
 #include "peer/launcher/console.h"
 #include "peer/launcher/job_plan.h"
 #include "peer/launcher/line_buffer.h"
-#include "peer/launcher/peer_events.h"
+#include "peer/events/peer_events.h"
 #include "peer/launcher/report.h"
 #include "peer/launcher/signal_fd.h"
 
@@ -223,7 +223,7 @@ void Job::stop(Stop why, int signo) {
 
 void Job::handle_line(Peer& peer, const Stream& stream, const std::string& line) {
   const int rank = peer.place.rank;
-  if (!is_event_line(line)) {
+  if (!events::is_event_line(line)) {
     console_.peer_line(rank, stream.from_stderr, line);
     if (stream.from_stderr) {
       auto text = line;
@@ -233,16 +233,16 @@ void Job::handle_line(Peer& peer, const Stream& stream, const std::string& line)
     return;
   }
   try {
-    auto event = parse_event(line);
+    auto event = events::parse_event(line);
     const auto kind = event["event"].get<std::string>();
     if (kind == "progress") {
-      console_.progress(rank, progress_from_json(event));
+      console_.progress(rank, events::progress_from_json(event));
     } else if (kind == "result") {
-      result_from_json(event);  // checks the keys the table and summary read
+      events::result_from_json(event);  // checks the keys the table and summary read
       peer.result = std::move(event);
     }
     // Other kinds are for newer launchers: ignored.
-  } catch (const EventError& e) {
+  } catch (const events::EventError& e) {
     console_.note(fmt::format("rank {}: ignored a malformed event line ({})", rank, e.what()));
   }
 }

@@ -14,7 +14,7 @@
 #include "peer/data/batcher.h"
 #include "peer/data/fashion_mnist.h"
 #include "peer/data/partition.h"
-#include "peer/launcher/peer_events.h"
+#include "peer/events/peer_events.h"
 #include "peer/model/lr_schedule.h"
 #include "peer/model/model.h"
 #include "peer/model/optimizer.h"
@@ -226,7 +226,7 @@ TrainSummary train(const TrainOptions& o) {
                     {"communication_wait_seconds", stats.wait_seconds}, {"period", stats.period},
                     {"ratio", stats.ratio}});
         if (o.events) {
-          launcher::emit_event(launcher::to_json(launcher::ProgressEvent{
+          events::emit_event(events::to_json(events::ProgressEvent{
               rank, epoch + 1, o.epochs, s + 1, steps_per_epoch, loss_sum / seen,
               static_cast<double>(correct) / seen, stats.bytes_sent}));
         }
@@ -281,7 +281,7 @@ TrainSummary train(const TrainOptions& o) {
   summary.peak_rss_bytes = peak_rss_bytes();
   const std::uint64_t dataset_bytes = data.train.pixels.size() + data.train.labels.size() +
                                       data.test.pixels.size() + data.test.labels.size();
-  nlohmann::json result = launcher::to_json(launcher::ResultEvent{
+  nlohmann::json result = events::to_json(events::ResultEvent{
       rank, summary.test_accuracy, summary.average_model_test_accuracy, summary.bytes_sent, summary.bytes_received,
       summary.wall_seconds});
   result["host"] = peer.host(rank);
@@ -302,7 +302,7 @@ TrainSummary train(const TrainOptions& o) {
   record["event"] = "summary";
   record["links"] = links_json(stats);
   metrics.write(record);
-  if (o.events) launcher::emit_event(result);
+  if (o.events) events::emit_event(result);
   return summary;
 }
 
