@@ -24,6 +24,7 @@
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
 #include "fabric/rendezvous/wire.h"
+#include "tests/support/wait.h"
 
 namespace murmur::fabric::rendezvous {
 namespace {
@@ -158,9 +159,7 @@ class RawSocket {
 
 // rejected_count() moves on the server's thread; give it a moment.
 bool rejected_reaches(const Server& server, std::size_t n) {
-  const auto deadline = Clock::now() + 2s;
-  while (server.rejected_count() < n && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
-  return server.rejected_count() >= n;
+  return murmur::testing::wait_for([&] { return server.rejected_count() >= n; }, 2s);
 }
 
 std::string message_of(const std::function<void()>& f) {
@@ -225,14 +224,12 @@ TEST(Rendezvous, TheNextJobStartsWithAnEmptyStore) {
     Client a(client_options(server, 0, 2));
     Client b(client_options(server, 1, 2));
     a.set("addr/0", "first job");
-    const auto deadline = Clock::now() + 2s;
-    while (server.member_count() != 2 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+    murmur::testing::wait_for([&] { return server.member_count() == 2; }, 2s);
     EXPECT_EQ(server.member_count(), 2u);
     a.leave();
     b.leave();
   }
-  const auto deadline = Clock::now() + 2s;
-  while (server.member_count() != 0 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  murmur::testing::wait_for([&] { return server.member_count() == 0; }, 2s);
   EXPECT_EQ(server.member_count(), 0u);
   Client c(client_options(server, 0, 3));
   EXPECT_FALSE(c.get("addr/0").has_value());
