@@ -58,8 +58,7 @@ void LocalJob::kill(int rank, int signo) { peers_.at(rank).signal(signo); }
 std::string LocalJob::output(int rank) const { return read_file(dir_ + "/rank" + std::to_string(rank) + ".out"); }
 
 bool LocalJob::wait_for_output(int rank, const std::string& text, std::chrono::seconds timeout) const {
-  return wait_for([&] { return output(rank).find(text) != std::string::npos; }, timeout,
-                  std::chrono::milliseconds(20));
+  return wait_for([&] { return output(rank).find(text) != std::string::npos; }, timeout, std::chrono::milliseconds(20));
 }
 
 std::string LocalJob::describe(int rank, const std::optional<int>& status) const {
