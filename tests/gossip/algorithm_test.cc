@@ -62,17 +62,6 @@ std::vector<ConsensusResult> run_all(Cluster& c, const ConsensusSpec& spec) {
   return out;
 }
 
-TEST(Tag, PhasesRoundsAndChannelsNeverCollide) {
-  using gossip::make_tag;
-  using gossip::Phase;
-  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(1, Phase::kChoco, 5));
-  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(2, Phase::kDpsgd, 5));
-  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(1, Phase::kDpsgd, 6));
-  EXPECT_EQ(make_tag(1, Phase::kDpsgd, 0) >> 56, 1u);
-  // Round wraps at 2^48 without touching the phase.
-  EXPECT_EQ(make_tag(1, Phase::kDpsgd, std::uint64_t{1} << 48), make_tag(1, Phase::kDpsgd, 0));
-}
-
 TEST(Factory, RejectsWhatDoesNotFit) {
   auto c = make_cluster(2);
   AlgorithmOptions o;
