@@ -17,10 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// examples/sim in the source tree, found from this file's path so that any
-// build directory works.
-const fs::path kExamples =
-    fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "sim";
+// examples/sim in the source tree (MURMUR_SOURCE_DIR, not __FILE__, which is
+// relative when ccache compiles with relative paths), from any build directory.
+const fs::path kExamples = fs::path(MURMUR_SOURCE_DIR) / "examples" / "sim";
 
 TEST(ClusterFile, ExampleLoads) {
   const ClusterSpec c = load_cluster_file((kExamples / "ib-32.cluster").string());
