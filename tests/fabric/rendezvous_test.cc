@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -40,10 +41,10 @@ ServerOptions server_options(std::chrono::milliseconds heartbeat_timeout = 2000m
   return o;
 }
 
-ClientOptions client_options(const Server& server, int rank, int size,
+ClientOptions client_options(std::uint16_t server_port, int rank, int size,
                              std::chrono::milliseconds heartbeat_interval = 100ms) {
   ClientOptions o;
-  o.server_port = server.port();
+  o.server_port = server_port;
   o.token = "secret";
   o.rank = rank;
   o.size = size;
@@ -51,6 +52,11 @@ ClientOptions client_options(const Server& server, int rank, int size,
   o.heartbeat_interval = heartbeat_interval;
   o.connect_timeout = 5000ms;
   return o;
+}
+
+ClientOptions client_options(const Server& server, int rank, int size,
+                             std::chrono::milliseconds heartbeat_interval = 100ms) {
+  return client_options(server.port(), rank, size, heartbeat_interval);
 }
 
 // Collects MemberLost callbacks and lets the test wait for one.
@@ -446,23 +452,36 @@ TEST(Rendezvous, KilledMemberIsReportedAndFailsPendingBarrier) {
 }
 
 TEST(Rendezvous, KilledChildProcessIsReported) {
-  Server server(server_options(1000ms));
-  LostLog lost;
-  Client survivor(client_options(server, 0, 2));
-  survivor.on_member_lost(lost.callback());
-  const auto options = client_options(server, 1, 2);
-  // The child only joins and dies; no leave, no destructor.
+  // The child is forked before this process starts any thread (the server's,
+  // the client's): forked while another thread holds a lock (a logger's, say),
+  // a child can deadlock before it joins. (Forked after them, it once never
+  // set its key within 5 s in a parallel ctest run.) It learns the server's
+  // port through a pipe.
+  int port_pipe[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    ::close(port_pipe[1]);
+    std::uint16_t port = 0;
+    if (::read(port_pipe[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
+    // The child only joins and dies; no leave, no destructor.
     try {
-      auto* c = new Client(options);  // never destroyed: no leave()
+      auto* c = new Client(client_options(port, 1, 2));  // never destroyed: no leave()
       c->set("child/up", "1");
     } catch (...) {
       ::_exit(3);
     }
     ::_exit(0);
   }
+  ::close(port_pipe[0]);
+  Server server(server_options(1000ms));
+  LostLog lost;
+  Client survivor(client_options(server, 0, 2));
+  survivor.on_member_lost(lost.callback());
+  const std::uint16_t port = server.port();
+  ASSERT_EQ(::write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(port_pipe[1]);
   const auto up = survivor.wait("child/up", 5000ms);
   EXPECT_EQ(up, "1");
   const auto event = lost.wait_for(1, 2000ms);
