@@ -17,10 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "fabric/group.h"
-#include "fabric/libfabric/transport.h"
 #include "fabric/rendezvous/server.h"
 
 namespace {
@@ -136,7 +136,7 @@ int run_launcher(const Settings& s, const char* self) {
     total_seconds = std::max(total_seconds, seconds);
   }
   std::filesystem::remove_all(dir);
-  for (auto& p : peers) murmur::fabric::libfabric::remove_shm_regions_of(p.pid());
+  for (auto& p : peers) murmur::remove_shm_regions_of(p.pid());
   if (failures > 0) return 1;
   std::printf("total: %.1f MiB moved by %d peers in %.3f s (%.1f MiB/s aggregate)\n", total_sent / 1048576.0, s.np,
               total_seconds, total_sent / 1048576.0 / total_seconds);

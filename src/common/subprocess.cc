@@ -32,84 +32,131 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// This process's environment, with each "NAME=value" of `extra` replacing
+// any NAME already there.
+std::vector<std::string> child_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  for (const auto& assignment : extra) {
+    auto name = assignment.substr(0, assignment.find('=') + 1);
+    std::erase_if(env, [&](const std::string& s) { return s.rfind(name, 0) == 0; });
+    env.push_back(assignment);
+  }
+  return env;
+}
+
+// Null-terminated pointers into `strings`, as posix_spawn takes argv and
+// envp; valid while `strings` lives unchanged.
+std::vector<char*> c_pointers(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (const auto& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// The stdout and stderr pipes of capture_output: both open, or neither.
+struct OutputPipes {
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+
+  void open() {
+    make_pipe(out);
+    try {
+      make_pipe(err);
+    } catch (...) {
+      close_fd(out[0]);
+      close_fd(out[1]);
+      throw;
+    }
+  }
+};
+
+// Owns a posix_spawn_file_actions_t: where the child's stdin, stdout and
+// stderr go.
+class FileActions final {
+ public:
+  FileActions(const Subprocess::Options& options, const OutputPipes& pipes) {
+    posix_spawn_file_actions_init(&actions_);
+    if (!options.stdin_path.empty()) {
+      posix_spawn_file_actions_addopen(&actions_, STDIN_FILENO, options.stdin_path.c_str(), O_RDONLY, 0);
+    }
+    if (options.capture_output) {
+      posix_spawn_file_actions_adddup2(&actions_, pipes.out[1], STDOUT_FILENO);
+      posix_spawn_file_actions_adddup2(&actions_, pipes.err[1], STDERR_FILENO);
+      return;
+    }
+    if (!options.stdout_path.empty()) {
+      posix_spawn_file_actions_addopen(&actions_, STDOUT_FILENO, options.stdout_path.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
+    if (options.stderr_path == "=stdout") {
+      posix_spawn_file_actions_adddup2(&actions_, STDOUT_FILENO, STDERR_FILENO);
+    } else if (!options.stderr_path.empty()) {
+      posix_spawn_file_actions_addopen(&actions_, STDERR_FILENO, options.stderr_path.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
+  }
+  ~FileActions() { posix_spawn_file_actions_destroy(&actions_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  const posix_spawn_file_actions_t* get() const { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+};
+
+// Owns a posix_spawnattr_t: an empty signal mask and default actions for the
+// signals a launcher blocks or ignores (see subprocess.h), and the child's
+// own process group when asked.
+class SpawnAttributes final {
+ public:
+  explicit SpawnAttributes(bool own_process_group) {
+    posix_spawnattr_init(&attr_);
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
+    posix_spawnattr_setsigmask(&attr_, &empty);
+    posix_spawnattr_setsigdefault(&attr_, &defaults);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (own_process_group) {
+      flags |= POSIX_SPAWN_SETPGROUP;
+      posix_spawnattr_setpgroup(&attr_, 0);
+    }
+    posix_spawnattr_setflags(&attr_, flags);
+  }
+  ~SpawnAttributes() { posix_spawnattr_destroy(&attr_); }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+  const posix_spawnattr_t* get() const { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_;
+};
+
 }  // namespace
 
 Subprocess::Subprocess(const Options& options) : own_group_(options.own_process_group) {
   if (options.argv.empty()) throw std::invalid_argument("Subprocess: empty argv");
-  std::vector<char*> argv;
-  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  const std::vector<char*> argv = c_pointers(options.argv);
+  const std::vector<std::string> env = child_environment(options.extra_env);
+  const std::vector<char*> envp = c_pointers(env);
 
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (const auto& extra : options.extra_env) {
-    auto name = extra.substr(0, extra.find('=') + 1);
-    std::erase_if(env_strings, [&](const std::string& s) { return s.rfind(name, 0) == 0; });
-    env_strings.push_back(extra);
+  OutputPipes pipes;
+  if (options.capture_output) pipes.open();
+  int rc = 0;
+  {
+    const FileActions actions(options, pipes);
+    const SpawnAttributes attr(options.own_process_group);
+    // A path is used as given, so a missing binary is reported here rather
+    // than as a child exiting 127; search_path asks for the shell's PATH rule.
+    rc = options.search_path ? posix_spawnp(&pid_, argv[0], actions.get(), attr.get(), argv.data(), envp.data())
+                             : posix_spawn(&pid_, argv[0], actions.get(), attr.get(), argv.data(), envp.data());
   }
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
-  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  if (options.capture_output) {
-    make_pipe(out_pipe);
-    try {
-      make_pipe(err_pipe);
-    } catch (...) {
-      close_fd(out_pipe[0]);
-      close_fd(out_pipe[1]);
-      throw;
-    }
-  }
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (!options.stdin_path.empty()) {
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, options.stdin_path.c_str(), O_RDONLY, 0);
-  }
-  if (options.capture_output) {
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-  } else {
-    if (!options.stdout_path.empty()) {
-      posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, options.stdout_path.c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    }
-    if (options.stderr_path == "=stdout") {
-      posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    } else if (!options.stderr_path.empty()) {
-      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, options.stderr_path.c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    }
-  }
-
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  if (options.own_process_group) {
-    flags |= POSIX_SPAWN_SETPGROUP;
-    posix_spawnattr_setpgroup(&attr, 0);
-  }
-  posix_spawnattr_setflags(&attr, flags);
-
-  // A path is used as given, so a missing binary is reported here rather
-  // than as a child exiting 127; search_path asks for the shell's PATH rule.
-  int rc = options.search_path
-               ? posix_spawnp(&pid_, argv[0], &actions, &attr, argv.data(), envp.data())
-               : posix_spawn(&pid_, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  close_fd(out_pipe[1]);
-  close_fd(err_pipe[1]);
-  stdout_fd_ = out_pipe[0];
-  stderr_fd_ = err_pipe[0];
+  close_fd(pipes.out[1]);
+  close_fd(pipes.err[1]);
+  stdout_fd_ = pipes.out[0];
+  stderr_fd_ = pipes.err[0];
   if (rc != 0) {
     pid_ = -1;
     close_fd(stdout_fd_);

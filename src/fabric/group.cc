@@ -1,11 +1,11 @@
 #include "fabric/group.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/client.h"
@@ -46,13 +46,78 @@ namespace {
 // by the reason the rank could not open its transport.
 constexpr char kAddressFollows = 'A';
 constexpr char kOpenFailed = 'E';
+const std::string kAddressKeyPrefix = "murmur/fabric-address/";
 }  // namespace
 
-std::string local_host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  return name;
+namespace {
+
+// The control-plane client of this rank, with `on_lost` called (on the
+// client's io thread) for every member the rendezvous declares lost.
+std::unique_ptr<rendezvous::Client> connect_control(const GroupOptions& options, const std::string& self_host,
+                                                    std::function<void(const rendezvous::MemberLost&)> on_lost) {
+  rendezvous::ClientOptions client_options;
+  client_options.server_host = options.rendezvous_host;
+  client_options.server_port = options.rendezvous_port;
+  client_options.token = options.token;
+  client_options.rank = options.rank;
+  client_options.size = options.size;
+  client_options.self_host = self_host;
+  client_options.heartbeat_interval = options.heartbeat_interval;
+  client_options.connect_timeout = options.join_timeout;
+  auto control = std::make_unique<rendezvous::Client>(client_options);
+  control->on_member_lost(std::move(on_lost));
+  return control;
 }
+
+// The host of every rank, as the members told the rendezvous.
+std::vector<std::string> member_hosts(rendezvous::Client& control, int size) {
+  std::vector<std::string> hosts(size);
+  for (const auto& m : control.members()) {
+    if (m.rank >= 0 && m.rank < size) hosts[m.rank] = m.host;
+  }
+  return hosts;
+}
+
+// This rank's transport, wrapped in the shaper when a link profile asks.
+std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peers_on_this_host) {
+  TransportOptions transport_options = options.transport;
+  transport_options.rank = options.rank;
+  transport_options.size = options.size;
+  transport_options.peers_on_this_host = peers_on_this_host;
+  auto transport = make_transport(transport_options);
+  if (options.link_profile.empty()) return transport;
+  auto config = options.link_profile.front() == '@' ? shaper::load_shaper_config(options.link_profile.substr(1))
+                                                    : shaper::shaper_config_from_flag(options.link_profile);
+  if (config.max_rank() >= options.size) {
+    throw FabricError("link profile " + options.link_profile + " names rank " + std::to_string(config.max_rank()) +
+                      " but the job has " + std::to_string(options.size) + " ranks");
+  }
+  if (config.is_identity()) return transport;
+  // Seeded per rank so that jitter differs between links but repeats
+  // between runs.
+  return shaper::make_shaped_transport(std::move(transport), std::move(config),
+                                       0x6d75726d00000000ULL ^ static_cast<std::uint64_t>(options.rank));
+}
+
+// Every rank's published address; PeerError naming a rank that could not
+// open its transport, or published something else.
+std::vector<PeerInfo> read_peers(rendezvous::Client& control, const GroupOptions& options,
+                                 const std::vector<std::string>& hosts) {
+  std::vector<PeerInfo> peers(options.size);
+  for (int r = 0; r < options.size; ++r) {
+    peers[r].rank = r;
+    peers[r].host = hosts[r];
+    const std::string value = control.wait(kAddressKeyPrefix + std::to_string(r), options.join_timeout);
+    if (value.empty() || (value[0] != kAddressFollows && value[0] != kOpenFailed)) {
+      throw PeerError(r, hosts[r], "published a malformed fabric address (" + std::to_string(value.size()) + " bytes)");
+    }
+    if (value[0] == kOpenFailed) throw PeerError(r, hosts[r], "could not open its transport: " + value.substr(1));
+    peers[r].address = value.substr(1);
+  }
+  return peers;
+}
+
+}  // namespace
 
 std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   std::unique_ptr<Group> group(new Group());
@@ -60,59 +125,25 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   group->size_ = options.size;
   group->relay_ = std::make_shared<FailureRelay>();
 
-  rendezvous::ClientOptions client_options;
-  client_options.server_host = options.rendezvous_host;
-  client_options.server_port = options.rendezvous_port;
-  client_options.token = options.token;
-  client_options.rank = options.rank;
-  client_options.size = options.size;
-  client_options.self_host = options.self_host.empty() ? local_host_name() : options.self_host;
-  client_options.heartbeat_interval = options.heartbeat_interval;
-  client_options.connect_timeout = options.join_timeout;
-  group->control_ = std::make_unique<rendezvous::Client>(client_options);
+  const std::string self_host = options.self_host.empty() ? local_host_name() : options.self_host;
   std::weak_ptr<FailureRelay> relay = group->relay_;
-  group->control_->on_member_lost([relay](const rendezvous::MemberLost& lost) {
+  group->control_ = connect_control(options, self_host, [relay](const rendezvous::MemberLost& lost) {
     if (auto r = relay.lock()) r->member_lost(lost);
   });
 
   // Everyone must be present before the transport can pick a provider that
   // depends on where the peers run (shm only when all are on this host).
   group->control_->barrier("murmur/joined", options.join_timeout);
-  auto members = group->control_->members();
-  std::vector<std::string> hosts(options.size);
-  for (const auto& m : members) {
-    if (m.rank >= 0 && m.rank < options.size) hosts[m.rank] = m.host;
-  }
-  TransportOptions transport_options = options.transport;
-  transport_options.rank = options.rank;
-  transport_options.size = options.size;
-  transport_options.peers_on_this_host =
-      std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == client_options.self_host; });
+  const auto hosts = member_hosts(*group->control_, options.size);
+  const bool all_here = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == self_host; });
 
   // A rank that cannot open its transport says so under its address key, so
   // that the others fail at once with its reason instead of waiting out the
   // join timeout for an address that will never come.
-  const std::string key_prefix = "murmur/fabric-address/";
-  const std::string own_key = key_prefix + std::to_string(options.rank);
+  const std::string own_key = kAddressKeyPrefix + std::to_string(options.rank);
   std::unique_ptr<Transport> transport;
   try {
-    transport = make_transport(transport_options);
-    if (!options.link_profile.empty()) {
-      auto config = options.link_profile.front() == '@'
-                        ? shaper::load_shaper_config(options.link_profile.substr(1))
-                        : shaper::shaper_config_from_flag(options.link_profile);
-      if (config.max_rank() >= options.size) {
-        throw FabricError("link profile " + options.link_profile + " names rank " +
-                          std::to_string(config.max_rank()) + " but the job has " + std::to_string(options.size) +
-                          " ranks");
-      }
-      if (!config.is_identity()) {
-        // Seeded per rank so that jitter differs between links but repeats
-        // between runs.
-        transport = shaper::make_shaped_transport(std::move(transport), std::move(config),
-                                                  0x6d75726d00000000ULL ^ static_cast<std::uint64_t>(options.rank));
-      }
-    }
+    transport = open_transport(options, all_here);
   } catch (const std::exception& e) {
     try {
       group->control_->set(own_key, kOpenFailed + std::string(e.what()));
@@ -122,17 +153,8 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
     throw;
   }
   group->control_->set(own_key, kAddressFollows + transport->address());
-  group->peers_.resize(options.size);
-  for (int r = 0; r < options.size; ++r) {
-    group->peers_[r].rank = r;
-    group->peers_[r].host = hosts[r];
-    const std::string value = group->control_->wait(key_prefix + std::to_string(r), options.join_timeout);
-    if (value.empty() || (value[0] != kAddressFollows && value[0] != kOpenFailed)) {
-      throw PeerError(r, hosts[r], "published a malformed fabric address (" + std::to_string(value.size()) + " bytes)");
-    }
-    if (value[0] == kOpenFailed) throw PeerError(r, hosts[r], "could not open its transport: " + value.substr(1));
-    group->peers_[r].address = value.substr(1);
-  }
+  group->peers_ = read_peers(*group->control_, options, hosts);
+
   {
     std::lock_guard<std::mutex> lock(group->relay_->mutex);
     group->relay_->transport = transport.get();

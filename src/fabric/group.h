@@ -87,7 +87,4 @@ class Group final {
   std::unique_ptr<Transport> transport_;
 };
 
-// This machine's host name (gethostname), for PeerInfo and messages.
-std::string local_host_name();
-
 }  // namespace murmur::fabric

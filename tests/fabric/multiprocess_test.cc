@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "tests/fabric/local_job.h"
+#include "tests/support/local_job.h"
 
 namespace murmur::testing {
 namespace {

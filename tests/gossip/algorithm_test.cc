@@ -19,6 +19,7 @@
 #include "gossip/algorithm/fabric_communicator.h"
 #include "gossip/topology/factory.h"
 #include "tests/gossip/consensus_run.h"
+#include "tests/support/wait.h"
 
 namespace murmur::testing {
 namespace {
@@ -59,17 +60,6 @@ std::vector<ConsensusResult> run_all(Cluster& c, const ConsensusSpec& spec) {
   std::vector<ConsensusResult> out;
   for (auto& f : futures) out.push_back(f.get());
   return out;
-}
-
-TEST(Tag, PhasesRoundsAndChannelsNeverCollide) {
-  using gossip::make_tag;
-  using gossip::Phase;
-  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(1, Phase::kChoco, 5));
-  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(2, Phase::kDpsgd, 5));
-  EXPECT_NE(make_tag(1, Phase::kDpsgd, 5), make_tag(1, Phase::kDpsgd, 6));
-  EXPECT_EQ(make_tag(1, Phase::kDpsgd, 0) >> 56, 1u);
-  // Round wraps at 2^48 without touching the phase.
-  EXPECT_EQ(make_tag(1, Phase::kDpsgd, std::uint64_t{1} << 48), make_tag(1, Phase::kDpsgd, 0));
 }
 
 TEST(Factory, RejectsWhatDoesNotFit) {
@@ -355,17 +345,20 @@ TEST(InProcess, ReceiptsTellALateReceiverFromAnEarlyOne) {
       // The last round's receipt may still be on its way.
       std::vector<gossip::TransferSample> samples;
       const auto deadline = std::chrono::steady_clock::now() + 5s;
-      while (samples.size() < 3 && std::chrono::steady_clock::now() < deadline) {
-        for (const auto& s : a->take_transfer_samples()) samples.push_back(s);
-        std::this_thread::sleep_for(10ms);
-      }
+      wait_until(
+          [&] {
+            for (const auto& s : a->take_transfer_samples()) samples.push_back(s);
+            return samples.size() >= 3;
+          },
+          deadline, 10ms);
       // Receipts are messages too: three of each per rank.
       gossip::LinkStats link;
-      while (std::chrono::steady_clock::now() < deadline) {
-        link = a->stats().links[1 - r];
-        if (link.messages_sent == 6 && link.messages_received == 6) break;
-        std::this_thread::sleep_for(10ms);
-      }
+      wait_until(
+          [&] {
+            link = a->stats().links[1 - r];
+            return link.messages_sent == 6 && link.messages_received == 6;
+          },
+          deadline, 10ms);
       EXPECT_EQ(link.messages_sent, 6u) << "rank " << r;
       EXPECT_EQ(link.messages_received, 6u) << "rank " << r;
       return samples;
@@ -410,11 +403,12 @@ TEST(InProcess, AMalformedReceiptLeavesTheSendTimeAlone) {
   a->step(x);
   rank1.get();
   std::vector<gossip::TransferSample> samples;
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (samples.empty() && std::chrono::steady_clock::now() < deadline) {
-    samples = a->take_transfer_samples();
-    std::this_thread::sleep_for(10ms);
-  }
+  wait_for(
+      [&] {
+        samples = a->take_transfer_samples();
+        return !samples.empty();
+      },
+      5s, 10ms);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].receiver_seconds, -1);
   EXPECT_GT(samples[0].bytes, 0);

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/fabric/local_job.h"
+#include "tests/support/local_job.h"
 
 namespace murmur::testing {
 namespace {

@@ -2,6 +2,9 @@
 # multi-process jobs of api_test_peer (which uses only murmur/peer.h).
 add_executable(api_test_peer api_test_peer.cc)
 target_link_libraries(api_test_peer PRIVATE murmur::peer CLI11::CLI11 $<BUILD_INTERFACE:murmur_warnings>)
-murmur_add_test(peer_api_test SOURCES api_test.cc ../fabric/local_job.cc LIBS murmur::peer murmur::fabric)
+# JobEnvironment, ScalarList and TensorSet are unit tests; the PeerJob tests
+# start jobs of api_test_peer processes.
+murmur_add_test(peer_api_test SOURCES api_test.cc LIBS murmur::peer murmur::test_job FILTER "-*PeerJob*")
+murmur_label_tests(peer_api_test FILTER "*PeerJob*" LABELS multiprocess)
 target_include_directories(peer_api_test PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 add_dependencies(peer_api_test api_test_peer)

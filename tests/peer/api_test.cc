@@ -11,7 +11,7 @@
 #include "peer/api/job_environment.h"
 #include "peer/api/scalar_gather.h"
 #include "peer/api/tensor_set.h"
-#include "tests/fabric/local_job.h"
+#include "tests/support/local_job.h"
 
 namespace murmur::peer {
 namespace {

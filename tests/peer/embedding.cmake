@@ -4,4 +4,4 @@
 # It needs every installed target built, so it runs after a full build.
 add_test(NAME embedding_install_test
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/embedding_install_test.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
-set_tests_properties(embedding_install_test PROPERTIES TIMEOUT 300 LABELS install)
+set_tests_properties(embedding_install_test PROPERTIES TIMEOUT 300 LABELS "install;multiprocess;slow")

@@ -13,22 +13,17 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "common/subprocess.h"
+#include "tests/support/program.h"
+#include "tests/support/wait.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using murmur::testing::read_file;
+using murmur::testing::wait_until;
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -90,12 +85,8 @@ class Launcher : public ::testing::Test {
     return out;
   }
   bool wait_for_pid_files(std::size_t n) const {
-    auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (Clock::now() < deadline) {
-      if (pids().size() >= n) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    return wait_until([&] { return pids().size() >= n; }, Clock::now() + std::chrono::seconds(10),
+                      std::chrono::milliseconds(20));
   }
   // Orphaned children are reaped by init a moment after their parent dies:
   // wait (a bounded while) for that rather than race it.
@@ -104,7 +95,7 @@ class Launcher : public ::testing::Test {
     EXPECT_EQ(list.size(), expected);
     auto deadline = Clock::now() + std::chrono::seconds(5);
     for (pid_t pid : list) {
-      while (alive(pid) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      wait_until([&] { return !alive(pid); }, deadline, std::chrono::milliseconds(20));
       EXPECT_FALSE(alive(pid)) << "pid " << pid << " outlived murmur-run";
     }
   }

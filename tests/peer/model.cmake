@@ -6,11 +6,11 @@ murmur_add_test(kernels_layers_cpu_test
 if(MURMUR_HAVE_CUDA)
   murmur_add_test(kernels_layers_cuda_test
     SOURCES ${PROJECT_SOURCE_DIR}/tests/kernels/layers_cuda_test.cc
-    LIBS murmur::kernels CUDA::cudart)
+    LIBS murmur::kernels CUDA::cudart LABELS cuda)
 else()
   murmur_add_test(kernels_layers_cuda_test
     SOURCES ${PROJECT_SOURCE_DIR}/tests/kernels/layers_cuda_test.cc
-    LIBS murmur::kernels)
+    LIBS murmur::kernels LABELS cuda)
 endif()
 murmur_add_test(model_test
   SOURCES
@@ -24,9 +24,9 @@ murmur_add_test(model_test
 if(MURMUR_HAVE_CUDA)
   murmur_add_test(model_cuda_test
     SOURCES ${MURMUR_MODEL_TEST_DIR}/model_cuda_test.cc
-    LIBS murmur::model murmur::kernels CUDA::cudart)
+    LIBS murmur::model murmur::kernels CUDA::cudart LABELS cuda)
 else()
   murmur_add_test(model_cuda_test
     SOURCES ${MURMUR_MODEL_TEST_DIR}/model_cuda_test.cc
-    LIBS murmur::model murmur::kernels)
+    LIBS murmur::model murmur::kernels LABELS cuda)
 endif()

@@ -1,7 +1,8 @@
 # The trainer (src/peer/train): checkpoints and metrics in-process, and
 # whole murmur-run + murmur-peer jobs.
 murmur_add_test(peer_train_checkpoint_test SOURCES train_checkpoint_test.cc LIBS murmur::train)
-murmur_add_test(peer_train_job_test SOURCES train_job_test.cc LIBS nlohmann_json::nlohmann_json)
+murmur_add_test(peer_train_job_test SOURCES train_job_test.cc LIBS murmur::test_support nlohmann_json::nlohmann_json
+  LABELS multiprocess slow)
 add_dependencies(peer_train_job_test murmur_peer_bin murmur_run)
 murmur_add_test(peer_train_epoch_plan_test SOURCES train_epoch_plan_test.cc LIBS murmur::train)
 # bench/common.py spells the metrics names src/peer/train/metric_names.h
@@ -9,6 +10,7 @@ murmur_add_test(peer_train_epoch_plan_test SOURCES train_epoch_plan_test.cc LIBS
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   add_test(NAME bench_common_test COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/common_test.py)
+  set_tests_properties(bench_common_test PROPERTIES LABELS unit)
 else()
   message(STATUS "bench_common_test: no python3, the metrics names of bench/common.py go unchecked")
 endif()

@@ -10,34 +10,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace {
+#include "tests/support/program.h"
 
-struct Run {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+namespace {
 
 std::string bin(const std::string& relative) { return std::string(MURMUR_BIN_DIR) + "/" + relative; }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-Run run(const std::vector<std::string>& argv) {
-  std::string command;
-  for (const auto& a : argv) command += quote(a) + " ";
-  command += "2>&1";
-  Run r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) r.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+// The job to its end (murmur-run's own --timeout is 240 s): its exit status,
+// and stdout and stderr together in `out`.
+murmur::testing::ProgramRun run(const std::vector<std::string>& argv) {
+  return murmur::testing::run_program(argv, std::chrono::seconds(280), /*merge_stderr=*/true);
 }
 
 class TrainJob : public ::testing::Test {
@@ -70,7 +52,7 @@ TEST_F(TrainJob, ChocoTopkTrainsAndTheSummaryHasTheKeys) {
   auto r = run(launch(4, {"--algorithm", "choco", "--compress", "topk:0.05", "--topology", "exponential",
                           "--model", "mlp:64", "--epochs", "1", "--train-examples", "1500", "--metrics",
                           (dir_ / "m-{rank}.jsonl").string()}));
-  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(r.status, 0) << r.out;
   auto s = summary();
   ASSERT_TRUE(s["average_model_test_accuracy"].is_number()) << s.dump();
   // 6,000 examples seen once: well above chance (0.1), far below converged.
@@ -105,7 +87,7 @@ TEST_F(TrainJob, ChocoTopkTrainsAndTheSummaryHasTheKeys) {
 TEST_F(TrainJob, DirichletPartitionCompletesAndReportsEveryPeer) {
   auto r = run(launch(4, {"--algorithm", "dpsgd", "--topology", "ring", "--model", "logreg", "--epochs", "1",
                           "--train-examples", "500", "--partition", "dirichlet:0.3"}));
-  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(r.status, 0) << r.out;
   auto s = summary();
   EXPECT_EQ(s["peer_test_accuracy"].size(), 4u);
   EXPECT_TRUE(s["average_model_test_accuracy"].is_number());
@@ -114,20 +96,20 @@ TEST_F(TrainJob, DirichletPartitionCompletesAndReportsEveryPeer) {
 TEST_F(TrainJob, AnUnknownFlagFailsTheJobNamingIt) {
   auto r = run(launch(2, {"--epochs", "1", "--no-such-flag"}));
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("--no-such-flag"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("rank"), std::string::npos) << r.output;
+  EXPECT_NE(r.out.find("--no-such-flag"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank"), std::string::npos) << r.out;
 }
 
 TEST_F(TrainJob, AMissingDatasetDirectoryIsNamed) {
   auto r = run(launch(2, {"--epochs", "1", "--data-dir", "/nonexistent/fashion"}));
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("/nonexistent/fashion"), std::string::npos) << r.output;
+  EXPECT_NE(r.out.find("/nonexistent/fashion"), std::string::npos) << r.out;
 }
 
 TEST_F(TrainJob, AMissingPeerBinaryIsNamed) {
   auto r = run({bin("src/peer/launcher/murmur-run"), "-np", "2", "--", (dir_ / "no-such-peer").string()});
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("no-such-peer"), std::string::npos) << r.output;
+  EXPECT_NE(r.out.find("no-such-peer"), std::string::npos) << r.out;
 }
 
 TEST_F(TrainJob, MalformedScheduleAndProfileFilesAreRefusedWithFileAndLine) {
@@ -135,26 +117,26 @@ TEST_F(TrainJob, MalformedScheduleAndProfileFilesAreRefusedWithFileAndLine) {
   std::ofstream(schedule) << "# slow network\nmin_ratio = 0.01\nmax_period = many\n";
   auto r = run(launch(2, {"--epochs", "1", "--train-examples", "100", "--schedule", "@" + schedule}));
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("net.sched:3"), std::string::npos) << r.output;
+  EXPECT_NE(r.out.find("net.sched:3"), std::string::npos) << r.out;
 
   const auto profile = (dir_ / "links.txt").string();
   std::ofstream(profile) << "default 10gbe\nedge 0 1 lat=1ms,bw=1gbt\n";
   r = run(launch(2, {"--epochs", "1", "--train-examples", "100", "--link-profile", "@" + profile}));
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("links.txt:2"), std::string::npos) << r.output;
+  EXPECT_NE(r.out.find("links.txt:2"), std::string::npos) << r.out;
 }
 
 TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
   const auto ckpt = (dir_ / "ckpt").string();
   auto first = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "1", "--train-examples",
                               "300", "--checkpoint-dir", ckpt}));
-  ASSERT_EQ(first.status, 0) << first.output;
+  ASSERT_EQ(first.status, 0) << first.out;
   ASSERT_TRUE(std::filesystem::exists(ckpt + "/rank-0.ckpt"));
   ASSERT_TRUE(std::filesystem::exists(ckpt + "/rank-1.ckpt"));
   auto resumed = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "2",
                                 "--train-examples", "300", "--checkpoint-dir", ckpt, "--resume", "--metrics",
                                 (dir_ / "m-{rank}.jsonl").string()}));
-  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
   // Only epoch 2 ran.
   std::ifstream in(dir_ / "m-0.jsonl");
   std::string line;
@@ -169,21 +151,21 @@ TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
   std::filesystem::copy_file(ckpt + "/rank-1.ckpt", dir_ / "rank-1.epoch2.ckpt");
   auto third = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "3", "--train-examples",
                               "300", "--checkpoint-dir", ckpt, "--resume"}));
-  ASSERT_EQ(third.status, 0) << third.output;
+  ASSERT_EQ(third.status, 0) << third.out;
   std::filesystem::copy_file(dir_ / "rank-1.epoch2.ckpt", ckpt + "/rank-1.ckpt",
                              std::filesystem::copy_options::overwrite_existing);
   auto mixed = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "4", "--train-examples",
                               "300", "--checkpoint-dir", ckpt, "--resume"}));
   EXPECT_NE(mixed.status, 0);
-  EXPECT_NE(mixed.output.find("other ranks' checkpoints are from other epochs"), std::string::npos) << mixed.output;
+  EXPECT_NE(mixed.out.find("other ranks' checkpoints are from other epochs"), std::string::npos) << mixed.out;
   // A checkpoint of another model is refused, naming the file: whichever
   // rank reads its own first (the launcher then stops the other).
   auto wrong = run(launch(2, {"--algorithm", "allreduce", "--model", "mlp:16", "--epochs", "3", "--train-examples",
                               "300", "--checkpoint-dir", ckpt, "--resume"}));
   EXPECT_NE(wrong.status, 0);
-  EXPECT_TRUE(wrong.output.find("rank-0.ckpt is of rank 0 of 2, model logreg") != std::string::npos ||
-              wrong.output.find("rank-1.ckpt is of rank 1 of 2, model logreg") != std::string::npos)
-      << wrong.output;
+  EXPECT_TRUE(wrong.out.find("rank-0.ckpt is of rank 0 of 2, model logreg") != std::string::npos ||
+              wrong.out.find("rank-1.ckpt is of rank 1 of 2, model logreg") != std::string::npos)
+      << wrong.out;
 }
 
 }  // namespace

@@ -16,11 +16,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// examples/sim in the source tree, found from this file's path so that any
-// build directory works. ccache with base_dir compiles with relative paths, so
-// __FILE__ may be relative to the build directory (MURMUR_BIN_DIR).
-const fs::path kExamples =
-    (fs::path(MURMUR_BIN_DIR) / __FILE__).parent_path().parent_path().parent_path() / "examples" / "sim";
+// examples/sim in the source tree (MURMUR_SOURCE_DIR, not __FILE__, which is
+// relative when ccache compiles with relative paths), from any build directory.
+const fs::path kExamples = fs::path(MURMUR_SOURCE_DIR) / "examples" / "sim";
 
 std::int64_t parameters_with_prefix(const ModelProfile& p, const std::string& prefix) {
   std::int64_t total = 0;

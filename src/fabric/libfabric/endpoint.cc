@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/libfabric/fi_check.h"
@@ -124,26 +125,17 @@ void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked)
   ::setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", /*overwrite=*/0);
 }
 
-// "murmur-<pid>-<64 random bits>": unique across processes and pid reuse.
+// "murmur-<pid>-<64 random bits>" (common/host.h): unique across processes
+// and pid reuse, and found again by remove_shm_regions_of.
 std::string unique_shm_name() {
   std::random_device random;
   const std::uint64_t nonce = (std::uint64_t{random()} << 32) ^ random();
-  char name[64];
-  std::snprintf(name, sizeof(name), "murmur-%d-%016llx", static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(nonce));
-  return name;
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(nonce));
+  return shm_region_prefix(static_cast<int>(::getpid())) + hex;
 }
 
 }  // namespace
-
-void remove_shm_regions_of(int pid) {
-  const std::string prefix = "murmur-" + std::to_string(pid) + "-";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0) std::filesystem::remove(entry.path(), ec);
-  }
-}
 
 std::string choose_provider(const TransportOptions& options) {
   const std::string& asked = options.provider;

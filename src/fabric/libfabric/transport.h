@@ -16,9 +16,4 @@ std::unique_ptr<Transport> make_transport(const TransportOptions& options);
 // tests that skip without RDMA hardware).
 bool verbs_available();
 
-// Removes the shm regions of process `pid` (named "murmur-<pid>-*" in
-// /dev/shm). A process killed with SIGKILL cannot unlink its own; launchers
-// call this after reaping a peer so that killed jobs do not leak memory.
-void remove_shm_regions_of(int pid);
-
 }  // namespace murmur::fabric::libfabric

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "fabric/group.h"
+#include "common/host.h"
 
 namespace murmur::peer {
 
@@ -103,7 +103,7 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
   }
   env.token = !config.token.empty() ? config.token : lookup("MURMUR_TOKEN").value_or("");
   env.host_name = !config.host_name.empty() ? config.host_name : lookup("MURMUR_HOST").value_or("");
-  if (env.host_name.empty()) env.host_name = fabric::local_host_name();
+  if (env.host_name.empty()) env.host_name = local_host_name();
   env.link_profile = !config.link_profile.empty() ? config.link_profile : lookup("MURMUR_LINK_PROFILE").value_or("");
   return env;
 }

@@ -23,8 +23,8 @@ std::size_t terminal_columns(std::FILE* out) {
 
 }  // namespace
 
-std::string live_progress_text(const std::vector<std::optional<ProgressEvent>>& latest) {
-  const ProgressEvent* slowest = nullptr;
+std::string live_progress_text(const std::vector<std::optional<events::ProgressEvent>>& latest) {
+  const events::ProgressEvent* slowest = nullptr;
   double loss_sum = 0, accuracy_sum = 0;
   int loss_n = 0, accuracy_n = 0, reporting = 0;
   std::uint64_t sent = 0;
@@ -44,7 +44,7 @@ std::string live_progress_text(const std::vector<std::optional<ProgressEvent>>& 
                      latest.size());
 }
 
-std::string plain_progress_text(const ProgressEvent& p) {
+std::string plain_progress_text(const events::ProgressEvent& p) {
   return fmt::format("progress epoch {}/{} step {}/{} loss {} accuracy {} sent {:.1f} MB", p.epoch, p.epochs, p.step,
                      p.steps, fraction_or_dash(p.loss), fraction_or_dash(p.accuracy), p.bytes_sent / 1e6);
 }
@@ -106,13 +106,13 @@ void Console::print(std::string_view text) {
   std::fflush(out_);
 }
 
-void Console::print_plain(int rank, const ProgressEvent& p) {
+void Console::print_plain(int rank, const events::ProgressEvent& p) {
   auto line = fmt::format("[{}] {}\n", rank, plain_progress_text(p));
   std::fwrite(line.data(), 1, line.size(), out_);
   printed_epoch_[rank] = p.epoch;
 }
 
-void Console::progress(int rank, const ProgressEvent& p) {
+void Console::progress(int rank, const events::ProgressEvent& p) {
   latest_[rank] = p;
   if (live_) {
     live_text_ = live_progress_text(latest_);

@@ -18,15 +18,15 @@
 #include <string_view>
 #include <vector>
 
-#include "peer/launcher/peer_events.h"
+#include "peer/events/peer_events.h"
 
 namespace murmur::launcher {
 
 // "epoch 2/5 step 120/600  loss 0.4321  accuracy 0.8512  sent 12.3 MB  (3/4 peers)"
 // from the latest progress of each rank (nullopt: none yet).
-std::string live_progress_text(const std::vector<std::optional<ProgressEvent>>& latest);
+std::string live_progress_text(const std::vector<std::optional<events::ProgressEvent>>& latest);
 // "progress epoch 2/5 step 600/600 loss 0.4321 accuracy 0.8512 sent 12.3 MB"
-std::string plain_progress_text(const ProgressEvent& progress);
+std::string plain_progress_text(const events::ProgressEvent& progress);
 
 class Console {
  public:
@@ -43,7 +43,7 @@ class Console {
   void note(std::string_view text);
   // Plain text on stdout (the result table).
   void print(std::string_view text);
-  void progress(int rank, const ProgressEvent& progress);
+  void progress(int rank, const events::ProgressEvent& progress);
   // The rank's output has ended: prints its pending plain progress line.
   void peer_done(int rank);
   // Live mode: when the pending redraw is due; nullopt when nothing waits.
@@ -55,15 +55,15 @@ class Console {
  private:
   void erase_live();
   void draw_live();
-  void print_plain(int rank, const ProgressEvent& progress);
+  void print_plain(int rank, const events::ProgressEvent& progress);
 
   bool live_;
   std::FILE* out_;
   std::FILE* err_;
   Clock::duration redraw_interval_;
-  std::vector<std::optional<ProgressEvent>> latest_;
+  std::vector<std::optional<events::ProgressEvent>> latest_;
   // Plain mode: per rank, the event not yet printed and the last epoch printed.
-  std::vector<std::optional<ProgressEvent>> pending_;
+  std::vector<std::optional<events::ProgressEvent>> pending_;
   std::vector<int> printed_epoch_;
   // Live mode.
   bool live_shown_ = false;

@@ -17,15 +17,14 @@
 
 #include <fmt/format.h>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "common/subprocess.h"
-#include "fabric/group.h"
-#include "fabric/libfabric/transport.h"
 #include "fabric/rendezvous/server.h"
 #include "peer/launcher/console.h"
 #include "peer/launcher/job_plan.h"
 #include "peer/launcher/line_buffer.h"
-#include "peer/launcher/peer_events.h"
+#include "peer/events/peer_events.h"
 #include "peer/launcher/report.h"
 #include "peer/launcher/signal_fd.h"
 
@@ -121,7 +120,7 @@ void Job::start_rendezvous() {
   server_options.token = token_;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
   std::string host = all_local ? "127.0.0.1"
-                               : (options_.rendezvous_host.empty() ? fabric::local_host_name() : options_.rendezvous_host);
+                               : (options_.rendezvous_host.empty() ? local_host_name() : options_.rendezvous_host);
   rendezvous_address_ = host + ":" + std::to_string(server_->port());
 }
 
@@ -182,7 +181,7 @@ void Job::reap() {
     auto status = p.process->try_wait();
     if (!status) continue;
     // A killed shm user cannot unlink its region itself.
-    if (p.place.local) fabric::libfabric::remove_shm_regions_of(p.process->pid());
+    if (p.place.local) remove_shm_regions_of(p.process->pid());
     bool ok = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
     // Once the launcher is stopping the job, exits are its own doing.
     if (!ok && stop_ == Stop::kNone) {
@@ -224,7 +223,7 @@ void Job::stop(Stop why, int signo) {
 
 void Job::handle_line(Peer& peer, const Stream& stream, const std::string& line) {
   const int rank = peer.place.rank;
-  if (!is_event_line(line)) {
+  if (!events::is_event_line(line)) {
     console_.peer_line(rank, stream.from_stderr, line);
     if (stream.from_stderr) {
       auto text = line;
@@ -234,16 +233,16 @@ void Job::handle_line(Peer& peer, const Stream& stream, const std::string& line)
     return;
   }
   try {
-    auto event = parse_event(line);
+    auto event = events::parse_event(line);
     const auto kind = event["event"].get<std::string>();
     if (kind == "progress") {
-      console_.progress(rank, progress_from_json(event));
+      console_.progress(rank, events::progress_from_json(event));
     } else if (kind == "result") {
-      result_from_json(event);  // checks the keys the table and summary read
+      events::result_from_json(event);  // checks the keys the table and summary read
       peer.result = std::move(event);
     }
     // Other kinds are for newer launchers: ignored.
-  } catch (const EventError& e) {
+  } catch (const events::EventError& e) {
     console_.note(fmt::format("rank {}: ignored a malformed event line ({})", rank, e.what()));
   }
 }

@@ -8,8 +8,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,21 +43,21 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
   return args;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Everything the flags fill in.
+struct CommandLine {
   murmur::launcher::LaunchOptions options;
-  std::string hostfile, host_list;
-  CLI::App app{"murmur-run -np N [options] -- PROGRAM ARGS...\n"
-               "Starts a murmur job: N peers here or on the hosts given, a rendezvous for them, their output\n"
-               "prefixed by rank, progress, a result table and an optional JSON summary.",
-               "murmur-run"};
+  std::string hostfile;
+  std::string host_list;
+};
+
+void add_flags(CLI::App& app, CommandLine& cl) {
+  auto& options = cl.options;
   app.add_option("-n,--np", options.np, "number of peers (ranks); -np works too. Default: the slots of the hosts")
       ->check(CLI::Range(1, 1 << 20));
-  auto* file_opt = app.add_option("--hostfile", hostfile,
+  auto* file_opt = app.add_option("--hostfile", cl.hostfile,
                                   "hostfile: 'host slots=N', 'host:N' or 'host' per line, '#' comments. "
                                   "Default: all peers on this host");
-  app.add_option("-H,--hosts", host_list, "hosts as h1:4,h2:4 (slots after ':', default 1)")->excludes(file_opt);
+  app.add_option("-H,--hosts", cl.host_list, "hosts as h1:4,h2:4 (slots after ':', default 1)")->excludes(file_opt);
   app.add_option("--profile", options.profile,
                  "link emulation profile for every peer (MURMUR_LINK_PROFILE), e.g. 10gbe. Default: none");
   app.add_option("--summary", options.summary_path, "write a JSON summary of the results here. Default: none");
@@ -77,7 +79,12 @@ int main(int argc, char** argv) {
   app.prefix_command();
   app.footer("Exit status: 0 when every peer succeeded, 1 when a peer failed or could not start, 2 for bad\n"
              "flags or hosts, 124 after --timeout, 128+N after signal N. See docs/launcher.md.");
+}
 
+// Parses the flags and takes the program to run from what follows them.
+// Returns the exit status when murmur-run must stop here (help, a usage
+// error), nullopt to go on.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, CommandLine& cl) {
   auto args = normalise_arguments(argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
   try {
@@ -89,22 +96,27 @@ int main(int argc, char** argv) {
   }
   // prefix_command() also stops at a flag it does not know: that is a typo
   // unless "--" came first.
-  options.command = app.remaining();
-  if (!options.command.empty() && options.command.front() == "--") {
-    options.command.erase(options.command.begin());
-  } else if (!options.command.empty() && options.command.front().starts_with("-")) {
-    return usage_error("unknown flag '" + options.command.front() + "' (the program and its arguments go after --)");
+  auto& command = cl.options.command;
+  command = app.remaining();
+  if (!command.empty() && command.front() == "--") {
+    command.erase(command.begin());
+  } else if (!command.empty() && command.front().starts_with("-")) {
+    return usage_error("unknown flag '" + command.front() + "' (the program and its arguments go after --)");
   }
-  if (options.command.empty()) {
-    return usage_error("no program to run (usage: murmur-run -np N [options] -- PROGRAM ARGS...)");
-  }
+  if (command.empty()) return usage_error("no program to run (usage: murmur-run -np N [options] -- PROGRAM ARGS...)");
+  return std::nullopt;
+}
 
+// Reads the hosts, sizes the job from them when -np is not given, and runs
+// it. Returns murmur-run's exit status.
+int launch(const CLI::App& app, CommandLine& cl) {
+  auto& options = cl.options;
   try {
-    if (!hostfile.empty()) {
-      options.hosts = murmur::launcher::read_hostfile(hostfile);
-      options.hosts_source = hostfile;
-    } else if (!host_list.empty()) {
-      options.hosts = murmur::launcher::parse_host_list(host_list);
+    if (!cl.hostfile.empty()) {
+      options.hosts = murmur::launcher::read_hostfile(cl.hostfile);
+      options.hosts_source = cl.hostfile;
+    } else if (!cl.host_list.empty()) {
+      options.hosts = murmur::launcher::parse_host_list(cl.host_list);
       options.hosts_source = "-H";
     }
     if (app.count("--np") == 0) {
@@ -124,4 +136,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "murmur-run: %s\n", e.what());
     return murmur::launcher::exit_status::kPeerFailed;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CommandLine cl;
+  CLI::App app{"murmur-run -np N [options] -- PROGRAM ARGS...\n"
+               "Starts a murmur job: N peers here or on the hosts given, a rendezvous for them, their output\n"
+               "prefixed by rank, progress, a result table and an optional JSON summary.",
+               "murmur-run"};
+  add_flags(app, cl);
+  if (auto stop = parse_command_line(app, argc, argv, cl)) return *stop;
+  return launch(app, cl);
 }

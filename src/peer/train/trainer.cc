@@ -16,7 +16,7 @@
 #include "peer/data/batcher.h"
 #include "peer/data/fashion_mnist.h"
 #include "peer/data/partition.h"
-#include "peer/launcher/peer_events.h"
+#include "peer/events/peer_events.h"
 #include "peer/model/lr_schedule.h"
 #include "peer/model/model.h"
 #include "peer/model/optimizer.h"
@@ -373,17 +373,17 @@ TrainSummary TrainingRun::finish() {
   record[key::kEvent] = event::kSummary;
   record[key::kLinks] = links_json(stats);
   metrics_->write(record);
-  if (o_.events) launcher::emit_event(result);
+  if (o_.events) events::emit_event(result);
   return summary;
 }
 
-// The result event murmur-run receives: launcher::ResultEvent's keys plus
+// The result event murmur-run receives: events::ResultEvent's keys plus
 // the run's settings and costs.
 nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const PeerStats& stats) {
   const std::uint64_t dataset_bytes =
       data_.train.pixels.size() + data_.train.labels.size() + data_.test.pixels.size() + data_.test.labels.size();
   nlohmann::json result =
-      launcher::to_json(launcher::ResultEvent{rank_, summary.test_accuracy, summary.average_model_test_accuracy,
+      events::to_json(events::ResultEvent{rank_, summary.test_accuracy, summary.average_model_test_accuracy,
                                               summary.bytes_sent, summary.bytes_received, summary.wall_seconds});
   result[key::kHost] = peer_.host(rank_);
   result[key::kAlgorithm] = o_.peer.algorithm;
@@ -446,7 +446,7 @@ void TrainingRun::write_step(int epoch, long s, const EpochTotals& totals) {
                {key::kPeriod, stats.period},
                {key::kRatio, stats.ratio}});
   if (o_.events) {
-    launcher::emit_event(launcher::to_json(launcher::ProgressEvent{
+    events::emit_event(events::to_json(events::ProgressEvent{
         rank_, epoch + 1, o_.epochs, s + 1, steps_per_epoch_, totals.loss(), totals.accuracy(), stats.bytes_sent}));
   }
 }

@@ -1,13 +1,12 @@
-#include "tests/fabric/local_job.h"
+#include "tests/support/local_job.h"
 
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
-#include "fabric/libfabric/transport.h"
+#include "common/host.h"
+#include "tests/support/program.h"
+#include "tests/support/wait.h"
 
 namespace murmur::testing {
 
@@ -36,7 +35,7 @@ LocalJob::~LocalJob() {
   std::vector<pid_t> pids;
   for (const auto& p : peers_) pids.push_back(p.pid());
   peers_.clear();  // kills and reaps any peer still running
-  for (pid_t pid : pids) fabric::libfabric::remove_shm_regions_of(pid);
+  for (pid_t pid : pids) remove_shm_regions_of(pid);
   server_.reset();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
@@ -56,20 +55,10 @@ std::vector<std::optional<int>> LocalJob::wait_all(std::chrono::seconds timeout)
 
 void LocalJob::kill(int rank, int signo) { peers_.at(rank).signal(signo); }
 
-std::string LocalJob::output(int rank) const {
-  std::ifstream in(dir_ + "/rank" + std::to_string(rank) + ".out");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string LocalJob::output(int rank) const { return read_file(dir_ + "/rank" + std::to_string(rank) + ".out"); }
 
 bool LocalJob::wait_for_output(int rank, const std::string& text, std::chrono::seconds timeout) const {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (output(rank).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return wait_for([&] { return output(rank).find(text) != std::string::npos; }, timeout, std::chrono::milliseconds(20));
 }
 
 std::string LocalJob::describe(int rank, const std::optional<int>& status) const {

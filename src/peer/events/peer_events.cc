@@ -1,10 +1,10 @@
-#include "peer/launcher/peer_events.h"
+#include "peer/events/peer_events.h"
 
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
-namespace murmur::launcher {
+namespace murmur::events {
 
 namespace {
 
@@ -113,4 +113,4 @@ ResultEvent result_from_json(const json& event) {
   return r;
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::events

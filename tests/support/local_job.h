@@ -1,7 +1,12 @@
 // LocalJob: runs N processes of a test peer program on this host around an
 // in-process rendezvous server, for multi-process tests (gloo's
 // MultiProcTest in spirit). Each peer's stdout and stderr go to a file that
-// tests read back. Used by the fabric and the gossip tests.
+// tests read back. Used by the fabric, gossip and Peer API tests.
+//
+// Blocking: the constructor starts the peers and returns; wait*, and
+// wait_for_output, block up to their deadline. The destructor kills and reaps
+// every peer still running and removes their shm regions. Thread safety:
+// none; one owner thread.
 #pragma once
 
 #include <chrono>

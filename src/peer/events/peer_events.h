@@ -15,6 +15,9 @@
 // loss and accuracy may be null (NaN) when there is nothing to report yet.
 // Pipes are block-buffered: peers flush after each event (emit_event does).
 //
+// murmur::peer_events is its own small target (nlohmann_json and common only)
+// so that peers (murmur-peer, test peers) link it without the launcher.
+//
 // Pure functions except emit_event (writes and flushes a FILE*); all are
 // thread-safe on distinct arguments.
 #pragma once
@@ -27,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-namespace murmur::launcher {
+namespace murmur::events {
 
 inline constexpr std::string_view kEventPrefix = "@murmur ";
 
@@ -77,4 +80,4 @@ nlohmann::json parse_event(std::string_view line);
 ProgressEvent progress_from_json(const nlohmann::json& event);
 ResultEvent result_from_json(const nlohmann::json& event);
 
-}  // namespace murmur::launcher
+}  // namespace murmur::events

@@ -1,0 +1,55 @@
+// The murmur-rendezvous program: it refuses a bad flag with exit status 2,
+// prints where it listens, serves a client, and exits cleanly on SIGTERM.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "fabric/rendezvous/client.h"
+
+namespace murmur::fabric::rendezvous {
+namespace {
+
+TEST(Rendezvous, BinaryListensAndStopsOnSigterm) {
+  const std::string binary = std::string(MURMUR_BIN_DIR) + "/src/fabric/rendezvous/murmur-rendezvous";
+  {
+    const int rc = std::system((binary + " --port 0 --bogus-flag 2>/dev/null").c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 2) << rc;
+  }
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::setenv("MURMUR_TOKEN", "secret", 1);
+    ::execl(binary.c_str(), binary.c_str(), "--port", "0", "--bind", "127.0.0.1", nullptr);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char ch;
+  while (::read(out[0], &ch, 1) == 1 && ch != '\n') line += ch;
+  ::close(out[0]);
+  ASSERT_EQ(line.rfind("murmur-rendezvous listening on 127.0.0.1:", 0), 0u) << line;
+  ClientOptions options;
+  options.server_port = static_cast<std::uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+  options.token = "secret";  // from MURMUR_TOKEN
+  {
+    Client client(options);
+    client.set("k", "v");
+  }
+  ::kill(child, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace murmur::fabric::rendezvous
