@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <stdexcept>
 #include <vector>
 
@@ -29,19 +28,18 @@ class Choco final : public RoundAlgorithm {
   Choco(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
       : RoundAlgorithm("choco", o, comm, /*default_overlap=*/true),
         hood_(neighbourhood(topology.at_round(0), comm.rank())),
-        encoder_(make_compressor(o.compressor, Feedback::kNone)),
-        self_decoder_(make_compressor(o.compressor, Feedback::kNone)) {
+        spec_(parse_compressor_spec(o.compressor)),
+        encoder_(make_compressor(spec_, Feedback::kNone)),
+        self_decoder_(make_compressor(spec_, Feedback::kNone)) {
     if (topology.time_varying())
       throw std::invalid_argument("choco: topology '" + topology.name() +
                                   "' is time-varying; CHOCO's public copies need a static graph");
     if (!(o.gamma > 0 && o.gamma <= 1)) throw std::invalid_argument("choco: gamma must be in (0, 1]");
     for (std::size_t k = 0; k < hood_.in.size(); ++k)
-      decoders_.push_back(make_compressor(o.compressor, Feedback::kNone));
-    if (o.compressor.rfind("topk:", 0) == 0) sparse_kind_ = "topk";
-    if (o.compressor.rfind("randk:", 0) == 0) sparse_kind_ = "randk";
-    if (sparse_kind_ != nullptr && o.max_ratio > 0) {
+      decoders_.push_back(make_compressor(spec_, Feedback::kNone));
+    if (spec_.sparse() && o.max_ratio > 0) {
       max_ratio_ = std::min(1.0, o.max_ratio);
-      capacity_ = make_compressor(ratio_spec(max_ratio_), Feedback::kNone);
+      capacity_ = make_compressor(spec_.with_ratio(max_ratio_), Feedback::kNone);
     }
   }
 
@@ -50,7 +48,7 @@ class Choco final : public RoundAlgorithm {
   // Sparse compressors only: one message goes to every neighbour (the
   // public copy x_hat is the same for all of them), so the ratio is the
   // sender's, not a link's.
-  bool tunes_ratio() const override { return sparse_kind_ != nullptr && max_ratio_ > 0; }
+  bool tunes_ratio() const override { return spec_.sparse() && max_ratio_ > 0; }
 
  private:
   void set_ratio(double ratio, double trial_ratio) override {
@@ -66,18 +64,10 @@ class Choco final : public RoundAlgorithm {
     }
   }
 
-  // "topk:0.015625": %.9g keeps small ratios exact where std::to_string's
-  // six decimals would round them to zero.
-  std::string ratio_spec(double ratio) const {
-    char spec[64];
-    std::snprintf(spec, sizeof spec, "%s:%.9g", sparse_kind_, ratio);
-    return spec;
-  }
-
   void begin_round(std::span<const float> params) override {
     if (pending_ratio_ > 0) {
-      encoder_ = make_compressor(ratio_spec(pending_ratio_), Feedback::kNone);
-      self_decoder_ = make_compressor(ratio_spec(pending_ratio_), Feedback::kNone);
+      encoder_ = make_compressor(spec_.with_ratio(pending_ratio_), Feedback::kNone);
+      self_decoder_ = make_compressor(spec_.with_ratio(pending_ratio_), Feedback::kNone);
       pending_ratio_ = after_trial_ratio_;
       after_trial_ratio_ = 0;
     }
@@ -139,7 +129,7 @@ class Choco final : public RoundAlgorithm {
   void add_stats(AlgorithmStats& s) const override { s.residual_norm = residual_norm_.load(); }
 
   const Neighbourhood hood_;  // the static graph as this rank sees it
-  const char* sparse_kind_ = nullptr;  // "topk" / "randk" when the ratio can be tuned
+  const CompressorSpec spec_;          // parsed once; sparse(): the ratio can be tuned
   double max_ratio_ = 0;               // 0: the ratio cannot grow past the configured one
   double pending_ratio_ = 0;           // set_ratio -> next begin_round
   double after_trial_ratio_ = 0;       // the round after a trial round (set_ratio's trial_ratio)

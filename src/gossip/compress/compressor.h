@@ -111,7 +111,28 @@ enum class Feedback {
   kNone,  // the bare compressor (e.g. CHOCO-SGD, whose public copies replace it)
 };
 
+// A compressor spec, parsed once ("topk:0.01" -> kTopk, ratio 0.01). Callers
+// that build several compressors from one spec (a sender and a decoder per
+// neighbour), or change a sparse compressor's ratio while running, keep this
+// rather than the text.
+struct CompressorSpec {
+  enum class Kind { kIdentity, kFp16, kBf16, kSign, kQsgd, kTopk, kRandk, kPowersgd };
+  Kind kind = Kind::kIdentity;
+  double ratio = 1;     // kTopk, kRandk: in (0, 1]
+  unsigned param = 0;   // kQsgd: levels 1..127; kPowersgd: rank 1..64
+
+  // topk and randk: the ratio of values sent can be changed (with_ratio).
+  bool sparse() const { return kind == Kind::kTopk || kind == Kind::kRandk; }
+  // The same sparse compressor at another ratio in (0, 1]. MURMUR_CHECKs sparse().
+  CompressorSpec with_ratio(double new_ratio) const;
+  // The canonical text, e.g. "topk:0.01" (ratios printed with %.9g).
+  std::string text() const;
+};
+
 // Throws BadCompressorSpec naming the spec.
+CompressorSpec parse_compressor_spec(std::string_view spec);
+std::unique_ptr<Compressor> make_compressor(const CompressorSpec& spec, Feedback feedback = Feedback::kAuto);
+// parse_compressor_spec, then make_compressor.
 std::unique_ptr<Compressor> make_compressor(std::string_view spec, Feedback feedback = Feedback::kAuto);
 
 }  // namespace murmur::gossip

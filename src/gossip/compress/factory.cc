@@ -1,7 +1,10 @@
 // make_compressor: parses a spec, builds the codec, adds error feedback.
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string>
+
+#include "common/check.h"
 
 #include "gossip/compress/codecs.h"
 
@@ -34,34 +37,88 @@ unsigned parse_int(std::string_view spec, std::string_view arg, unsigned lo, uns
   return v;
 }
 
-std::unique_ptr<Compressor> make_bare(std::string_view spec) {
+CompressorSpec parse_spec(std::string_view spec) {
+  using Kind = CompressorSpec::Kind;
   const auto colon = spec.find(':');
   const std::string_view kind = spec.substr(0, colon);
   const bool has_arg = colon != std::string_view::npos;
   const std::string_view arg = has_arg ? spec.substr(colon + 1) : std::string_view{};
-  auto no_arg = [&]() {
+  auto no_arg = [&](Kind k) {
     if (has_arg) bad(spec, "'" + std::string(kind) + "' takes no argument");
+    return CompressorSpec{.kind = k};
   };
   auto need_arg = [&]() {
     if (!has_arg || arg.empty()) bad(spec, "'" + std::string(kind) + "' needs an argument after ':'");
   };
-  if (kind == "identity") { no_arg(); return make_identity(); }
-  if (kind == "fp16") { no_arg(); return make_fp16(); }
-  if (kind == "bf16") { no_arg(); return make_bf16(); }
-  if (kind == "sign") { no_arg(); return make_sign(); }
-  if (kind == "qsgd") { need_arg(); return make_qsgd(parse_int(spec, arg, 1, kernels::kQsgdMaxLevels, "level count")); }
-  if (kind == "topk") { need_arg(); return make_topk(parse_ratio(spec, arg)); }
-  if (kind == "randk") { need_arg(); return make_randk(parse_ratio(spec, arg)); }
-  if (kind == "powersgd") { need_arg(); return make_powersgd(parse_int(spec, arg, 1, 64, "rank")); }
+  if (kind == "identity") return no_arg(Kind::kIdentity);
+  if (kind == "fp16") return no_arg(Kind::kFp16);
+  if (kind == "bf16") return no_arg(Kind::kBf16);
+  if (kind == "sign") return no_arg(Kind::kSign);
+  need_arg();
+  if (kind == "qsgd")
+    return {.kind = Kind::kQsgd, .param = parse_int(spec, arg, 1, kernels::kQsgdMaxLevels, "level count")};
+  if (kind == "topk") return {.kind = Kind::kTopk, .ratio = parse_ratio(spec, arg)};
+  if (kind == "randk") return {.kind = Kind::kRandk, .ratio = parse_ratio(spec, arg)};
+  if (kind == "powersgd") return {.kind = Kind::kPowersgd, .param = parse_int(spec, arg, 1, 64, "rank")};
   bad(spec, "unknown compressor '" + std::string(kind) + "'");
+}
+
+std::unique_ptr<Compressor> make_bare(const CompressorSpec& spec) {
+  using Kind = CompressorSpec::Kind;
+  switch (spec.kind) {
+    case Kind::kIdentity: return make_identity();
+    case Kind::kFp16: return make_fp16();
+    case Kind::kBf16: return make_bf16();
+    case Kind::kSign: return make_sign();
+    case Kind::kQsgd: return make_qsgd(spec.param);
+    case Kind::kTopk: return make_topk(spec.ratio);
+    case Kind::kRandk: return make_randk(spec.ratio);
+    case Kind::kPowersgd: return make_powersgd(spec.param);
+  }
+  MURMUR_CHECK(false);
+  return nullptr;
 }
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_compressor(std::string_view spec, Feedback feedback) {
+CompressorSpec CompressorSpec::with_ratio(double new_ratio) const {
+  MURMUR_CHECK(sparse());
+  MURMUR_CHECK(new_ratio > 0 && new_ratio <= 1);
+  CompressorSpec s = *this;
+  s.ratio = new_ratio;
+  return s;
+}
+
+std::string CompressorSpec::text() const {
+  switch (kind) {
+    case Kind::kIdentity: return "identity";
+    case Kind::kFp16: return "fp16";
+    case Kind::kBf16: return "bf16";
+    case Kind::kSign: return "sign";
+    case Kind::kQsgd: return "qsgd:" + std::to_string(param);
+    case Kind::kPowersgd: return "powersgd:" + std::to_string(param);
+    case Kind::kTopk:
+    case Kind::kRandk: {
+      // %.9g keeps small ratios exact where std::to_string's six decimals
+      // would round them to zero.
+      char spec[64];
+      std::snprintf(spec, sizeof spec, "%s:%.9g", kind == Kind::kTopk ? "topk" : "randk", ratio);
+      return spec;
+    }
+  }
+  return "?";
+}
+
+CompressorSpec parse_compressor_spec(std::string_view spec) { return parse_spec(spec); }
+
+std::unique_ptr<Compressor> make_compressor(const CompressorSpec& spec, Feedback feedback) {
   auto c = make_bare(spec);
   if (feedback == Feedback::kAuto && c->biased()) return std::make_unique<ErrorFeedback>(std::move(c));
   return c;
+}
+
+std::unique_ptr<Compressor> make_compressor(std::string_view spec, Feedback feedback) {
+  return make_compressor(parse_compressor_spec(spec), feedback);
 }
 
 namespace detail {
