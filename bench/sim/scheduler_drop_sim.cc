@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "gossip/algorithm/gossip_flags.h"
 #include "gossip/schedule/errors.h"
 #include "gossip/schedule/schedule_file.h"
 #include "peer/data/fashion_mnist.h"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   app.add_option("--latency-us", latency_us, "one-way latency of every link")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--drop-s", drop_s, "virtual time the drop starts")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--recover-s", recover_s, "virtual time the link recovers")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--gamma", base.gossip.gamma, "choco consensus step size")->capture_default_str()->check(CLI::Range(1e-6, 1.0));
+  murmur::gossip::add_gossip_flags(app, base.gossip.options, murmur::gossip::kGammaFlag, "Options");
   app.add_option("--target", target, "test accuracy of rank 0's model")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   app.add_option("--seeds", seeds, "comma-separated seeds (model, shuffling, partition); one run per seed and setting")
       ->capture_default_str();
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
 
   try {
     // Checked before the data is read: a bad spec fails at once.
-    const auto adaptive = murmur::gossip::schedule::parse_schedule_flag(adaptive_schedule);
+    murmur::gossip::schedule::parse_schedule_flag(adaptive_schedule);
     murmur::model::set_blas_threads(murmur::model::blas_threads_from_environment());
     murmur::sched_log().set_level(spdlog::level::warn);
     const auto data = murmur::data::load_fashion_mnist(data_dir.empty() ? murmur::data::default_fashion_mnist_dir()
@@ -130,8 +131,8 @@ int main(int argc, char** argv) {
     cluster.inter_node = {latency_us * 1e-6, fast_gbit * 1e9 / 8};
     cluster.intra_node = cluster.inter_node;
     cluster.episodes.push_back({0, 1, drop_s, recover_s, {latency_us * 1e-6, slow_mbit * 1e6 / 8}});
-    base.gossip.algorithm = "choco";
-    base.gossip.topology.kind = "exponential";
+    base.gossip.options.algorithm = "choco";
+    base.gossip.options.topology = "exponential";
 
     std::ofstream curve_file;
     if (!curves.empty()) {
@@ -155,10 +156,10 @@ int main(int argc, char** argv) {
       for (const auto seed : seed_list) {
         murmur::sim::TrainingSetup t = base;
         t.training.seed = seed;
-        t.gossip.seed = seed;
-        t.gossip.compressor = setting.compressor;
-        t.gossip.period = setting.period;
-        if (setting.adaptive) t.gossip.schedule = adaptive;
+        t.gossip.options.seed = seed;
+        t.gossip.options.compressor = setting.compressor;
+        t.gossip.options.period = setting.period;
+        if (setting.adaptive) t.gossip.options.schedule = adaptive_schedule;
         if (decision_file) {
           t.gossip.on_decision = [&, seed](int rank, double time_s, const nlohmann::json& decision) {
             auto record = decision;

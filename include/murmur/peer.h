@@ -54,11 +54,24 @@
 #include <string>
 #include <vector>
 
+#include "murmur/gossip_options.h"
+
 namespace murmur {
 
 enum class MemoryKind { kAuto, kHost, kDevice };
 
-struct PeerConfig {
+// The gossip settings (algorithm, topology, compressor, period, gamma,
+// overlap, seed, schedule, schedule_interval) and their defaults are those of
+// GossipOptions (gossip_options.h), which PeerConfig extends with membership
+// and the data plane. With an adaptive schedule, each decision is handed to
+// on_schedule_decision as one JSON object (text), on the thread that calls
+// step(); the callback must not call back into the Peer, and should not
+// throw (an exception leaves step() with the round not started). The
+// scheduler retunes the period and (choco with topk/randk) the ratio from its
+// own measurements: agreed decisions every schedule_interval steps, and
+// reactions to a slowed link (ratios only) before any round, from inside
+// step().
+struct PeerConfig : GossipOptions {
   // Membership (see above). Negative or empty: from the environment.
   int rank = -1;
   int world_size = -1;
@@ -68,29 +81,6 @@ struct PeerConfig {
   std::string host_name;
   double join_timeout_s = 120;
 
-  // Gossip.
-  std::string topology = "exponential";  // a generator name (murmur-topo) or a .topo file path
-  int topology_degree = 4;               // random regular graphs
-  double topology_probability = 0.25;    // erdos-renyi
-  std::uint64_t topology_seed = 1;
-  std::string algorithm = "choco";       // dpsgd choco sgp adpsgd allreduce topk-allreduce local-sgd
-  std::string compressor = "topk:0.01";  // choco, topk-allreduce
-  int period = 1;                        // gossip every H-th step
-  double gamma = 0.1;                    // choco consensus step size, (0, 1]
-  std::optional<bool> overlap;           // unset: the algorithm's default
-  std::uint64_t seed = 1;
-
-  // Scheduling (docs/scheduler.md): "fixed" keeps period and compressor as
-  // given; "adaptive[:key=value,...]" or "@file" lets the latency-aware
-  // scheduler retune the period and (choco with topk/randk) the ratio from
-  // its own measurements: agreed decisions every schedule_interval steps,
-  // and reactions to a slowed link (ratios only) before any round, from
-  // inside step(). Each decision is handed to on_schedule_decision as one
-  // JSON object (text), on the thread that calls step(); the callback must
-  // not call back into the Peer, and should not throw (an exception leaves
-  // step() with the round not started).
-  std::string schedule = "fixed";
-  int schedule_interval = 5;
   std::function<void(const std::string& json)> on_schedule_decision;
 
   // Data plane.

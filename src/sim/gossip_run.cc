@@ -8,7 +8,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/gossip_setup.h"
+#include "gossip/algorithm/registry.h"
 #include "gossip/schedule/controller.h"
 #include "sim/network_model.h"
 #include "sim/sim_communicator.h"
@@ -66,20 +67,18 @@ struct PeerOutcome {
   std::optional<double> ratio;
 };
 
-bool is_gossip(const std::string& algorithm) {
-  return algorithm == "dpsgd" || algorithm == "choco" || algorithm == "sgp";
-}
-
-void validate(const GossipSetup& s) {
+// Returns the parsed schedule.
+gossip::schedule::ScheduleConfig validate(const GossipSetup& s) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("murmur-sim gossip run: " + what); };
-  if (s.algorithm == "adpsgd")
-    fail("adpsgd cannot be simulated (it polls with timed waits and wakes from network callbacks the "
-         "simulator's virtual clock cannot see); use dpsgd, choco or sgp");
-  const auto& names = gossip::algorithm_names();
-  if (std::find(names.begin(), names.end(), s.algorithm) == names.end())
-    fail("unknown algorithm '" + s.algorithm + "'; expected dpsgd, choco, sgp, allreduce, topk-allreduce or local-sgd");
+  const auto simulable = [](const gossip::AlgorithmInfo& a) { return a.simulable; };
+  const gossip::AlgorithmInfo* info = gossip::find_algorithm(s.options.algorithm);
+  if (info != nullptr && !info->simulable)
+    fail(s.options.algorithm + " cannot be simulated (" + std::string(info->not_simulable_because) + "); use " +
+         gossip::algorithm_list([](const auto& a) { return a.simulable && a.needs_topology; }, " or "));
+  if (info == nullptr)
+    fail("unknown algorithm '" + s.options.algorithm + "'; expected " + gossip::algorithm_list(simulable, " or "));
   if (s.cluster.gpus < 1) fail("the cluster needs at least 1 GPU, got " + std::to_string(s.cluster.gpus));
-  if (is_gossip(s.algorithm) && s.cluster.gpus < 2) fail(s.algorithm + " needs at least 2 GPUs");
+  if (info->needs_topology && s.cluster.gpus < 2) fail(s.options.algorithm + " needs at least 2 GPUs");
   if (s.iterations < 1 || s.warmup_iterations < 0)
     fail("iterations must be >= 1 and warm-up >= 0, got " + std::to_string(s.iterations) + " and " +
          std::to_string(s.warmup_iterations));
@@ -87,11 +86,12 @@ void validate(const GossipSetup& s) {
   if (!s.initial.empty() && s.initial.size() != s.proxy)
     fail("the initial parameters have " + std::to_string(s.initial.size()) + " values, the proxy " +
          std::to_string(s.proxy));
-  if (s.schedule_interval < 1) fail("schedule_interval must be >= 1");
+  if (s.options.schedule_interval < 1) fail("schedule_interval must be >= 1");
   if (s.flush_every < 0) fail("flush_every must be >= 0");
   if (!(s.profile.gradient_bytes() > 0)) fail("profile '" + s.profile.name + "' has no parameters");
   if (!(s.profile.iteration_s() >= 0) || s.profile.batch < 1 || !(s.profile.single_gpu_samples_per_s > 0))
     fail("profile '" + s.profile.name + "' needs a batch >= 1, a single-GPU throughput > 0 and layer times >= 0");
+  return gossip::check_gossip_options(s.options);
 }
 
 double median(std::vector<double> v) {
@@ -133,21 +133,6 @@ std::pair<double, std::vector<double>> consensus(const std::vector<PeerOutcome>&
   return {std::sqrt(squares / static_cast<double>(n * peers.size())), std::move(mean)};
 }
 
-gossip::AlgorithmOptions algorithm_options(const GossipSetup& s, bool adaptive) {
-  gossip::AlgorithmOptions o;
-  o.period = s.period;
-  o.overlap = s.overlap;
-  o.compressor = s.compressor;
-  o.gamma = s.gamma;
-  o.timeout_s = s.timeout_s;
-  o.seed = s.seed;
-  if (adaptive) {
-    o.max_ratio = s.schedule->bounds.max_ratio;
-    o.receipts = s.schedule->receipts;
-  }
-  return o;
-}
-
 void fill_traffic(const NetworkModel& model, int iterations, GossipResult& r) {
   for (const auto& [link, bytes] : model.link_bytes()) r.links.push_back(LinkBytes{link.first, link.second, bytes});
   r.bytes_inter_node = model.inter_node_bytes();
@@ -157,87 +142,73 @@ void fill_traffic(const NetworkModel& model, int iterations, GossipResult& r) {
   r.messages = model.messages();
 }
 
-}  // namespace
+// What every simulated peer shares: set up once, read by all.
+struct SharedRun {
+  const GossipSetup& s;
+  VirtualRuntime& runtime;
+  SimNetwork& network;
+  SimGather& gather;
+  const gossip::Topology* topology;
+  const gossip::AlgorithmOptions& options;
+  // Adaptive only: the schedule, its small-message threshold scaled to the
+  // proxy (the scheduler sees proxy-sized messages: its idea of a message
+  // that measures latency only must shrink with them).
+  const std::optional<gossip::schedule::ScheduleConfig>& schedule;
+};
 
-GossipResult run_gossip(const GossipSetup& s) {
-  const auto host_start = std::chrono::steady_clock::now();
-  validate(s);
-  const int ranks = s.cluster.gpus;
-  const bool adaptive = s.schedule && s.schedule->mode == gossip::schedule::ScheduleMode::kAdaptive;
-  std::unique_ptr<gossip::Topology> topology;
-  if (is_gossip(s.algorithm)) {
-    gossip::TopologySpec spec = s.topology;
-    spec.nodes = ranks;
-    topology = gossip::make_topology(spec);
+// One simulated peer, on its own simulated thread: the iterations, then
+// finish().
+void run_peer(const SharedRun& run, int r, PeerOutcome& me) {
+  const GossipSetup& s = run.s;
+  VirtualRuntime& runtime = run.runtime;
+  SimCommunicator comm(run.network, r);
+  auto algorithm = gossip::make_algorithm(s.options.algorithm, run.options, comm, run.topology);
+  std::unique_ptr<gossip::schedule::ScheduleController> controller;
+  if (run.schedule) {
+    controller = std::make_unique<gossip::schedule::ScheduleController>(
+        *run.schedule, *algorithm, s.proxy, s.options.schedule_interval,
+        [&gather = run.gather, r](const gossip::schedule::ScheduleProposal& p) { return gather(r, p); },
+        [&me, &s, &runtime, r](const nlohmann::json& decision) {
+          ++(decision.value("agreed", true) ? me.decisions : me.reactions);
+          if (s.on_decision) s.on_decision(r, runtime.now(), decision);
+        });
   }
-  const gossip::AlgorithmOptions options = algorithm_options(s, adaptive);
-
-  GossipResult result;
-  result.byte_scale = s.profile.gradient_bytes() / (static_cast<double>(s.proxy) * sizeof(float));
-  VirtualRuntime runtime;
-  NetworkModel model(s.cluster);
-  SimNetwork network(runtime, model, result.byte_scale);
-  SimGather gather(runtime, ranks);
-  std::vector<PeerOutcome> peers(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) peers[r].params = s.initial.empty() ? initial_params(s.seed, r, s.proxy) : s.initial;
-  auto [initial_distance, initial_mean] = consensus(peers);
+  const double compute_s = s.profile.iteration_s() * s.cluster.slowdown(r);
+  std::uint64_t noise = s.options.seed * 0xD1B54A32D192ED03ULL + static_cast<std::uint64_t>(r) * 2 + 1;
+  double start = 0;
+  gossip::AlgorithmStats before;
   const int total = s.warmup_iterations + s.iterations;
-
-  // The scheduler sees proxy-sized messages: its idea of a small message
-  // (one that measures latency only) must shrink with them.
-  gossip::schedule::ScheduleConfig schedule;
-  if (adaptive) {
-    schedule = *s.schedule;
-    schedule.link.small_message_bytes /= result.byte_scale;
+  for (int it = 0; it < total; ++it) {
+    if (it == s.warmup_iterations) {
+      start = runtime.now();
+      before = algorithm->stats();
+    }
+    runtime.sleep_for(compute_s);
+    if (s.local_step) {
+      s.local_step(r, it, me.params);
+    } else if (s.perturb) {
+      perturb(me.params, noise);
+    }
+    algorithm->step(me.params);
+    if (controller) controller->on_step(compute_s);
+    if (s.flush_every > 0 && (it + 1) % s.flush_every == 0) algorithm->flush(me.params);
+    if (s.after_step) s.after_step(r, it, runtime.now(), me.params);
   }
-  for (int r = 0; r < ranks; ++r) {
-    runtime.spawn("rank " + std::to_string(r), [&, r] {
-      PeerOutcome& me = peers[r];
-      SimCommunicator comm(network, r);
-      auto algorithm = gossip::make_algorithm(s.algorithm, options, comm, topology.get());
-      std::unique_ptr<gossip::schedule::ScheduleController> controller;
-      if (adaptive) {
-        controller = std::make_unique<gossip::schedule::ScheduleController>(
-            schedule, *algorithm, s.proxy, s.schedule_interval,
-            [&gather, r](const gossip::schedule::ScheduleProposal& p) { return gather(r, p); },
-            [&me, &s, &runtime, r](const nlohmann::json& decision) {
-              ++(decision.value("agreed", true) ? me.decisions : me.reactions);
-              if (s.on_decision) s.on_decision(r, runtime.now(), decision);
-            });
-      }
-      const double compute_s = s.profile.iteration_s() * s.cluster.slowdown(r);
-      std::uint64_t noise = s.seed * 0xD1B54A32D192ED03ULL + static_cast<std::uint64_t>(r) * 2 + 1;
-      double start = 0;
-      gossip::AlgorithmStats before;
-      for (int it = 0; it < total; ++it) {
-        if (it == s.warmup_iterations) {
-          start = runtime.now();
-          before = algorithm->stats();
-        }
-        runtime.sleep_for(compute_s);
-        if (s.local_step) {
-          s.local_step(r, it, me.params);
-        } else if (s.perturb) {
-          perturb(me.params, noise);
-        }
-        algorithm->step(me.params);
-        if (controller) controller->on_step(compute_s);
-        if (s.flush_every > 0 && (it + 1) % s.flush_every == 0) algorithm->flush(me.params);
-        if (s.after_step) s.after_step(r, it, runtime.now(), me.params);
-      }
-      const auto after = algorithm->stats();
-      me.iteration_s = (runtime.now() - start) / s.iterations;
-      me.wait_s = (after.wait_seconds - before.wait_seconds) / s.iterations;
-      me.comm_s = (after.comm_seconds - before.comm_seconds) / s.iterations;
-      algorithm->finish(me.params);
-      if (controller) {
-        me.period = algorithm->period();
-        me.ratio = controller->current_ratio();
-      }
-    });
+  const auto after = algorithm->stats();
+  me.iteration_s = (runtime.now() - start) / s.iterations;
+  me.wait_s = (after.wait_seconds - before.wait_seconds) / s.iterations;
+  me.comm_s = (after.comm_seconds - before.comm_seconds) / s.iterations;
+  algorithm->finish(me.params);
+  if (controller) {
+    me.period = algorithm->period();
+    me.ratio = controller->current_ratio();
   }
-  runtime.run();
+}
 
+// Times, overlap, traffic and the peers' consensus, into `result`.
+void summarize(const GossipSetup& s, const std::vector<PeerOutcome>& peers, const NetworkModel& model,
+               const std::vector<double>& initial_mean, GossipResult& result) {
+  const int ranks = static_cast<int>(peers.size());
   std::vector<double> iteration(peers.size());
   for (std::size_t r = 0; r < peers.size(); ++r) {
     const auto& p = peers[r];
@@ -251,10 +222,9 @@ GossipResult run_gossip(const GossipSetup& s) {
   result.iteration_max_s = *std::max_element(iteration.begin(), iteration.end());
   if (result.iteration_s > 0) result.samples_per_s = ranks * s.profile.batch / result.iteration_s;
   result.speedup = result.samples_per_s / s.profile.single_gpu_samples_per_s;
-  fill_traffic(model, total, result);
+  fill_traffic(model, s.warmup_iterations + s.iterations, result);
 
   auto [distance, mean] = consensus(peers);
-  result.initial_consensus_distance = initial_distance;
   result.consensus_distance = distance;
   for (std::size_t i = 0; i < mean.size(); ++i)
     result.mean_drift = std::max(result.mean_drift, std::abs(mean[i] - initial_mean[i]));
@@ -262,6 +232,44 @@ GossipResult run_gossip(const GossipSetup& s) {
   result.final_ratio = peers.front().ratio;
   result.schedule_decisions = peers.front().decisions;
   result.schedule_reactions = peers.front().reactions;
+}
+
+}  // namespace
+
+GossipResult run_gossip(const GossipSetup& s) {
+  const auto host_start = std::chrono::steady_clock::now();
+  const gossip::schedule::ScheduleConfig parsed = validate(s);
+  const int ranks = s.cluster.gpus;
+  const std::unique_ptr<gossip::Topology> topology = gossip::make_gossip_topology(s.options, ranks);
+  const gossip::AlgorithmOptions options = [&] {
+    gossip::AlgorithmOptions o = gossip::algorithm_options(s.options, parsed);
+    o.timeout_s = s.timeout_s;
+    return o;
+  }();
+
+  GossipResult result;
+  result.byte_scale = s.profile.gradient_bytes() / (static_cast<double>(s.proxy) * sizeof(float));
+  VirtualRuntime runtime;
+  NetworkModel model(s.cluster);
+  SimNetwork network(runtime, model, result.byte_scale);
+  SimGather gather(runtime, ranks);
+  std::vector<PeerOutcome> peers(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    peers[r].params = s.initial.empty() ? initial_params(s.options.seed, r, s.proxy) : s.initial;
+  auto [initial_distance, initial_mean] = consensus(peers);
+  result.initial_consensus_distance = initial_distance;
+
+  std::optional<gossip::schedule::ScheduleConfig> schedule;
+  if (parsed.mode == gossip::schedule::ScheduleMode::kAdaptive) {
+    schedule = parsed;
+    schedule->link.small_message_bytes /= result.byte_scale;
+  }
+  const SharedRun run{s, runtime, network, gather, topology.get(), options, schedule};
+  for (int r = 0; r < ranks; ++r)
+    runtime.spawn("rank " + std::to_string(r), [&run, &peers, r] { run_peer(run, r, peers[r]); });
+  runtime.run();
+
+  summarize(s, peers, model, initial_mean, result);
   result.virtual_seconds = runtime.now();
   result.thread_switches = runtime.switches();
   result.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();

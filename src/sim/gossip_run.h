@@ -8,7 +8,7 @@
 //   GossipSetup s;
 //   s.profile = builtin_profile("resnet50");
 //   s.cluster = ...;  apply_network_preset(s.cluster, "10gbe-tcp");
-//   s.algorithm = "choco"; s.compressor = "topk:0.01"; s.topology.kind = "exponential";
+//   s.options.algorithm = "choco"; s.options.compressor = "topk:0.01";
 //   GossipResult r = run_gossip(s);   // r.samples_per_s, r.speedup, ...
 //
 // A peer's iteration: sleep its compute time (profile.iteration_s() times
@@ -32,7 +32,8 @@
 // (its small-message threshold, below which a message measures latency
 // only, is divided by byte_scale to match).
 //
-// Algorithms: dpsgd, choco, sgp, allreduce, topk-allreduce, local-sgd.
+// Algorithms: those the registry marks simulable (gossip/algorithm/
+// registry.h): dpsgd, choco, sgp, allreduce, topk-allreduce, local-sgd.
 // adpsgd is refused (it waits with timed polls and wakes from network
 // callbacks outside the Communicator's hooks; the simulator cannot see
 // those). choco needs a static topology; the centralized ones ignore it.
@@ -55,8 +56,7 @@
 #include <string>
 #include <vector>
 
-#include "gossip/schedule/schedule_file.h"
-#include "gossip/topology/factory.h"
+#include "murmur/gossip_options.h"
 #include "sim/cluster_spec.h"
 #include "sim/model_profile.h"
 
@@ -65,22 +65,18 @@ namespace murmur::sim {
 struct GossipSetup {
   ModelProfile profile;
   ClusterSpec cluster;
-  std::string algorithm = "dpsgd";
-  // kind and seed (and degree, probability...); nodes is set to cluster.gpus.
-  gossip::TopologySpec topology{.kind = "exponential"};
-  std::string compressor = "topk:0.01";  // choco, topk-allreduce
-  double gamma = 0.1;                    // choco
-  int period = 1;                        // H
-  std::optional<bool> overlap;           // unset: the algorithm's default
-  int warmup_iterations = 2;             // run, not measured
-  int iterations = 10;                   // measured
-  // Unset or kFixed: no scheduler. kAdaptive: one ScheduleController per
-  // peer; their gather is a simulated collective (every rank blocks until
-  // all have proposed; it takes no virtual time).
-  std::optional<gossip::schedule::ScheduleConfig> schedule;
-  int schedule_interval = 5;  // steps between scheduler decisions
+  // The job's gossip settings, as murmur-peer takes them: algorithm,
+  // topology (a generator over cluster.gpus nodes, or a .topo file; with its
+  // degree, probability and topology seed), compressor, gamma, period,
+  // overlap, schedule and schedule_interval. A schedule other than "fixed"
+  // runs one ScheduleController per peer; their gather is a simulated
+  // collective (every rank blocks until all have proposed; it takes no
+  // virtual time). options.seed also seeds the proxy's initial values and
+  // pseudo-gradients.
+  GossipOptions options;
+  int warmup_iterations = 2;  // run, not measured
+  int iterations = 10;        // measured
   std::size_t proxy = 4096;   // proxy parameters per peer (floats)
-  std::uint64_t seed = 1;     // proxy initial values and pseudo-gradients
   bool perturb = true;        // add the pseudo-gradient each iteration
   double timeout_s = 3600;    // virtual seconds before a stalled peer fails
   // Real training in place of the proxy (sim/sim_training.h): `initial`,

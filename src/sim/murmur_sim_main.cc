@@ -16,11 +16,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/log.h"
+#include "gossip/algorithm/gossip_flags.h"
+#include "gossip/algorithm/registry.h"
 #include "gossip/schedule/errors.h"
 #include "gossip/schedule/schedule_file.h"
 #include "sim/calibration.h"
@@ -53,67 +56,72 @@ int calibrate(const ModelProfile& resnet50, int evaluations) {
   return 0;
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"Simulates data-parallel training of a model on a cluster: the seed paper's synchronous "
-               "methods as calibrated cost models, murmur's gossip algorithms run for real on a virtual "
-               "clock (docs/sim.md).",
-               "murmur-sim"};
-  app.get_formatter()->column_width(36);
+// What the command line asks for.
+struct CommandLine {
   SimRequest request;
   std::string gpus_list = "4,8,16,32";
   std::string methods = "paper";
   std::vector<std::string> stragglers;
   std::string cluster_file;
-  bool paper_table = false, compare_reference = false, calibrate_flag = false, csv = false, markdown = false;
+  bool paper_table = false, compare_reference = false, calibrate = false, csv = false, markdown = false;
   int evaluations = 4000;
+};
+
+void add_flags(CLI::App& app, CommandLine& c) {
+  SimRequest& request = c.request;
   app.add_option("--model", request.model, "built-in profile (resnet50, bert-base, bert-large) or a profile file")
       ->capture_default_str();
   app.add_option("--network", request.network, "network preset (10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)")
       ->capture_default_str();
-  app.add_option("--cluster", cluster_file, "cluster file (GPUs, nodes, links, stragglers); overrides --network");
-  app.add_option("--gpus", gpus_list, "GPU counts to simulate, comma-separated")->capture_default_str();
+  app.add_option("--cluster", c.cluster_file, "cluster file (GPUs, nodes, links, stragglers); overrides --network");
+  app.add_option("--gpus", c.gpus_list, "GPU counts to simulate, comma-separated")->capture_default_str();
   app.add_option("--gpus-per-node", request.gpus_per_node, "GPUs in one node")->capture_default_str();
-  app.add_option("--straggler", stragglers, "RANK:SLOWDOWN, a GPU that computes SLOWDOWN times slower (repeatable)");
-  app.add_option("--method", methods,
+  app.add_option("--straggler", c.stragglers, "RANK:SLOWDOWN, a GPU that computes SLOWDOWN times slower (repeatable)");
+  const std::string simulable = murmur::gossip::algorithm_list([](const auto& a) { return a.simulable; });
+  app.add_option("--method", c.methods,
                  "comma-separated: paper method names (BSP-A2A, WFBP-A2A, MG-WFBP, ByteScheduler-A2A, BSP-PS, "
-                 "WFBP-PS, ByteScheduler-PS), `paper` for all seven, or murmur algorithms (dpsgd, choco, sgp, "
-                 "allreduce, topk-allreduce, local-sgd)")
+                 "WFBP-PS, ByteScheduler-PS), `paper` for all seven, or murmur algorithms (" + simulable + ")")
       ->capture_default_str();
-  app.add_option("--topology", request.gossip.topology, "gossip topology")->capture_default_str();
-  app.add_option("--compressor", request.gossip.compressor, "choco / topk-allreduce compressor")->capture_default_str();
-  app.add_option("--gamma", request.gossip.gamma, "choco consensus step size")->capture_default_str();
-  app.add_option("--period", request.gossip.period, "gossip period H")->capture_default_str();
-  app.add_option("--schedule", request.gossip.schedule, "fixed | adaptive[:k=v,...] | @file (docs/scheduler.md)")
-      ->capture_default_str();
+  // The algorithm comes from --method; the topology seed follows --seed.
+  murmur::gossip::add_gossip_flags(
+      app, request.gossip.gossip,
+      murmur::gossip::kGossipAll & ~(murmur::gossip::kAlgorithmFlag | murmur::gossip::kTopologySeedFlag));
   app.add_option("--iterations", request.gossip.iterations, "simulated iterations per gossip run")
-      ->capture_default_str();
+      ->capture_default_str()->group("Gossip");
   app.add_option("--warmup", request.gossip.warmup,
                  "gossip: iterations run before measuring (-1: 2, or --iterations with an adaptive schedule)")
-      ->capture_default_str();
+      ->capture_default_str()->group("Gossip");
   app.add_option("--proxy-floats", request.gossip.proxy_floats,
                  "floats each simulated peer really holds; message sizes are scaled to the model")
-      ->capture_default_str();
-  app.add_option("--seed", request.gossip.seed, "random seed (topology, data)")->capture_default_str();
-  app.add_flag("--paper-table", paper_table,
+      ->capture_default_str()->group("Gossip");
+  app.add_option("--seed", request.gossip.gossip.seed, "random seed (topology, data)")->capture_default_str()
+      ->group("Gossip");
+  app.add_flag("--paper-table", c.paper_table,
                "all three models on the seed paper's networks, methods and GPU counts (with --csv: "
                "model,network,method,gpus,samples_per_s)");
-  app.add_flag("--compare-reference", compare_reference, "the 84 ResNet-50 cells: measured against predicted");
-  app.add_flag("--calibrate", calibrate_flag, "refit the paper methods' constants on the ResNet-50 cells");
-  app.add_option("--evaluations", evaluations, "--calibrate: objective evaluations")->capture_default_str();
-  app.add_flag("--csv", csv, "print CSV");
-  app.add_flag("--markdown", markdown, "print a Markdown table");
+  app.add_flag("--compare-reference", c.compare_reference, "the 84 ResNet-50 cells: measured against predicted");
+  app.add_flag("--calibrate", c.calibrate, "refit the paper methods' constants on the ResNet-50 cells");
+  app.add_option("--evaluations", c.evaluations, "--calibrate: objective evaluations")->capture_default_str();
+  app.add_flag("--csv", c.csv, "print CSV");
+  app.add_flag("--markdown", c.markdown, "print a Markdown table");
+}
+
+// Parses and checks the flags; an exit status when the program should stop
+// (help, a usage error), else nullopt.
+std::optional<int> parse(CLI::App& app, CommandLine& c, int argc, char** argv) {
+  SimRequest& request = c.request;
   try {
     app.parse(argc, argv);
-    if (csv && markdown) throw CLI::ValidationError("--csv and --markdown", "choose one");
-    request.gpus = parse_gpu_list(gpus_list);
-    request.methods = parse_method_list(methods);
-    for (const std::string& s : stragglers) request.stragglers.push_back(parse_straggler(s));
+    if (c.csv && c.markdown) throw CLI::ValidationError("--csv and --markdown", "choose one");
+    request.gpus = parse_gpu_list(c.gpus_list);
+    request.methods = parse_method_list(c.methods);
+    for (const std::string& s : c.stragglers) request.stragglers.push_back(parse_straggler(s));
     network_preset(request.network);
-    murmur::gossip::schedule::parse_schedule_flag(request.gossip.schedule);
+    murmur::gossip::schedule::parse_schedule_flag(request.gossip.gossip.schedule);
   } catch (const murmur::gossip::schedule::ScheduleError& e) {
     // A schedule file's own errors name path:line; a bad flag names the flag.
     std::cerr << "murmur-sim: --schedule: " << e.what() << "\n";
-    return request.gossip.schedule.rfind('@', 0) == 0 ? 1 : 2;
+    return request.gossip.gossip.schedule.rfind('@', 0) == 0 ? 1 : 2;
   } catch (const ClusterError& e) {
     std::cerr << "murmur-sim: --network: " << e.what() << "\n";
     return 2;
@@ -126,26 +134,25 @@ int run(int argc, char** argv) {
     std::cerr << "murmur-sim: " << e.what() << " (see murmur-sim --help)\n";
     return 2;
   }
-  // A thousand simulated peers would print a thousand scheduler decisions
-  // each round; MURMUR_LOG_LEVEL=info brings them back.
-  if (!std::getenv("MURMUR_LOG_LEVEL")) murmur::sched_log().set_level(spdlog::level::warn);
-  const Format format = csv ? Format::kCsv : markdown ? Format::kMarkdown : Format::kText;
-  const auto started = std::chrono::steady_clock::now();
+  return std::nullopt;
+}
 
-  std::vector<SimRow> rows;
-  bool paper_columns = false;
+// Computes what was asked for into `rows` (a report other than rows, such as
+// --calibrate, is printed here); an exit status when the program should
+// stop, else nullopt.
+std::optional<int> compute(CommandLine& c, Format format, std::vector<SimRow>& rows, bool& paper_columns) {
   try {
-    if (calibrate_flag) return calibrate(builtin_profile("resnet50"), evaluations);
-    if (paper_table) {
+    if (c.calibrate) return calibrate(builtin_profile("resnet50"), c.evaluations);
+    if (c.paper_table) {
       rows = paper_table_rows();
       paper_columns = true;
-    } else if (compare_reference) {
+    } else if (c.compare_reference) {
       write_reference_comparison(std::cout, compare_with_reference(builtin_profile("resnet50"), calibrated_constants()),
                                  format == Format::kMarkdown);
       return 0;
     } else {
-      if (!cluster_file.empty()) request.cluster = load_cluster_file(cluster_file);
-      rows = simulate(request);
+      if (!c.cluster_file.empty()) c.request.cluster = load_cluster_file(c.cluster_file);
+      rows = simulate(c.request);
     }
   } catch (const ProfileError& e) {
     std::cerr << "murmur-sim: " << e.what() << "\n";
@@ -157,6 +164,27 @@ int run(int argc, char** argv) {
     std::cerr << "murmur-sim: " << e.what() << "\n";
     return 2;
   }
+  return std::nullopt;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Simulates data-parallel training of a model on a cluster: the seed paper's synchronous "
+               "methods as calibrated cost models, murmur's gossip algorithms run for real on a virtual "
+               "clock (docs/sim.md).",
+               "murmur-sim"};
+  app.get_formatter()->column_width(36);
+  CommandLine cli;
+  add_flags(app, cli);
+  if (const auto status = parse(app, cli, argc, argv)) return *status;
+  // A thousand simulated peers would print a thousand scheduler decisions
+  // each round; MURMUR_LOG_LEVEL=info brings them back.
+  if (!std::getenv("MURMUR_LOG_LEVEL")) murmur::sched_log().set_level(spdlog::level::warn);
+  const Format format = cli.csv ? Format::kCsv : cli.markdown ? Format::kMarkdown : Format::kText;
+  const auto started = std::chrono::steady_clock::now();
+
+  std::vector<SimRow> rows;
+  bool paper_columns = false;
+  if (const auto status = compute(cli, format, rows, paper_columns)) return *status;
   write_rows(rows, format, paper_columns);
   std::cout.flush();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

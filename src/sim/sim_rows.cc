@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/text.h"
-#include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/registry.h"
 #include "gossip/schedule/schedule_file.h"
 #include "sim/gossip_run.h"
 #include "sim/model_profile.h"
@@ -34,12 +34,6 @@ std::vector<std::string> split(const std::string& list, char sep) {
 bool is_paper_method(const std::string& name) {
   for (PaperMethod m : paper_methods())
     if (paper_method_name(m) == name) return true;
-  return false;
-}
-
-bool is_gossip_algorithm(const std::string& name) {
-  for (const std::string& a : gossip::algorithm_names())
-    if (a == name) return true;
   return false;
 }
 
@@ -71,22 +65,18 @@ SimRow paper_row(PaperMethod method, const ModelProfile& profile, const ClusterS
 
 // murmur's own algorithm, run on the virtual clock.
 SimRow gossip_row(const std::string& algorithm, const ModelProfile& profile, const ClusterSpec& cluster,
-                  const GossipOptions& options) {
+                  const GossipRunOptions& options) {
   GossipSetup setup;
   setup.profile = profile;
   setup.cluster = cluster;
-  setup.algorithm = algorithm;
-  setup.topology.kind = options.topology;
-  setup.topology.seed = options.seed;
-  setup.compressor = options.compressor;
-  setup.gamma = options.gamma;
-  setup.period = options.period;
+  setup.options = options.gossip;
+  setup.options.algorithm = algorithm;
+  setup.options.topology_seed = options.gossip.seed;
   setup.iterations = options.iterations;
   setup.proxy = static_cast<std::size_t>(options.proxy_floats);
-  setup.seed = options.seed;
-  const gossip::schedule::ScheduleConfig schedule = gossip::schedule::parse_schedule_flag(options.schedule);
-  if (schedule.mode == gossip::schedule::ScheduleMode::kAdaptive) setup.schedule = schedule;
-  setup.warmup_iterations = options.warmup >= 0 ? options.warmup : setup.schedule ? options.iterations : 2;
+  const bool adaptive =
+      gossip::schedule::parse_schedule_flag(options.gossip.schedule).mode == gossip::schedule::ScheduleMode::kAdaptive;
+  setup.warmup_iterations = options.warmup >= 0 ? options.warmup : adaptive ? options.iterations : 2;
   const GossipResult r = run_gossip(setup);
 
   SimRow row;
@@ -105,14 +95,13 @@ SimRow gossip_row(const std::string& algorithm, const ModelProfile& profile, con
   for (const LinkBytes& link : r.links) busiest = std::max(busiest, link.bytes);
   const int iterations = setup.warmup_iterations + setup.iterations;
   row.link_bytes = busiest / iterations;
-  std::string what = algorithm == "allreduce" || algorithm == "local-sgd" || algorithm == "topk-allreduce"
-                         ? ""
-                         : options.topology + " ";
-  if (algorithm == "choco" || algorithm == "topk-allreduce") what += options.compressor + " ";
-  if (setup.schedule && r.final_period)
+  const gossip::AlgorithmInfo& info = gossip::algorithm_info(algorithm);
+  std::string what = info.centralized ? "" : options.gossip.topology + " ";
+  if (info.takes_compressor) what += options.gossip.compressor + " ";
+  if (adaptive && r.final_period)
     what += fmt::format("adaptive: chose H={} ratio={:.4g}", *r.final_period, r.final_ratio.value_or(0));
   else
-    what += fmt::format("H={}", options.period);
+    what += fmt::format("H={}", options.gossip.period);
   row.configuration = what + fmt::format("; consensus distance {:.3g} -> {:.3g}; simulated in {:.2f} s",
                                          r.initial_consensus_distance, r.consensus_distance, r.host_seconds);
   return row;
@@ -144,12 +133,12 @@ std::vector<std::string> parse_method_list(const std::string& list) {
   for (const std::string& item : split(list, ',')) {
     if (item == "paper") {
       for (PaperMethod m : paper_methods()) methods.push_back(paper_method_name(m));
-    } else if (is_paper_method(item) || is_gossip_algorithm(item)) {
+    } else if (is_paper_method(item) || gossip::find_algorithm(item) != nullptr) {
       methods.push_back(item);
     } else {
       std::string known = "paper";
       for (PaperMethod m : paper_methods()) known += ", " + paper_method_name(m);
-      for (const std::string& a : gossip::algorithm_names()) known += ", " + a;
+      known += ", " + gossip::algorithm_list();
       throw std::invalid_argument("--method: unknown method '" + item + "' (known: " + known + ")");
     }
   }

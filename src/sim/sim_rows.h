@@ -9,24 +9,23 @@
 #include <string>
 #include <vector>
 
+#include "murmur/gossip_options.h"
 #include "sim/cluster_spec.h"
 #include "sim/sim_report.h"
 
 namespace murmur::sim {
 
-struct GossipOptions {
-  std::string topology = "exponential";
-  std::string compressor = "topk:0.01";
-  double gamma = 0.1;
-  int period = 1;
-  std::string schedule = "fixed";
+// How murmur's own algorithms run for a row: the job's gossip settings
+// (GossipOptions; the algorithm comes from the method list, the topology seed
+// from `gossip.seed`) and the simulation's.
+struct GossipRunOptions {
+  GossipOptions gossip;
   int iterations = 30;
   // Run before measuring; -1: 2 for a fixed schedule, and for an adaptive
   // one as many as `iterations`, so that what is measured is the setting
   // the scheduler settled on rather than its search.
   int warmup = -1;
   int proxy_floats = 4096;
-  std::uint64_t seed = 1;
 };
 
 struct SimRequest {
@@ -37,7 +36,7 @@ struct SimRequest {
   std::vector<int> gpus;               // ignored with a cluster file
   std::vector<std::string> methods;    // paper names or murmur algorithm names
   std::vector<Straggler> stragglers;
-  GossipOptions gossip;
+  GossipRunOptions gossip;
 };
 
 // "4,8,16" -> {4, 8, 16}; throws std::invalid_argument naming the item.

@@ -13,7 +13,7 @@
 //
 //   TrainingSetup t;
 //   t.gossip.cluster = ...;            // links, episodes (a link drop)
-//   t.gossip.algorithm = "choco"; t.gossip.compressor = "topk:0.1";
+//   t.gossip.options.algorithm = "choco"; t.gossip.options.compressor = "topk:0.1";
 //   t.training.epochs = 3; t.training.evals_per_epoch = 16;
 //   TrainingResult r = run_training(t, data::load_fashion_mnist(dir));
 //   r.first_at(0.85);                  // rank 0's first evaluation at 85%
@@ -45,9 +45,9 @@
 namespace murmur::sim {
 
 struct TrainingSetup {
-  // Cluster (stragglers multiply compute_s), algorithm, compressor,
-  // topology, gamma, period, overlap, seed, timeout_s, schedule,
-  // schedule_interval and on_decision are used as given; run_training sets
+  // Cluster (stragglers multiply compute_s), options (algorithm,
+  // compressor, topology, gamma, period, overlap, seed, schedule,
+  // schedule_interval), timeout_s and on_decision are used as given; run_training sets
   // the profile, proxy, initial parameters, warm-up (none), iterations,
   // flush_every and the step hooks.
   GossipSetup gossip;

@@ -310,14 +310,14 @@ GossipSetup setup(const std::string& algorithm, int gpus, int per_node, double c
   GossipSetup s;
   s.profile = profile(compute_s);
   s.cluster = cluster(gpus, per_node);
-  s.algorithm = algorithm;
+  s.options.algorithm = algorithm;
   s.proxy = 1024;  // byte_scale 1024
   return s;
 }
 
 TEST(GossipRun, DpsgdOnARingReachesTheExactMean) {
   GossipSetup s = setup("dpsgd", 16, 4, 0.01);
-  s.topology.kind = "ring";
+  s.options.topology = "ring";
   s.perturb = false;
   s.proxy = 256;
   s.warmup_iterations = 0;
@@ -341,8 +341,8 @@ TEST(GossipRun, DpsgdIterationTimeIsComputePlusOrMaxOfTheRound) {
   for (const Case& c : {Case{1.0 / 64, false, 1.0 / 64 + round}, Case{1.0 / 64, true, 1.0 / 64},
                         Case{1.0 / 512, true, round}}) {
     GossipSetup s = setup("dpsgd", 2, 1, c.compute);
-    s.topology.kind = "ring";
-    s.overlap = c.overlap;
+    s.options.topology = "ring";
+    s.options.overlap = c.overlap;
     s.iterations = 8;
     const auto r = run_gossip(s);
     SCOPED_TRACE(testing::Message() << "compute " << c.compute << " overlap " << c.overlap);
@@ -376,8 +376,8 @@ TEST(GossipRun, ChocoTopOnePercentSendsFarFewerBytesThanDpsgd) {
   dense.proxy = 4096;
   dense.iterations = 5;
   GossipSetup sparse = dense;
-  sparse.algorithm = "choco";
-  sparse.compressor = "topk:0.01";
+  sparse.options.algorithm = "choco";
+  sparse.options.compressor = "topk:0.01";
   const auto d = run_gossip(dense);
   const auto c = run_gossip(sparse);
   const double ratio = d.bytes_total / c.bytes_total;
@@ -391,7 +391,7 @@ TEST(GossipRun, ChocoTopOnePercentSendsFarFewerBytesThanDpsgd) {
 
 TEST(GossipRun, TwoHundredFiftySixPeersOnAnExponentialGraph) {
   GossipSetup s = setup("dpsgd", 256, 8, 0.1);
-  s.topology.kind = "exponential";
+  s.options.topology = "exponential";
   s.iterations = 5;
   s.warmup_iterations = 1;
   const auto r = run_gossip(s);
@@ -404,9 +404,9 @@ TEST(GossipRun, TwoHundredFiftySixPeersOnAnExponentialGraph) {
 
 TEST(GossipRun, AdaptiveScheduleDecides) {
   GossipSetup s = setup("choco", 8, 4, 0.01);
-  s.topology.kind = "exponential";
-  s.schedule = gossip::schedule::parse_schedule_flag("adaptive:min_ratio=0.01,max_period=4");
-  s.schedule_interval = 5;
+  s.options.topology = "exponential";
+  s.options.schedule = "adaptive:min_ratio=0.01,max_period=4";
+  s.options.schedule_interval = 5;
   s.iterations = 30;
   const auto r = run_gossip(s);
   EXPECT_EQ(r.schedule_decisions, (30 + 2) / 5);
@@ -420,7 +420,7 @@ TEST(GossipRun, AdaptiveScheduleDecides) {
 
 TEST(GossipRun, RunsAreReproducible) {
   GossipSetup s = setup("choco", 8, 2, 0.01);
-  s.topology.kind = "exponential";
+  s.options.topology = "exponential";
   s.iterations = 6;
   const auto a = run_gossip(s);
   const auto b = run_gossip(s);
@@ -434,7 +434,7 @@ TEST(GossipRun, RefusesWhatItCannotSimulate) {
   EXPECT_THROW(run_gossip(setup("adpsgd", 4, 1, 0.01)), std::invalid_argument);
   EXPECT_THROW(run_gossip(setup("nope", 4, 1, 0.01)), std::invalid_argument);
   GossipSetup s = setup("choco", 8, 1, 0.01);
-  s.topology.kind = "one-peer-exponential";  // time-varying
+  s.options.topology = "one-peer-exponential";  // time-varying
   EXPECT_THROW(run_gossip(s), std::invalid_argument);
 }
 
@@ -444,7 +444,7 @@ TEST(GossipRun, RefusesWhatItCannotSimulate) {
 TEST(GossipRun, DISABLED_ThousandPeers) {
   for (const char* algorithm : {"dpsgd", "choco"}) {
     GossipSetup s = setup(algorithm, 1024, 8, 0.1);
-    s.topology.kind = "exponential";
+    s.options.topology = "exponential";
     s.iterations = 18;
     s.warmup_iterations = 2;
     const auto r = run_gossip(s);

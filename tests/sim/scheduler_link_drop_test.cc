@@ -56,12 +56,12 @@ class SchedulerLinkDrop : public ::testing::Test {
     s.cluster.network = "custom";
     s.cluster.inter_node = {20e-6, 1.25e9};
     s.cluster.episodes.push_back({0, 1, kDrop, kRecover, {20e-6, 12.5e6}});
-    s.algorithm = "choco";
-    s.compressor = "topk:" + std::to_string(ratio);
-    s.gamma = 0.5;
-    s.topology.kind = "exponential";
-    if (schedule == "adaptive") s.schedule = gossip::schedule::parse_schedule_flag(schedule);
-    s.schedule_interval = interval;
+    s.options.algorithm = "choco";
+    s.options.compressor = "topk:" + std::to_string(ratio);
+    s.options.gamma = 0.5;
+    s.options.topology = "exponential";
+    if (schedule == "adaptive") s.options.schedule = schedule;
+    s.options.schedule_interval = interval;
     s.warmup_iterations = 0;
     s.iterations = 500;
     s.proxy = 4096;

@@ -42,9 +42,9 @@ TrainingSetup small_setup() {
   t.gossip.cluster.network = "custom";
   t.gossip.cluster.inter_node = {25e-6, 1.25e9};
   t.gossip.cluster.intra_node = t.gossip.cluster.inter_node;
-  t.gossip.algorithm = "choco";
-  t.gossip.compressor = "topk:0.1";
-  t.gossip.topology.kind = "ring";
+  t.gossip.options.algorithm = "choco";
+  t.gossip.options.compressor = "topk:0.1";
+  t.gossip.options.topology = "ring";
   t.training.model = "logreg";
   t.training.train_examples = 1000;  // 16 steps of 64 per epoch, the last short
   t.training.epochs = 2;
@@ -83,8 +83,8 @@ TEST_F(SimTraining, EvaluatesAtTheTrainersStepsAndLearns) {
 // virtual times, none from the host's clock).
 TEST_F(SimTraining, SameSetupSameEvaluations) {
   auto adaptive = small_setup();
-  adaptive.gossip.compressor = "topk:1";
-  adaptive.gossip.schedule = gossip::schedule::parse_schedule_flag("adaptive");
+  adaptive.gossip.options.compressor = "topk:1";
+  adaptive.gossip.options.schedule = "adaptive";
   adaptive.gossip.cluster.episodes.push_back({0, 1, 0.05, 0.2, {25e-6, 125e3}});
   int decisions = 0;
   adaptive.gossip.on_decision = [&](int, double, const nlohmann::json&) { ++decisions; };

@@ -39,7 +39,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "fabric/errors.h"
-#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/traffic.h"
 
 namespace murmur::gossip::detail {

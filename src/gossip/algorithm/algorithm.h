@@ -8,7 +8,8 @@
 //   algo->finish(x);
 //
 // Names: dpsgd, choco, sgp, adpsgd (gossip; need a topology), allreduce,
-// topk-allreduce, local-sgd (centralized baselines; topology ignored).
+// topk-allreduce, local-sgd (centralized baselines; topology ignored); the
+// registry (registry.h) is the list, with each algorithm's traits.
 //
 // Semantics of step(params): `params` is the caller's tensor after its local
 // update. Every H-th call (H = options.period; calls are counted from 1) is a
@@ -53,14 +54,16 @@
 
 #include "gossip/algorithm/communicator.h"
 #include "gossip/topology/topology.h"
+#include "murmur/gossip_options.h"
 
 namespace murmur::gossip {
 
-struct AlgorithmOptions {
-  int period = 1;                        // H: communicate every H-th step
-  std::optional<bool> overlap;           // unset: the algorithm's default (above)
-  std::string compressor = "topk:0.01";  // choco, topk-allreduce
-  double gamma = 0.1;                    // choco consensus step size
+// The job's settings (GossipOptions: period, overlap, compressor, gamma,
+// seed, ...; one declaration, one set of defaults) plus what only an
+// algorithm instance needs. make_algorithm reads the knobs; `algorithm`,
+// `topology` and `schedule` are resolved by the caller (gossip_setup.h
+// builds all three from a GossipOptions).
+struct AlgorithmOptions : GossipOptions {
   bool average = true;                   // allreduce, topk-allreduce: mean (else sum)
   std::uint8_t channel = 1;              // tag channel, 1..255: one per concurrent instance
   double timeout_s = 60;                 // a stalled peer becomes a PeerError after this
@@ -183,10 +186,9 @@ class Algorithm {
 // Throws std::invalid_argument naming the algorithm or option that does not
 // fit (unknown name, a gossip algorithm without topology, a topology whose
 // size is not comm.size(), choco on a time-varying topology, a bad
-// compressor spec). `comm` and `topology` must outlive the algorithm.
+// compressor spec). `comm` and `topology` must outlive the algorithm. The
+// names and what each algorithm needs are in registry.h.
 std::unique_ptr<Algorithm> make_algorithm(const std::string& name, const AlgorithmOptions& options, Communicator& comm,
                                           const Topology* topology);
-
-const std::vector<std::string>& algorithm_names();
 
 }  // namespace murmur::gossip

@@ -22,7 +22,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/round_algorithm.h"
 #include "gossip/compress/compressor.h"
 
@@ -210,9 +210,14 @@ class TopkAllreduce final : public RoundAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_allreduce(const std::string& kind, const AlgorithmOptions& o, Communicator& comm) {
-  if (kind == "topk-allreduce") return std::make_unique<TopkAllreduce>(o, comm);
-  return std::make_unique<RingAllreduce>(kind, o, comm);
+std::unique_ptr<Algorithm> make_allreduce(const AlgorithmOptions& o, Communicator& comm) {
+  return std::make_unique<RingAllreduce>("allreduce", o, comm);
+}
+std::unique_ptr<Algorithm> make_local_sgd(const AlgorithmOptions& o, Communicator& comm) {
+  return std::make_unique<RingAllreduce>("local-sgd", o, comm);
+}
+std::unique_ptr<Algorithm> make_topk_allreduce(const AlgorithmOptions& o, Communicator& comm) {
+  return std::make_unique<TopkAllreduce>(o, comm);
 }
 
 }  // namespace murmur::gossip::detail

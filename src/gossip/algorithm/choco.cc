@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/round_algorithm.h"
 #include "gossip/compress/compressor.h"
 #include "gossip/topology/mixing.h"

@@ -5,7 +5,7 @@
 // mix of snapshot r is folded in at the next communicating step.
 #include <vector>
 
-#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/round_algorithm.h"
 #include "gossip/topology/mixing.h"
 

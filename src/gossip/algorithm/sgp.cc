@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "gossip/algorithm/algorithms.h"
+#include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/round_algorithm.h"
 
 namespace murmur::gossip::detail {

@@ -17,6 +17,8 @@
 #include "fabric/rendezvous/server.h"
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/fabric_communicator.h"
+#include "gossip/algorithm/gossip_setup.h"
+#include "gossip/algorithm/registry.h"
 #include "gossip/schedule/controller.h"
 #include "gossip/schedule/schedule_file.h"
 #include "gossip/topology/factory.h"
@@ -33,21 +35,15 @@ namespace {
 constexpr std::uint8_t kGossipChannel = 1;
 constexpr std::uint8_t kCollectiveChannel = 2;
 
-bool is_centralized(const std::string& algorithm) {
-  return algorithm == "allreduce" || algorithm == "topk-allreduce" || algorithm == "local-sgd";
+std::string as_text(const std::string& value) { return value; }
+std::string as_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
 }
-
-std::unique_ptr<gossip::Topology> make_peer_topology(const PeerConfig& config, int world_size) {
-  if (gossip::is_generator(config.topology)) {
-    gossip::TopologySpec spec;
-    spec.kind = config.topology;
-    spec.nodes = world_size;
-    spec.degree = config.topology_degree;
-    spec.probability = config.topology_probability;
-    spec.seed = config.topology_seed;
-    return gossip::make_topology(spec);
-  }
-  return gossip::load_topology(config.topology);
+template <typename Integer>
+std::string as_text(Integer value) {
+  return std::to_string(value);
 }
 
 std::chrono::milliseconds to_ms(double seconds) {
@@ -60,23 +56,16 @@ class Peer::Impl {
  public:
   explicit Impl(const PeerConfig& config)
       : config_(config), env_(peer::resolve_job_environment(config, peer::process_environment())) {
-    if (config_.period < 1) throw std::invalid_argument("period " + std::to_string(config_.period) + " must be >= 1");
-    // A bad schedule fails before joining, on every rank alike.
-    const auto schedule = gossip::schedule::parse_schedule_flag(config_.schedule);
+    // The one conversion of the public config: PeerConfig is a GossipOptions.
+    const GossipOptions& gossip_options = config_;
+    // A bad algorithm, period or schedule fails before joining, on every rank alike.
+    const auto schedule = gossip::check_gossip_options(gossip_options);
     const bool adaptive = schedule.mode == gossip::schedule::ScheduleMode::kAdaptive;
-    if (adaptive && config_.algorithm == "adpsgd") {
-      throw std::invalid_argument("schedule '" + config_.schedule +
-                                  "': adpsgd has no rounds to schedule (use --schedule fixed)");
-    }
-    if (config_.schedule_interval < 1) {
-      throw std::invalid_argument("schedule interval " + std::to_string(config_.schedule_interval) +
-                                  " must be >= 1");
-    }
 
     if (env_.world_size == 1) {
-      // A job of one: nothing to gossip with, no network at all. Still build
-      // the algorithm's topology check so that a bad --topology fails here.
-      if (!is_centralized(config_.algorithm) && !gossip::is_generator(config_.topology)) {
+      // A job of one: nothing to gossip with, no network at all. Still load
+      // a topology file so that a bad --topology fails here.
+      if (gossip::algorithm_info(config_.algorithm).needs_topology && !gossip::is_generator(config_.topology)) {
         gossip::load_topology(config_.topology);
       }
       return;
@@ -88,7 +77,7 @@ class Peer::Impl {
       server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
     }
     // Build the topology before joining: a bad file fails fast on every rank.
-    if (!is_centralized(config_.algorithm)) topology_ = make_peer_topology(config_, env_.world_size);
+    topology_ = gossip::make_gossip_topology(gossip_options, env_.world_size);
 
     fabric::GroupOptions group_options;
     group_options.rank = env_.rank;
@@ -107,20 +96,12 @@ class Peer::Impl {
     schedule_gather_ =
         std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/", to_ms(config_.timeout_s));
 
-    gossip::AlgorithmOptions options;
-    options.period = config_.period;
-    if (adaptive) {
-      options.max_ratio = schedule.bounds.max_ratio;
-      options.receipts = schedule.receipts;
-    }
-    options.overlap = config_.overlap;
-    options.compressor = config_.compressor;
-    options.gamma = config_.gamma;
+    gossip::AlgorithmOptions options = gossip::algorithm_options(gossip_options, schedule);
     options.channel = kGossipChannel;
     options.timeout_s = config_.timeout_s;
-    options.seed = config_.seed;
     gossip_ = gossip::make_algorithm(config_.algorithm, options, *communicator_, topology_.get());
 
+    // The collectives: an exact mean, whatever the job's settings.
     gossip::AlgorithmOptions exact;
     exact.channel = kCollectiveChannel;
     exact.average = true;
@@ -319,16 +300,11 @@ class Peer::Impl {
       return;
     }
     // Everything ranks must agree on for rounds to pair up and messages to
-    // fit. (A .topo file is compared by path, not by content.)
-    char gamma[32];
-    std::snprintf(gamma, sizeof gamma, "%.9g", config_.gamma);
-    const std::string layout =
-        std::to_string(tensors_.count()) + " floats, " + config_.algorithm + ", " + config_.compressor + ", period " +
-        std::to_string(config_.period) + ", gamma " + gamma + ", topology " +
-        (topology_ ? topology_->name() + " (seed " + std::to_string(config_.topology_seed) + ", degree " +
-                         std::to_string(config_.topology_degree) + ")"
-                   : std::string("none")) +
-        ", schedule " + config_.schedule + " every " + std::to_string(config_.schedule_interval) + " steps";
+    // fit (gossip_options.h).
+    std::string layout = std::to_string(tensors_.count()) + " floats";
+    visit_agreed_fields(config_, [&layout](const char* name, const auto& value) {
+      layout += std::string(", ") + name + " " + as_text(value);
+    });
     auto& control = group_->control();
     const std::string prefix = "murmur/peer/layout/";
     control.set(prefix + std::to_string(env_.rank), layout);

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/gossip_flags.h"
 #include "peer/model/blas_threads.h"
 #include "peer/train/trainer.h"
 
@@ -21,24 +21,7 @@ int main(int argc, char** argv) {
   CLI::App app{"murmur-peer: one peer of a murmur training job (docs/training.md)"};
   app.get_formatter()->column_width(34);
 
-  auto* gossip = "Gossip";
-  app.add_option("--topology", p.topology, "graph: a generator (murmur-topo --help) or a .topo file")
-      ->capture_default_str()->group(gossip);
-  app.add_option("--degree", p.topology_degree, "degree of --topology random")->capture_default_str()->group(gossip);
-  app.add_option("--topology-seed", p.topology_seed, "seed of random topologies")->capture_default_str()->group(gossip);
-  app.add_option("--algorithm", p.algorithm, "dpsgd, choco, sgp, adpsgd, allreduce, topk-allreduce, local-sgd")
-      ->capture_default_str()->group(gossip);
-  app.add_option("--compress", p.compressor, "compressor for choco / topk-allreduce (docs/compressors.md)")
-      ->capture_default_str()->group(gossip);
-  app.add_option("--period", p.period, "gossip every H-th step")->check(CLI::Range(1, 1000000))
-      ->capture_default_str()->group(gossip);
-  app.add_option("--gamma", p.gamma, "choco consensus step size, in (0, 1]")->capture_default_str()->group(gossip);
-  app.add_option("--schedule", p.schedule,
-                 "fixed (the flags above), adaptive[:key=value,...] or @file: the latency-aware scheduler "
-                 "(docs/scheduler.md)")
-      ->capture_default_str()->group(gossip);
-  app.add_option("--schedule-interval", p.schedule_interval, "steps between scheduler decisions")
-      ->check(CLI::Range(1, 1000000))->capture_default_str()->group(gossip);
+  murmur::gossip::add_gossip_flags(app, p);  // PeerConfig is a GossipOptions
 
   auto* training = "Training";
   app.add_option("--model", o.model, "mlp, mlp:H1,H2,..., cnn or logreg")->capture_default_str()->group(training);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "gossip/algorithm/registry.h"
 #include "kernels/compress.h"
 #include "peer/data/batcher.h"
 #include "peer/data/fashion_mnist.h"
@@ -83,7 +84,7 @@ void check_finite(double loss, long step, const TrainOptions& o) {
   if (!std::isfinite(loss)) {
     throw std::runtime_error("the loss is " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
                              ": training diverged (lower --lr" +
-                             (o.peer.algorithm == "choco" ? std::string(" or --gamma") : std::string()) + ")");
+                             (gossip::algorithm_info(o.peer.algorithm).uses_gamma ? " or --gamma" : "") + ")");
   }
 }
 

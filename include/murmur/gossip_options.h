@@ -1,0 +1,62 @@
+// murmur::GossipOptions: the settings of a gossip job, declared once with
+// their defaults. murmur::PeerConfig (peer.h) derives from it, the
+// algorithms' options (gossip/algorithm/algorithm.h) derive from it, and the
+// simulator embeds it, so that murmur-peer, murmur-sim, the embedding API and
+// the algorithms cannot disagree about a field or its default. The command
+// line flags for these fields are declared once too
+// (src/gossip/algorithm/gossip_flags.h); docs/architecture.md, "Adding a
+// knob", lists the files a new one touches.
+//
+// Standard library only, and C++17 (programs that embed murmur may not use
+// C++20): this header is part of the public embedding API. A plain value
+// type; no thread-safety concerns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace murmur {
+
+struct GossipOptions {
+  // The algorithm by name: murmur-peer --help (or gossip::algorithms(),
+  // gossip/algorithm/registry.h) lists them with what each needs.
+  std::string algorithm = "choco";
+  // A generator name (murmur-topo --help) or a .topo file path; the
+  // centralized algorithms ignore it.
+  std::string topology = "exponential";
+  int topology_degree = 4;               // random regular graphs
+  double topology_probability = 0.25;    // erdos-renyi
+  std::uint64_t topology_seed = 1;       // random graphs
+  std::string compressor = "topk:0.01";  // for the algorithms that take one (docs/compressors.md)
+  int period = 1;                        // H: communicate every H-th step, >= 1
+  double gamma = 0.1;                    // choco consensus step size, (0, 1]
+  std::optional<bool> overlap;           // unset: the algorithm's default (algorithm.h)
+  std::uint64_t seed = 1;                // the algorithm's own randomness (adpsgd partners)
+  // "fixed" keeps period and compressor as given; "adaptive[:key=value,...]"
+  // or "@file" lets the latency-aware scheduler retune them, deciding every
+  // schedule_interval steps (docs/scheduler.md).
+  std::string schedule = "fixed";
+  int schedule_interval = 5;
+};
+
+// Calls visit(name, value) for each field that every rank of a job must set
+// alike (rounds pair up and messages fit only then); murmur::Peer compares
+// them across ranks at the first step() and names the ranks that differ. A
+// knob that changes when or what a rank sends belongs here. (overlap and
+// seed may differ between ranks.) A .topo file is compared by path.
+template <typename Visit>
+void visit_agreed_fields(const GossipOptions& g, Visit&& visit) {
+  visit("algorithm", g.algorithm);
+  visit("compressor", g.compressor);
+  visit("period", g.period);
+  visit("gamma", g.gamma);
+  visit("topology", g.topology);
+  visit("degree", g.topology_degree);
+  visit("probability", g.topology_probability);
+  visit("topology seed", g.topology_seed);
+  visit("schedule", g.schedule);
+  visit("schedule interval", g.schedule_interval);
+}
+
+}  // namespace murmur

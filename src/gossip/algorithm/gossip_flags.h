@@ -1,0 +1,37 @@
+// The command-line flags of murmur::GossipOptions, declared once (name,
+// help text, check, default shown from the struct) for murmur-peer,
+// murmur-sim and the benchmarks. A program picks the flags it honours:
+//
+//   murmur::GossipOptions g;
+//   add_gossip_flags(app, g);                                        // all of them
+//   add_gossip_flags(app, g, kGossipAll & ~(kAlgorithmFlag | kTopologySeedFlag));  // murmur-sim
+//
+// Lives in murmur::gossip_cli, a small library of its own, so that CLI11
+// stays out of murmur::gossip's link interface (embedders of murmur::peer
+// never see it). The options bind to `options` by reference: it must outlive
+// app.parse(). Not thread-safe (CLI11 apps are not).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "murmur/gossip_options.h"
+
+namespace murmur::gossip {
+
+enum GossipFlags : unsigned {
+  kAlgorithmFlag = 1u << 0,     // --algorithm
+  kTopologyFlags = 1u << 1,     // --topology, --degree
+  kTopologySeedFlag = 1u << 2,  // --topology-seed
+  kCompressorFlag = 1u << 3,    // --compressor (alias --compress)
+  kPeriodFlag = 1u << 4,        // --period
+  kGammaFlag = 1u << 5,         // --gamma
+  kScheduleFlags = 1u << 6,     // --schedule, --schedule-interval
+  kGossipAll = (1u << 7) - 1,
+};
+
+// Adds the flags in `which` to `app`, in the option group `group`.
+void add_gossip_flags(CLI::App& app, GossipOptions& options, unsigned which = kGossipAll,
+                      const std::string& group = "Gossip");
+
+}  // namespace murmur::gossip
