@@ -30,6 +30,13 @@ struct GossipOptions {
   std::uint64_t topology_seed = 1;       // random graphs
   std::string compressor = "topk:0.01";  // for the algorithms that take one (docs/compressors.md)
   int period = 1;                        // H: communicate every H-th step, >= 1
+  // The first warmup_steps steps all communicate, whatever the period (and
+  // whatever a scheduler chose): models that move fast early, at a high
+  // learning rate, are kept together until they settle, and only then
+  // allowed to drift for H steps (post-local SGD, Lin et al. 2020). Steps
+  // are counted as Algorithm::step counts them, from 1; 0: off. Algorithms
+  // without rounds (adpsgd) ignore it.
+  int warmup_steps = 0;
   double gamma = 0.1;                    // choco consensus step size, (0, 1]
   std::optional<bool> overlap;           // unset: the algorithm's default (algorithm.h)
   std::uint64_t seed = 1;                // the algorithm's own randomness (adpsgd partners)
@@ -50,6 +57,7 @@ void visit_agreed_fields(const GossipOptions& g, Visit&& visit) {
   visit("algorithm", g.algorithm);
   visit("compressor", g.compressor);
   visit("period", g.period);
+  visit("warmup steps", g.warmup_steps);
   visit("gamma", g.gamma);
   visit("topology", g.topology);
   visit("degree", g.topology_degree);

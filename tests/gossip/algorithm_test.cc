@@ -111,6 +111,27 @@ TEST(InProcess, DpsgdGossipsEveryHthStep) {
   }
 }
 
+TEST(InProcess, GossipWarmupCommunicatesEveryStepThenEveryHth) {
+  // --gossip-warmup 5 --period 3 over 20 steps: steps 1..5, then every 3rd
+  // step counted from step 5 (8, 11, 14, 17, 20): 10 rounds.
+  auto c = make_cluster(4);
+  ConsensusSpec s;
+  s.algorithm = "dpsgd";
+  s.topology = "ring";
+  s.options.period = 3;
+  s.options.warmup_steps = 5;
+  s.steps = 20;
+  s.elements = 100;
+  for (const auto& r : run_all(c, s)) {
+    EXPECT_EQ(r.stats.steps, 20u);
+    EXPECT_EQ(r.stats.rounds, 10u);
+    for (const auto& [peer, l] : r.stats.links) EXPECT_EQ(l.messages_sent, 10u);
+  }
+  AlgorithmOptions negative;
+  negative.warmup_steps = -1;
+  EXPECT_THROW(gossip::make_algorithm("allreduce", negative, *c.comms[0], nullptr), std::invalid_argument);
+}
+
 TEST(InProcess, ChocoTopkOnFourRanks) {
   auto c = make_cluster(4);
   ConsensusSpec s;

@@ -151,6 +151,24 @@ TEST(GossipFlags, DeclaredOnce) {
   }
 }
 
+TEST(GossipFlags, GossipWarmupGoesWithThePeriod) {
+  GossipOptions g;
+  CLI::App app;
+  add_gossip_flags(app, g, kPeriodFlag);
+  app.parse("--period 4 --gossip-warmup 100", /*program_name_included=*/false);
+  EXPECT_EQ(g.period, 4);
+  EXPECT_EQ(g.warmup_steps, 100);
+  EXPECT_EQ(GossipOptions{}.warmup_steps, 0);  // off unless asked for
+  GossipOptions h;
+  CLI::App other;
+  add_gossip_flags(other, h);
+  EXPECT_THROW(other.parse("--gossip-warmup=-1", /*program_name_included=*/false), CLI::ValidationError);
+  // Ranks must agree on it: it decides which steps communicate.
+  bool agreed = false;
+  visit_agreed_fields(g, [&](const char* name, const auto&) { agreed = agreed || std::string(name) == "warmup steps"; });
+  EXPECT_TRUE(agreed);
+}
+
 TEST(GossipFlags, ProgramsPickTheirs) {
   GossipOptions g;
   CLI::App app;

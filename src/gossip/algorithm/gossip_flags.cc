@@ -36,9 +36,13 @@ void add_gossip_flags(CLI::App& app, GossipOptions& o, unsigned which, const std
     app.add_option("--compressor,--compress", o.compressor, "compressor for " + users + " (docs/compressors.md)")
         ->capture_default_str()->group(group);
   }
-  if (which & kPeriodFlag)
+  if (which & kPeriodFlag) {
     app.add_option("--period", o.period, "communicate every H-th step (H: the gossip period)")
         ->check(CLI::Range(1, 1000000))->capture_default_str()->group(group);
+    app.add_option("--gossip-warmup", o.warmup_steps,
+                   "communicate at each of the first N steps, whatever --period or the scheduler says (0: off)")
+        ->check(CLI::NonNegativeNumber)->capture_default_str()->group(group);
+  }
   if (which & kGammaFlag) {
     const std::string users = algorithm_list([](const AlgorithmInfo& a) { return a.uses_gamma; }, " and ");
     app.add_option("--gamma", o.gamma, users + " consensus step size, in (0, 1]")->check(unit_interval())

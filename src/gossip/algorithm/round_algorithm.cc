@@ -19,6 +19,8 @@ RoundAlgorithm::RoundAlgorithm(std::string name, const AlgorithmOptions& options
       period_(options.period) {
   if (options_.period < 1)
     throw std::invalid_argument(name_ + ": period (H) must be >= 1, got " + std::to_string(options_.period));
+  if (options_.warmup_steps < 0)
+    throw std::invalid_argument(name_ + ": warm-up steps must be >= 0, got " + std::to_string(options_.warmup_steps));
   if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
   worker_ = comm_.start_thread([this] { worker_loop(); });
 }
@@ -153,13 +155,16 @@ void RoundAlgorithm::retune(const Tuning& tuning) {
 void RoundAlgorithm::step(std::span<float> params) {
   MURMUR_CHECK(!finished_);
   check_not_failed();
+  std::uint64_t step = 0;
   {
     std::lock_guard lock(mutex_);
-    ++stats_.steps;
+    step = ++stats_.steps;
   }
   // Counted from the last communicating step, so that a retuned period takes
   // effect at the same step on every rank that applies it at the same step.
-  if (++steps_since_round_ < period_.load()) return;
+  // Every step of the warm-up communicates (gossip_options.h).
+  const bool warming_up = step <= static_cast<std::uint64_t>(options_.warmup_steps);
+  if (++steps_since_round_ < period_.load() && !warming_up) return;
   steps_since_round_ = 0;
   if (in_flight_) complete_round(params);
   if (before_round_) before_round_();
