@@ -37,9 +37,9 @@ struct GossipOptions {
   // are counted as Algorithm::step counts them, from 1; 0: off. Algorithms
   // without rounds (adpsgd) ignore it.
   int warmup_steps = 0;
-  double gamma = 0.1;                    // choco consensus step size, (0, 1]
-  std::optional<bool> overlap;           // unset: the algorithm's default (algorithm.h)
-  std::uint64_t seed = 1;                // the algorithm's own randomness (adpsgd partners)
+  double gamma = 0.1;           // choco consensus step size, (0, 1]
+  std::optional<bool> overlap;  // unset: the algorithm's default (algorithm.h)
+  std::uint64_t seed = 1;       // the algorithm's own randomness (adpsgd partners)
   // "fixed" keeps period and compressor as given; "adaptive[:key=value,...]"
   // or "@file" lets the latency-aware scheduler retune them, deciding every
   // schedule_interval steps (docs/scheduler.md).

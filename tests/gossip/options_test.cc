@@ -165,7 +165,8 @@ TEST(GossipFlags, GossipWarmupGoesWithThePeriod) {
   EXPECT_THROW(other.parse("--gossip-warmup=-1", /*program_name_included=*/false), CLI::ValidationError);
   // Ranks must agree on it: it decides which steps communicate.
   bool agreed = false;
-  visit_agreed_fields(g, [&](const char* name, const auto&) { agreed = agreed || std::string(name) == "warmup steps"; });
+  visit_agreed_fields(g,
+                      [&](const char* name, const auto&) { agreed = agreed || std::string(name) == "warmup steps"; });
   EXPECT_TRUE(agreed);
 }
 

@@ -26,35 +26,48 @@ void add_gossip_flags(CLI::App& app, GossipOptions& o, unsigned which, const std
     app.add_option("--algorithm", o.algorithm, algorithm_list())->capture_default_str()->group(group);
   if (which & kTopologyFlags) {
     app.add_option("--topology", o.topology, "graph: a generator (murmur-topo --help) or a .topo file")
-        ->capture_default_str()->group(group);
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--degree", o.topology_degree, "degree of --topology random")->capture_default_str()->group(group);
   }
   if (which & kTopologySeedFlag)
-    app.add_option("--topology-seed", o.topology_seed, "seed of random topologies")->capture_default_str()->group(group);
+    app.add_option("--topology-seed", o.topology_seed, "seed of random topologies")
+        ->capture_default_str()
+        ->group(group);
   if (which & kCompressorFlag) {
     const std::string users = algorithm_list([](const AlgorithmInfo& a) { return a.takes_compressor; }, " and ");
     app.add_option("--compressor,--compress", o.compressor, "compressor for " + users + " (docs/compressors.md)")
-        ->capture_default_str()->group(group);
+        ->capture_default_str()
+        ->group(group);
   }
   if (which & kPeriodFlag) {
     app.add_option("--period", o.period, "communicate every H-th step (H: the gossip period)")
-        ->check(CLI::Range(1, 1000000))->capture_default_str()->group(group);
+        ->check(CLI::Range(1, 1000000))
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--gossip-warmup", o.warmup_steps,
                    "communicate at each of the first N steps, whatever --period or the scheduler says (0: off)")
-        ->check(CLI::NonNegativeNumber)->capture_default_str()->group(group);
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str()
+        ->group(group);
   }
   if (which & kGammaFlag) {
     const std::string users = algorithm_list([](const AlgorithmInfo& a) { return a.uses_gamma; }, " and ");
-    app.add_option("--gamma", o.gamma, users + " consensus step size, in (0, 1]")->check(unit_interval())
-        ->capture_default_str()->group(group);
+    app.add_option("--gamma", o.gamma, users + " consensus step size, in (0, 1]")
+        ->check(unit_interval())
+        ->capture_default_str()
+        ->group(group);
   }
   if (which & kScheduleFlags) {
     app.add_option("--schedule", o.schedule,
                    "fixed (period and compressor as given), adaptive[:key=value,...] or @file: the latency-aware "
                    "scheduler (docs/scheduler.md)")
-        ->capture_default_str()->group(group);
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--schedule-interval", o.schedule_interval, "steps between the scheduler's decisions")
-        ->check(CLI::Range(1, 1000000))->capture_default_str()->group(group);
+        ->check(CLI::Range(1, 1000000))
+        ->capture_default_str()
+        ->group(group);
   }
 }
 
