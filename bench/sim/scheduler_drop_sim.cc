@@ -27,7 +27,7 @@
 #include "gossip/schedule/schedule_file.h"
 #include "peer/data/fashion_mnist.h"
 #include "peer/model/blas_threads.h"
-#include "sim/sim_training.h"
+#include "sim/runtime/sim_training.h"
 
 namespace {
 
@@ -56,7 +56,7 @@ std::vector<std::string> split(const std::string& text, char separator) {
 
 int main(int argc, char** argv) {
   CLI::App app{"The scheduler's link-drop experiment with real models on murmur-sim's virtual clock"};
-  murmur::sim::TrainingSetup base;
+  murmur::sim::runtime::TrainingSetup base;
   base.training.epochs = 3;
   base.training.evals_per_epoch = 16;
   int peers = 8;
@@ -119,9 +119,9 @@ int main(int argc, char** argv) {
   try {
     // Checked before the data is read: a bad spec fails at once.
     murmur::gossip::schedule::parse_schedule_flag(adaptive_schedule);
-    murmur::model::set_blas_threads(murmur::model::blas_threads_from_environment());
+    murmur::peer::model::set_blas_threads(murmur::peer::model::blas_threads_from_environment());
     murmur::sched_log().set_level(spdlog::level::warn);
-    const auto data = murmur::data::load_fashion_mnist(data_dir.empty() ? murmur::data::default_fashion_mnist_dir()
+    const auto data = murmur::peer::data::load_fashion_mnist(data_dir.empty() ? murmur::peer::data::default_fashion_mnist_dir()
                                                                           : data_dir);
     base.compute_s = compute_ms / 1000;
     auto& cluster = base.gossip.cluster;
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& setting : grid) {
       for (const auto seed : seed_list) {
-        murmur::sim::TrainingSetup t = base;
+        murmur::sim::runtime::TrainingSetup t = base;
         t.training.seed = seed;
         t.gossip.options.seed = seed;
         t.gossip.options.compressor = setting.compressor;
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
           };
         }
         const auto start = std::chrono::steady_clock::now();
-        const auto r = murmur::sim::run_training(t, data);
+        const auto r = murmur::sim::runtime::run_training(t, data);
         const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const auto reached = r.first_at(target);
         char at[64] = "not reached | -";

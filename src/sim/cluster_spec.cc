@@ -12,7 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "common/line_reader.h"
-#include "sim/network_preset.h"
+#include "sim/cost/network_preset.h"
 
 namespace murmur::sim {
 
@@ -88,7 +88,7 @@ class ClusterParser {
     } else if (key == "network") {
       network_ = single(words, line, network_line_, "network NAME");
       try {
-        network_preset(network_);
+        cost::network_preset(network_);
       } catch (const ClusterError& e) {
         fail(line, e.reason());
       }
@@ -111,7 +111,7 @@ class ClusterParser {
   // the straggler ranks against the final GPU count.
   ClusterSpec finish(int last_line) {
     if (gpus_line_ == 0) fail(last_line, "no 'gpus N' line; say how many GPUs to simulate");
-    apply_network_preset(spec_, network_line_ ? network_ : kDefaultNetwork);
+    cost::apply_network_preset(spec_, network_line_ ? network_ : kDefaultNetwork);
     for (auto [link, given] :
          {std::pair{&spec_.inter_node, &inter_}, {&spec_.intra_node, &intra_}}) {
       if (given->line == 0) continue;

@@ -12,7 +12,7 @@
 #include "common/check.h"
 #include "peer/data/batcher.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 namespace {
 
 // n images of 2 x 3 whose pixels all equal the image index mod 256 and whose
@@ -128,4 +128,4 @@ TEST(FillBatch, ConsecutiveExamplesInOrder) {
 }
 
 }  // namespace
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

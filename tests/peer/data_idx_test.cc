@@ -19,7 +19,7 @@
 #include "peer/data/fashion_mnist.h"
 #include "peer/data/idx_file.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 namespace {
 
 namespace fs = std::filesystem;
@@ -355,4 +355,4 @@ TEST_F(RealFashionMnist, PixelMeanAndStdMatchTheNormalization) {
 }
 
 }  // namespace
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

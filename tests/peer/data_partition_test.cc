@@ -11,7 +11,7 @@
 
 #include "peer/data/partition.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 namespace {
 
 using Shards = std::vector<std::vector<std::uint32_t>>;
@@ -146,4 +146,4 @@ TEST(Partition, RejectsImpossibleRequests) {
 }
 
 }  // namespace
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

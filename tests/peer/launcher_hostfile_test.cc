@@ -6,7 +6,7 @@
 
 #include "peer/launcher/hostfile.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 namespace {
 
 std::vector<HostSlots> parse(const std::string& text) {
@@ -123,4 +123,4 @@ TEST(HostList, ErrorsNameTheItem) {
 }
 
 }  // namespace
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

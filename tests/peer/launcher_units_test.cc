@@ -20,7 +20,7 @@
 #include "peer/launcher/remote_command.h"
 #include "peer/launcher/report.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 namespace {
 
 using events::ProgressEvent;
@@ -204,4 +204,4 @@ TEST(Report, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
 }
 
 }  // namespace
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

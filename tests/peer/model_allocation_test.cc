@@ -27,7 +27,7 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
 
-namespace mm = murmur::model;
+namespace mm = murmur::peer::model;
 
 namespace {
 

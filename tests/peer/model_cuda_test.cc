@@ -19,7 +19,7 @@
 #include <cuda_runtime.h>
 #endif
 
-namespace mm = murmur::model;
+namespace mm = murmur::peer::model;
 
 namespace {
 

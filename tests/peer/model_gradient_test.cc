@@ -17,7 +17,7 @@
 
 #include "peer/model/model.h"
 
-namespace mm = murmur::model;
+namespace mm = murmur::peer::model;
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "peer/model/model.h"
 #include "peer/model/optimizer.h"
 
-namespace mm = murmur::model;
+namespace mm = murmur::peer::model;
 
 namespace {
 

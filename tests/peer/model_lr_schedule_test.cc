@@ -7,7 +7,7 @@
 
 #include "peer/model/lr_schedule.h"
 
-namespace mm = murmur::model;
+namespace mm = murmur::peer::model;
 
 namespace {
 

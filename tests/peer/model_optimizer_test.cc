@@ -6,7 +6,7 @@
 #include "common/check.h"
 #include "peer/model/optimizer.h"
 
-namespace mm = murmur::model;
+namespace mm = murmur::peer::model;
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "common/check.h"
 #include "peer/model/model.h"
 
-namespace mm = murmur::model;
+namespace mm = murmur::peer::model;
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include "peer/events/peer_events.h"
 
-namespace murmur::events {
+namespace murmur::peer::events {
 namespace {
 
 using nlohmann::json;
@@ -61,4 +61,4 @@ TEST(PeerEvents, MalformedLinesSayWhy) {
 }
 
 }  // namespace
-}  // namespace murmur::events
+}  // namespace murmur::peer::events

@@ -8,7 +8,7 @@
 #include "peer/train/checkpoint.h"
 #include "peer/train/metrics_writer.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 namespace {
 
 class CheckpointTest : public ::testing::Test {
@@ -127,4 +127,4 @@ TEST(MetricsWriter, WritesOneJsonObjectPerLineAndExpandsTheRank) {
 }
 
 }  // namespace
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace murmur::train {
+namespace murmur::peer::train {
 namespace {
 
 std::vector<long> evaluation_steps(long steps, int evals) {
@@ -61,4 +61,4 @@ TEST(EpochPlan, ShardCapSeedsAndSchedule) {
 }
 
 }  // namespace
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

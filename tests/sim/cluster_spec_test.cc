@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/network_preset.h"
+#include "sim/cost/network_preset.h"
 
 namespace murmur::sim {
 namespace {
@@ -23,7 +23,7 @@ const fs::path kExamples = fs::path(MURMUR_SOURCE_DIR) / "examples" / "sim";
 
 TEST(ClusterFile, ExampleLoads) {
   const ClusterSpec c = load_cluster_file((kExamples / "ib-32.cluster").string());
-  const NetworkPreset& ib = network_preset("100gb-ib-rdma");
+  const cost::NetworkPreset& ib = cost::network_preset("100gb-ib-rdma");
   EXPECT_EQ(c.gpus, 32);
   EXPECT_EQ(c.gpus_per_node, 4);
   EXPECT_EQ(c.nodes(), 8);
@@ -60,7 +60,7 @@ ClusterSpec load(const std::string& text, std::string* path = nullptr) {
 
 TEST(ClusterFile, DefaultsAreFourPerNodeOn10GbE) {
   const ClusterSpec c = load("# just a size\ngpus 6\n");
-  const NetworkPreset& tcp = network_preset("10gbe-tcp");
+  const cost::NetworkPreset& tcp = cost::network_preset("10gbe-tcp");
   EXPECT_EQ(c.gpus, 6);
   EXPECT_EQ(c.gpus_per_node, 4);
   EXPECT_EQ(c.network, "10gbe-tcp");
@@ -73,7 +73,7 @@ TEST(ClusterFile, PresetKeepsItsName) {
   const ClusterSpec c = load("network 100gbe-tcp\ngpus 8\ngpus-per-node 2\n");
   EXPECT_EQ(c.network, "100gbe-tcp");
   EXPECT_EQ(c.nodes(), 4);
-  EXPECT_DOUBLE_EQ(c.inter_node.latency_s, network_preset("100gbe-tcp").inter_node.latency_s);
+  EXPECT_DOUBLE_EQ(c.inter_node.latency_s, cost::network_preset("100gbe-tcp").inter_node.latency_s);
 }
 
 // Link lines win over the preset wherever they stand in the file.
@@ -85,7 +85,7 @@ TEST(ClusterFile, LinkLinesOverrideThePreset) {
   EXPECT_DOUBLE_EQ(c.inter_node.latency_s, 25e-6);
   EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, 1.25e9);
   EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_Bps,
-                   network_preset("100gb-ib-rdma").intra_node.bandwidth_Bps);
+                   cost::network_preset("100gb-ib-rdma").intra_node.bandwidth_Bps);
 }
 
 TEST(ClusterFile, LinkEpisodesSlowOnePairForAWhile) {

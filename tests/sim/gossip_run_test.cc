@@ -5,7 +5,7 @@
 //
 // Numbers are powers of two where times are compared exactly, so that
 // every sum the simulator makes is exact in binary floating point.
-#include "sim/gossip_run.h"
+#include "sim/runtime/gossip_run.h"
 
 #include <gtest/gtest.h>
 
@@ -19,10 +19,10 @@
 #include "gossip/algorithm/communicator.h"
 #include "gossip/topology/factory.h"
 #include "sim/network_model.h"
-#include "sim/sim_communicator.h"
-#include "sim/virtual_runtime.h"
+#include "sim/runtime/sim_communicator.h"
+#include "sim/runtime/virtual_runtime.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 namespace {
 
 constexpr double kLatency = 1.0 / 1024;      // s
@@ -454,4 +454,4 @@ TEST(GossipRun, DISABLED_ThousandPeers) {
 }
 
 }  // namespace
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

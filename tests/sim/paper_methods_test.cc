@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/calibration.h"
-#include "sim/iteration_pipeline.h"
-#include "sim/mg_wfbp.h"
-#include "sim/network_preset.h"
-#include "sim/paper_methods.h"
+#include "sim/cost/calibration.h"
+#include "sim/cost/iteration_pipeline.h"
+#include "sim/cost/mg_wfbp.h"
+#include "sim/cost/network_preset.h"
+#include "sim/cost/paper_methods.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 namespace {
 
 PipelineSpec two_layers() {
@@ -172,4 +172,4 @@ TEST(Calibration, FittingFromTheShippedConstantsDoesNotGetWorse) {
 }
 
 }  // namespace
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

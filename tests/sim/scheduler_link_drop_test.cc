@@ -15,9 +15,9 @@
 
 #include "common/log.h"
 #include "gossip/schedule/schedule_file.h"
-#include "sim/gossip_run.h"
+#include "sim/runtime/gossip_run.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 namespace {
 
 struct Decision {
@@ -166,4 +166,4 @@ TEST_F(SchedulerLinkDrop, BetweenAgreementsBothEndsReactToTheDrop) {
 }
 
 }  // namespace
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

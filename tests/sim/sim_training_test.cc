@@ -3,7 +3,7 @@
 // scheduler experiment relies on: the trainer's evaluation steps, a clock
 // that holds the compute time and the links only, real learning, and
 // bit-for-bit reproducibility.
-#include "sim/sim_training.h"
+#include "sim/runtime/sim_training.h"
 
 #include <gtest/gtest.h>
 
@@ -13,15 +13,15 @@
 #include "gossip/schedule/schedule_file.h"
 #include "peer/data/fashion_mnist.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 namespace {
 
 // The real dataset, loaded once; the tests skip without it.
 class SimTraining : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (std::filesystem::exists(data::default_fashion_mnist_dir()))
-      data_ = new data::FashionMnist(data::load_fashion_mnist(data::default_fashion_mnist_dir()));
+    if (std::filesystem::exists(peer::data::default_fashion_mnist_dir()))
+      data_ = new peer::data::FashionMnist(peer::data::load_fashion_mnist(peer::data::default_fashion_mnist_dir()));
   }
   static void TearDownTestSuite() {
     delete data_;
@@ -29,10 +29,10 @@ class SimTraining : public ::testing::Test {
   }
   void SetUp() override {
     if (data_ == nullptr)
-      GTEST_SKIP() << data::default_fashion_mnist_dir() << " is absent: install Debian's dataset-fashion-mnist package";
+      GTEST_SKIP() << peer::data::default_fashion_mnist_dir() << " is absent: install Debian's dataset-fashion-mnist package";
   }
-  static const data::FashionMnist& fashion_mnist() { return *data_; }
-  static inline data::FashionMnist* data_ = nullptr;
+  static const peer::data::FashionMnist& fashion_mnist() { return *data_; }
+  static inline peer::data::FashionMnist* data_ = nullptr;
 };
 
 TrainingSetup small_setup() {
@@ -127,4 +127,4 @@ TEST_F(SimTraining, RefusesAnEvalRankOutsideTheCluster) {
 }
 
 }  // namespace
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

@@ -1,7 +1,7 @@
 // VirtualRuntime: ordering and exactness of the virtual clock, deadlock
 // reports, failure propagation with unwinding, reproducible traces, and
 // enough threads for 1024 peers.
-#include "sim/virtual_runtime.h"
+#include "sim/runtime/virtual_runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "common/check.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 namespace {
 
 TEST(VirtualRuntime, SleepersWakeInTimeOrderAtExactTimes) {
@@ -244,4 +244,4 @@ TEST(VirtualRuntime, TwoThousandThreads) {
 }
 
 }  // namespace
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

@@ -22,7 +22,7 @@
 //     start_thread() / join_thread() and blocks on its own condition
 //     variables only through wait_local() / notify_local(). The defaults are
 //     the plain std:: calls. They are hooks because a simulator with a
-//     virtual clock (sim/sim_communicator.h) runs every algorithm thread as a
+//     virtual clock (sim/runtime/sim_communicator.h) runs every algorithm thread as a
 //     simulated thread under one baton: it may advance the clock only when
 //     every simulated thread is blocked, so it must see each block and each
 //     wake, and it must not let a thread block the OS thread that holds the

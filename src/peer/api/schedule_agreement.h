@@ -6,7 +6,7 @@
 // returns that result and starts the next. So every rank uses the proposals
 // of the previous decision (decisions 0 and 1 both use decision 0's: the
 // first call blocks), the same vector on every rank, as the simulator's
-// gather does (src/sim/gossip_run.cc). The caller waits only for ranks more than
+// gather does (src/sim/runtime/gossip_run.cc). The caller waits only for ranks more than
 // one decision behind, never for the rendezvous' round trips (as a barrier
 // every 5 steps the agreement cost 2.3 s of a 30 s job on this host).
 //

@@ -10,7 +10,7 @@
 #include "common/check.h"
 #include "peer/data/shuffle.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 namespace {
 
 // Only 256 pixel values exist: a table is exact and faster than arithmetic.
@@ -78,4 +78,4 @@ void fill_batch(const ImageDataset& data, std::size_t first, int count, Batch& b
   std::copy_n(data.labels.begin() + static_cast<std::ptrdiff_t>(first), count, batch.y.begin());
 }
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

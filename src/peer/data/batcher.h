@@ -15,7 +15,7 @@
 
 #include "peer/data/dataset.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 
 inline constexpr float kPixelMean = 0.2860f;
 inline constexpr float kPixelStd = 0.3530f;
@@ -65,4 +65,4 @@ class Batcher {
 // otherwise: MURMUR_CHECK). Reuses batch's storage.
 void fill_batch(const ImageDataset& data, std::size_t first, int count, Batch& batch);
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

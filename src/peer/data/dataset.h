@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace murmur::data {
+namespace murmur::peer::data {
 
 struct ImageDataset {
   int rows = 0, cols = 0;            // 28 x 28 for Fashion-MNIST
@@ -34,4 +34,4 @@ class DataError : public std::runtime_error {
   using runtime_error::runtime_error;
 };
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

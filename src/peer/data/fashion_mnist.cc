@@ -6,7 +6,7 @@
 
 #include "peer/data/idx_file.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 namespace {
 
 const char* const kHint =
@@ -52,4 +52,4 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
   return set;
 }
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

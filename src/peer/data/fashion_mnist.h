@@ -12,7 +12,7 @@
 
 #include "peer/data/dataset.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 
 inline constexpr const char* kDebianFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline constexpr int kFashionMnistSide = 28;
@@ -30,4 +30,4 @@ struct FashionMnist {
 // --data-dir), anything load_idx_pair rejects, or images that are not 28 x 28.
 FashionMnist load_fashion_mnist(const std::string& dir);
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "peer/data/dataset.h"
 
-namespace murmur::data::detail {
+namespace murmur::peer::data::detail {
 namespace {
 
 gzFile handle(void* file) { return static_cast<gzFile>(file); }
@@ -79,4 +79,4 @@ void GzReader::throw_if_stream_error() const {
   throw DataError(path_ + ": corrupt gzip stream: " + message);
 }
 
-}  // namespace murmur::data::detail
+}  // namespace murmur::peer::data::detail

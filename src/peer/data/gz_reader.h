@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <string>
 
-namespace murmur::data::detail {
+namespace murmur::peer::data::detail {
 
 class GzReader {
  public:
@@ -35,4 +35,4 @@ class GzReader {
   void* file_ = nullptr;  // gzFile; void* keeps zlib.h out of this header
 };
 
-}  // namespace murmur::data::detail
+}  // namespace murmur::peer::data::detail

@@ -10,7 +10,7 @@
 
 #include "peer/data/gz_reader.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 namespace {
 
 using detail::GzReader;
@@ -137,4 +137,4 @@ ImageDataset load_idx_pair(const std::string& images_path, const std::string& la
   return data;
 }
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

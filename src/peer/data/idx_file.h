@@ -23,7 +23,7 @@
 
 #include "peer/data/dataset.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 
 inline constexpr std::size_t kMaxIdxExamples = 100'000'000;
 inline constexpr int kMaxIdxSide = 1 << 15;            // rows, cols
@@ -35,4 +35,4 @@ ImageDataset load_idx_pair(const std::string& images_path, const std::string& la
 ImageDataset load_idx_pair(const std::string& images_path, const std::string& labels_path,
                            int num_classes);
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

@@ -9,7 +9,7 @@
 #include "common/check.h"
 #include "peer/data/shuffle.h"
 
-namespace murmur::data {
+namespace murmur::peer::data {
 namespace {
 
 using Shards = std::vector<std::vector<std::uint32_t>>;
@@ -141,4 +141,4 @@ std::vector<std::vector<std::uint32_t>> partition(const PartitionSpec& spec,
   return shards;
 }
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

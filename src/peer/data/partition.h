@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace murmur::data {
+namespace murmur::peer::data {
 
 struct PartitionSpec {
   enum class Kind { kIid, kDirichlet } kind = Kind::kIid;
@@ -39,4 +39,4 @@ std::vector<std::vector<std::uint32_t>> partition(const PartitionSpec& spec,
                                                   std::span<const std::uint8_t> labels,
                                                   int num_classes, int peers, std::uint64_t seed);
 
-}  // namespace murmur::data
+}  // namespace murmur::peer::data

@@ -8,7 +8,7 @@
 #include <span>
 #include <utility>
 
-namespace murmur::data::detail {
+namespace murmur::peer::data::detail {
 
 // SplitMix64's finalizer: turns (seed, stream) pairs into well-spread seeds,
 // so that seed 1 epoch 2 and seed 2 epoch 1 do not collide.
@@ -34,4 +34,4 @@ void shuffle(std::span<T> items, std::mt19937_64& rng) {
     std::swap(items[i - 1], items[uniform_below(rng, i)]);
 }
 
-}  // namespace murmur::data::detail
+}  // namespace murmur::peer::data::detail

@@ -4,7 +4,7 @@
 #include <limits>
 #include <type_traits>
 
-namespace murmur::events {
+namespace murmur::peer::events {
 
 namespace {
 
@@ -113,4 +113,4 @@ ResultEvent result_from_json(const json& event) {
   return r;
 }
 
-}  // namespace murmur::events
+}  // namespace murmur::peer::events

@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-namespace murmur::events {
+namespace murmur::peer::events {
 
 inline constexpr std::string_view kEventPrefix = "@murmur ";
 
@@ -80,4 +80,4 @@ nlohmann::json parse_event(std::string_view line);
 ProgressEvent progress_from_json(const nlohmann::json& event);
 ResultEvent result_from_json(const nlohmann::json& event);
 
-}  // namespace murmur::events
+}  // namespace murmur::peer::events

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 namespace {
 
@@ -153,4 +153,4 @@ void Console::finish() {
   std::fflush(out_);
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -20,7 +20,7 @@
 
 #include "peer/events/peer_events.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 // "epoch 2/5 step 120/600  loss 0.4321  accuracy 0.8512  sent 12.3 MB  (3/4 peers)"
 // from the latest progress of each rank (nullopt: none yet).
@@ -72,4 +72,4 @@ class Console {
   std::string live_text_;
 };
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

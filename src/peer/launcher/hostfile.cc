@@ -6,7 +6,7 @@
 
 #include "common/line_reader.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 namespace {
 
@@ -129,4 +129,4 @@ std::vector<HostSlots> parse_host_list(const std::string& list) {
   return hosts;
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

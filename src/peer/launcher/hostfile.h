@@ -16,7 +16,7 @@
 
 #include "common/line_reader.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 struct HostSlots {
   std::string host;
@@ -41,4 +41,4 @@ std::vector<HostSlots> read_hostfile(const std::string& path);
 // 1-based item number as the line.
 std::vector<HostSlots> parse_host_list(const std::string& list);
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

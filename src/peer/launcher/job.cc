@@ -28,7 +28,7 @@
 #include "peer/launcher/report.h"
 #include "peer/launcher/signal_fd.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 namespace {
 
@@ -402,4 +402,4 @@ int run_job(const LaunchOptions& options) {
   return job.run();
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -20,7 +20,7 @@
 #include "peer/launcher/hostfile.h"
 #include "peer/launcher/remote_command.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 struct LaunchOptions {
   int np = 1;
@@ -49,4 +49,4 @@ inline constexpr int kTimeout = 124;
 // the slots) and TemplateError (bad --ssh) before starting anything.
 int run_job(const LaunchOptions& options);
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

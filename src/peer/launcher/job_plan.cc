@@ -5,7 +5,7 @@
 #include <climits>
 #include <map>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 std::vector<Placement> place_ranks(int np, const std::vector<HostSlots>& hosts_in, const std::string& source) {
   std::vector<HostSlots> hosts = hosts_in;
@@ -49,4 +49,4 @@ bool is_this_host(const std::string& host) {
          (host.find('.') == std::string::npos || self.find('.') == std::string::npos);
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -9,7 +9,7 @@
 
 #include "peer/launcher/hostfile.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 struct Placement {
   int rank = 0;
@@ -33,4 +33,4 @@ std::vector<Placement> place_ranks(int np, const std::vector<HostSlots>& hosts, 
 // localhost, 127.0.0.1, ::1, or this machine's host name (full or short).
 bool is_this_host(const std::string& host);
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

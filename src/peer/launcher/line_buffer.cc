@@ -1,6 +1,6 @@
 #include "peer/launcher/line_buffer.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 std::optional<std::string> LineBuffer::next_line() {
   auto newline = pending_.find('\n', start_);
@@ -29,4 +29,4 @@ std::optional<std::string> LineBuffer::take_rest() {
   return rest;
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 class LineBuffer {
  public:
@@ -30,4 +30,4 @@ class LineBuffer {
   std::size_t start_ = 0;  // consumed prefix of pending_, erased lazily
 };
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

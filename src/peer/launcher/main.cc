@@ -22,7 +22,7 @@
 
 namespace {
 
-using murmur::launcher::exit_status::kUsage;
+using murmur::peer::launcher::exit_status::kUsage;
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "murmur-run: %s\n", message.c_str());
@@ -45,7 +45,7 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
 
 // Everything the flags fill in.
 struct CommandLine {
-  murmur::launcher::LaunchOptions options;
+  murmur::peer::launcher::LaunchOptions options;
   std::string hostfile;
   std::string host_list;
 };
@@ -113,10 +113,10 @@ int launch(const CLI::App& app, CommandLine& cl) {
   auto& options = cl.options;
   try {
     if (!cl.hostfile.empty()) {
-      options.hosts = murmur::launcher::read_hostfile(cl.hostfile);
+      options.hosts = murmur::peer::launcher::read_hostfile(cl.hostfile);
       options.hosts_source = cl.hostfile;
     } else if (!cl.host_list.empty()) {
-      options.hosts = murmur::launcher::parse_host_list(cl.host_list);
+      options.hosts = murmur::peer::launcher::parse_host_list(cl.host_list);
       options.hosts_source = "-H";
     }
     if (app.count("--np") == 0) {
@@ -125,16 +125,16 @@ int launch(const CLI::App& app, CommandLine& cl) {
       for (const auto& h : options.hosts) options.np += h.slots;
     }
     options.live_progress = ::isatty(STDOUT_FILENO) == 1;
-    return murmur::launcher::run_job(options);
-  } catch (const murmur::launcher::HostfileError& e) {
+    return murmur::peer::launcher::run_job(options);
+  } catch (const murmur::peer::launcher::HostfileError& e) {
     return usage_error(e.what());
-  } catch (const murmur::launcher::SlotError& e) {
+  } catch (const murmur::peer::launcher::SlotError& e) {
     return usage_error(e.what());
-  } catch (const murmur::launcher::TemplateError& e) {
+  } catch (const murmur::peer::launcher::TemplateError& e) {
     return usage_error(e.what());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "murmur-run: %s\n", e.what());
-    return murmur::launcher::exit_status::kPeerFailed;
+    return murmur::peer::launcher::exit_status::kPeerFailed;
   }
 }
 

@@ -1,6 +1,6 @@
 #include "peer/launcher/remote_command.h"
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 namespace {
 
@@ -87,4 +87,4 @@ std::vector<std::string> expand_ssh_template(const std::string& tmpl, const std:
   return words;
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 inline constexpr const char* kDefaultSshTemplate = "ssh -o BatchMode=yes {host} {command}";
 
@@ -38,4 +38,4 @@ std::string remote_command_line(const std::string& cwd, const std::vector<std::s
 std::vector<std::string> expand_ssh_template(const std::string& tmpl, const std::string& host,
                                              const std::string& command);
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

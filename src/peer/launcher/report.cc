@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 namespace {
 
@@ -130,4 +130,4 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 struct PeerRecord {
   int rank = 0;
@@ -39,4 +39,4 @@ nlohmann::json make_summary(const std::vector<PeerRecord>& peers, double wall_se
 // one. Throws std::runtime_error naming the path and errno text.
 void write_file_atomically(const std::string& path, const std::string& text);
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 SignalFd::SignalFd(std::initializer_list<int> signals) {
   sigemptyset(&set_);
@@ -34,4 +34,4 @@ int SignalFd::next() {
   return n == static_cast<ssize_t>(sizeof(info)) ? static_cast<int>(info.ssi_signo) : 0;
 }
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

@@ -11,7 +11,7 @@
 #include <csignal>
 #include <initializer_list>
 
-namespace murmur::launcher {
+namespace murmur::peer::launcher {
 
 class SignalFd {
  public:
@@ -31,4 +31,4 @@ class SignalFd {
   int fd_ = -1;
 };
 
-}  // namespace murmur::launcher
+}  // namespace murmur::peer::launcher

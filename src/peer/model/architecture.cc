@@ -6,7 +6,7 @@
 
 #include "peer/model/sequential.h"
 
-namespace murmur::model {
+namespace murmur::peer::model {
 namespace detail {
 namespace {
 
@@ -102,4 +102,4 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec) {
   return detail::make_sequential(spec, std::move(ops), std::move(layers));
 }
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

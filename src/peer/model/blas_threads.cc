@@ -10,7 +10,7 @@
 
 #include "common/check.h"
 
-namespace murmur::model {
+namespace murmur::peer::model {
 
 void set_blas_threads(int n) {
   MURMUR_CHECK_GE(n, 1);
@@ -28,4 +28,4 @@ int blas_threads_from_environment() {
   return n;
 }
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

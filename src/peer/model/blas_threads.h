@@ -4,7 +4,7 @@
 // one thread.
 #pragma once
 
-namespace murmur::model {
+namespace murmur::peer::model {
 
 // openblas_set_num_threads(n); n >= 1.
 void set_blas_threads(int n);
@@ -13,4 +13,4 @@ void set_blas_threads(int n);
 // std::invalid_argument naming the variable and its value otherwise.
 int blas_threads_from_environment();
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

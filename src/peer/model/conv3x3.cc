@@ -10,7 +10,7 @@
 #include "common/check.h"
 #include "peer/model/layers.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 namespace {
 
 class Conv3x3 final : public Layer {
@@ -81,4 +81,4 @@ std::unique_ptr<Layer> make_conv3x3(Ops& ops, Shape in, int filters, int max_bat
   return std::make_unique<Conv3x3>(ops, in, filters, max_batch);
 }
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

@@ -11,7 +11,7 @@
 #include "peer/model/kernel_status.h"
 #include "peer/model/ops.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 namespace {
 
 namespace k = murmur::kernels::cpu;
@@ -113,4 +113,4 @@ class CpuOps final : public Ops {
 
 std::unique_ptr<Ops> make_cpu_ops() { return std::make_unique<CpuOps>(); }
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

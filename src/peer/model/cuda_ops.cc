@@ -13,7 +13,7 @@
 #include "peer/model/kernel_status.h"
 #include "peer/model/ops.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 namespace {
 
 namespace k = murmur::kernels::cuda;
@@ -202,4 +202,4 @@ std::unique_ptr<Ops> make_cuda_ops() {
   return std::make_unique<CudaOps>();
 }
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

@@ -6,7 +6,7 @@
 #include "kernels/rng.h"
 #include "peer/model/layers.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 
 void fill_uniform(std::uint32_t key, std::uint32_t first, std::size_t n, double bound, float* out) {
   for (std::size_t i = 0; i < n; ++i) {
@@ -65,4 +65,4 @@ std::unique_ptr<Layer> make_dense(Ops& ops, Shape in, int outputs, double init_n
   return std::make_unique<Dense>(ops, in, outputs, init_numerator);
 }
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

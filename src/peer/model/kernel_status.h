@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "kernels/status.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 
 // kOk: nothing. kCudaError: std::runtime_error naming the call (the device
 // failed, not our logic). Anything else: the caller passed what the kernel
@@ -21,4 +21,4 @@ inline void check_kernel(kernels::Status s, const char* call,
                                  std::string(call) + " returned " + kernels::to_string(s));
 }
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

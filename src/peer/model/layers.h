@@ -13,7 +13,7 @@
 
 #include "peer/model/ops.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 
 // One sample's activation, NHWC: rows x cols x channels (a dense layer's
 // output is 1 x 1 x features).
@@ -55,4 +55,4 @@ std::unique_ptr<Layer> make_maxpool2(Ops& ops, Shape in, int max_batch);
 // Uniform in [-bound, bound) from the counter-based generator.
 void fill_uniform(std::uint32_t key, std::uint32_t first, std::size_t n, double bound, float* out);
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

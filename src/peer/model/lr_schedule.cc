@@ -8,7 +8,7 @@
 
 #include "common/text.h"
 
-namespace murmur::model {
+namespace murmur::peer::model {
 namespace {
 
 constexpr const char* kAccepted = "accepted: cosine, none, step:S1,S2,...@FACTOR (e.g. step:3000,6000@0.1)";
@@ -102,4 +102,4 @@ double learning_rate_at(const LrScheduleSpec& s, long step) {
   return lr;
 }
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

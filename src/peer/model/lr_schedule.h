@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace murmur::model {
+namespace murmur::peer::model {
 
 struct LrScheduleSpec {
   double base = 0.1;
@@ -33,4 +33,4 @@ LrScheduleSpec parse_lr_schedule(double base, long warmup_steps, long total_step
 // throws std::invalid_argument.
 double learning_rate_at(const LrScheduleSpec& spec, long step);
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

@@ -20,7 +20,7 @@
 #include <span>
 #include <string>
 
-namespace murmur::model {
+namespace murmur::peer::model {
 
 struct StepResult {
   double loss = 0;   // mean loss over the batch
@@ -83,4 +83,4 @@ class Model {
 // without a visible device, std::runtime_error saying which.
 std::unique_ptr<Model> make_model(const ModelSpec& spec);
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

@@ -5,7 +5,7 @@
 
 #include "common/check.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 
 std::unique_ptr<Ops> make_ops(Device device) {
   return device == Device::kCuda ? make_cuda_ops() : make_cpu_ops();
@@ -18,4 +18,4 @@ std::unique_ptr<Ops> make_cuda_ops() {
 }
 #endif
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

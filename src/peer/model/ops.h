@@ -16,7 +16,7 @@
 
 #include "peer/model/model.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 
 struct LossResult {
   double loss_sum = 0;
@@ -77,4 +77,4 @@ std::unique_ptr<Ops> make_cpu_ops();
 std::unique_ptr<Ops> make_cuda_ops();
 std::unique_ptr<Ops> make_ops(Device device);
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

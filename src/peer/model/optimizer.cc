@@ -3,7 +3,7 @@
 #include "common/check.h"
 #include "peer/model/ops.h"
 
-namespace murmur::model {
+namespace murmur::peer::model {
 
 SgdOptimizer::SgdOptimizer(std::size_t parameters, Device device, SgdOptions options)
     : options_(options), ops_(detail::make_ops(device)) {
@@ -24,4 +24,4 @@ void SgdOptimizer::step(std::span<float> params, std::span<const float> grads, d
 
 std::span<float> SgdOptimizer::momentum() { return momentum_; }
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

@@ -13,7 +13,7 @@
 
 #include "peer/model/model.h"
 
-namespace murmur::model {
+namespace murmur::peer::model {
 
 namespace detail {
 class Ops;
@@ -45,4 +45,4 @@ class SgdOptimizer {
   std::span<float> momentum_;
 };
 
-}  // namespace murmur::model
+}  // namespace murmur::peer::model

@@ -2,7 +2,7 @@
 #include "common/check.h"
 #include "peer/model/layers.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 namespace {
 
 class Relu final : public Layer {
@@ -61,4 +61,4 @@ std::unique_ptr<Layer> make_maxpool2(Ops& ops, Shape in, int max_batch) {
   return std::make_unique<MaxPool2>(ops, in, max_batch);
 }
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

@@ -18,7 +18,7 @@
 #include "kernels/rng.h"
 #include "peer/model/sequential.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 namespace {
 
 class SequentialModel final : public Model {
@@ -155,4 +155,4 @@ std::unique_ptr<Model> make_sequential(const ModelSpec& spec, std::unique_ptr<Op
   return std::make_unique<SequentialModel>(spec, std::move(ops), std::move(layers));
 }
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

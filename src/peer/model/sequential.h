@@ -9,7 +9,7 @@
 #include "peer/model/model.h"
 #include "peer/model/ops.h"
 
-namespace murmur::model::detail {
+namespace murmur::peer::model::detail {
 
 // The layers of spec.name, built on ops (which they allocate from);
 // std::invalid_argument for a bad name or an input too small for it.
@@ -18,4 +18,4 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelSpec& spec, Ops& ops
 std::unique_ptr<Model> make_sequential(const ModelSpec& spec, std::unique_ptr<Ops> ops,
                                        std::vector<std::unique_ptr<Layer>> layers);
 
-}  // namespace murmur::model::detail
+}  // namespace murmur::peer::model::detail

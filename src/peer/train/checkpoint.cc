@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 namespace {
 
@@ -157,4 +157,4 @@ Checkpoint load_checkpoint(const std::string& path) {
   return c;
 }
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 class CheckpointError : public std::runtime_error {
  public:
@@ -42,4 +42,4 @@ Checkpoint load_checkpoint(const std::string& path);
 // "<dir>/rank-<rank>.ckpt"
 std::string checkpoint_path(const std::string& dir, int rank);
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

@@ -5,7 +5,7 @@
 
 #include "common/check.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 void cap_shard(std::vector<std::uint32_t>& shard, const TrainOptions& o) {
   if (o.train_examples > 0 && shard.size() > static_cast<std::size_t>(o.train_examples))
@@ -34,4 +34,4 @@ bool is_evaluation_step(long step_in_epoch, long steps_per_epoch, int evals_per_
   return evals_per_epoch > 1 && step_in_epoch % std::max<long>(1, steps_per_epoch / evals_per_epoch) == 0;
 }
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

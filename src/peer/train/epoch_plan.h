@@ -1,7 +1,7 @@
 // How a training run is cut into epochs, fed and evaluated: the shard cap,
 // the batch order's seed, the learning-rate schedule, steps per epoch and
 // evaluation steps. Shared by murmur-peer's trainer (trainer.cc) and the
-// simulator's (sim/sim_training.h), so that both step and evaluate alike.
+// simulator's (sim/runtime/sim_training.h), so that both step and evaluate alike.
 // Pure functions; any thread.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include "peer/model/lr_schedule.h"
 #include "peer/train/train_options.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 // A rank's shard cut to o.train_examples when that is > 0 (quick runs).
 void cap_shard(std::vector<std::uint32_t>& shard, const TrainOptions& o);
@@ -39,4 +39,4 @@ long steps_per_epoch(std::size_t train_size, int world, long train_examples, int
 // give steps 5, 10, 15 and 16.
 bool is_evaluation_step(long step_in_epoch, long steps_per_epoch, int evals_per_epoch);
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

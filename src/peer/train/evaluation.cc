@@ -5,7 +5,7 @@
 #include "common/check.h"
 #include "peer/api/tensor_set.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 Accuracy evaluate_range(model::Model& model, const data::ImageDataset& data, std::size_t first, std::size_t count,
                         int batch, data::Batch& scratch) {
@@ -44,4 +44,4 @@ void write_parameters(model::Model& model, std::span<const float> values) {
   write_device_vector(model.device(), model.parameters(), values);
 }
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

@@ -12,7 +12,7 @@
 #include "peer/data/dataset.h"
 #include "peer/model/model.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 struct Accuracy {
   std::int64_t correct = 0;
@@ -33,4 +33,4 @@ void write_parameters(model::Model& model, std::span<const float> values);
 std::vector<float> read_device_vector(model::Device device, std::span<const float> source);
 void write_device_vector(model::Device device, std::span<float> target, std::span<const float> values);
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

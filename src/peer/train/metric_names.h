@@ -8,7 +8,7 @@
 // nlohmann::json initializer lists as they are.
 #pragma once
 
-namespace murmur::train::metric {
+namespace murmur::peer::train::metric {
 
 namespace event {
 inline constexpr char kStart[] = "start";
@@ -75,4 +75,4 @@ inline constexpr char kSetupSeconds[] = "setup_seconds";
 inline constexpr char kSteps[] = "steps";
 }  // namespace key
 
-}  // namespace murmur::train::metric
+}  // namespace murmur::peer::train::metric

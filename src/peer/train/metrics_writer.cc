@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
   if (path.empty()) return;
@@ -38,4 +38,4 @@ std::string expand_rank(std::string pattern, int rank) {
   return pattern;
 }
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

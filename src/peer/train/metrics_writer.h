@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 class MetricsWriter {
  public:
@@ -33,4 +33,4 @@ class MetricsWriter {
 // one flag ("metrics/rank-{rank}.jsonl").
 std::string expand_rank(std::string pattern, int rank);
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

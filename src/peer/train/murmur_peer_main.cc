@@ -15,7 +15,7 @@
 #include "peer/train/trainer.h"
 
 int main(int argc, char** argv) {
-  murmur::train::TrainOptions o;
+  murmur::peer::train::TrainOptions o;
   auto& p = o.peer;
   int blas_threads = 0;
   CLI::App app{"murmur-peer: one peer of a murmur training job (docs/training.md)"};
@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  murmur::model::set_blas_threads(blas_threads > 0 ? blas_threads : murmur::model::blas_threads_from_environment());
+  murmur::peer::model::set_blas_threads(blas_threads > 0 ? blas_threads : murmur::peer::model::blas_threads_from_environment());
   try {
-    murmur::train::train(o);
+    murmur::peer::train::train(o);
     return 0;
   } catch (const std::exception& e) {
     const char* rank = std::getenv("MURMUR_RANK");

@@ -8,7 +8,7 @@
 
 #include "murmur/peer.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 struct TrainOptions {
   PeerConfig peer;
@@ -38,4 +38,4 @@ struct TrainOptions {
   bool events = true;           // "@murmur" event lines on stdout for murmur-run
 };
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

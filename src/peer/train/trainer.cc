@@ -27,7 +27,7 @@
 #include "peer/train/metric_names.h"
 #include "peer/train/metrics_writer.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 namespace {
 
@@ -456,4 +456,4 @@ void TrainingRun::write_step(int epoch, long s, const EpochTotals& totals) {
 
 TrainSummary train(const TrainOptions& o) { return TrainingRun(o).run(); }
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

@@ -19,7 +19,7 @@
 
 #include "peer/train/train_options.h"
 
-namespace murmur::train {
+namespace murmur::peer::train {
 
 struct TrainSummary {
   double test_accuracy = 0;                 // this rank's final model
@@ -32,4 +32,4 @@ struct TrainSummary {
 
 TrainSummary train(const TrainOptions& options);
 
-}  // namespace murmur::train
+}  // namespace murmur::peer::train

@@ -1,7 +1,7 @@
 // run_training: a murmur-sim gossip run with real models. Every simulated
 // peer trains its own model (peer/model) on its shard of Fashion-MNIST
 // (peer/data) with the trainer's optimizer, learning-rate schedule and
-// defaults (train::TrainOptions), while the real algorithm, topology and
+// defaults (peer::train::TrainOptions), while the real algorithm, topology and
 // scheduler gossip its parameters over the simulated network. A step costs
 // `compute_s` on the virtual clock, whatever the host spends on it.
 //
@@ -15,7 +15,7 @@
 //   t.gossip.cluster = ...;            // links, episodes (a link drop)
 //   t.gossip.options.algorithm = "choco"; t.gossip.options.compressor = "topk:0.1";
 //   t.training.epochs = 3; t.training.evals_per_epoch = 16;
-//   TrainingResult r = run_training(t, data::load_fashion_mnist(dir));
+//   TrainingResult r = run_training(t, peer::data::load_fashion_mnist(dir));
 //   r.first_at(0.85);                  // rank 0's first evaluation at 85%
 //
 // Like murmur-peer: the same steps per epoch, evaluation steps
@@ -40,9 +40,9 @@
 
 #include "peer/data/fashion_mnist.h"
 #include "peer/train/train_options.h"
-#include "sim/gossip_run.h"
+#include "sim/runtime/gossip_run.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 
 struct TrainingSetup {
   // Cluster (stragglers multiply compute_s), options (algorithm,
@@ -55,7 +55,7 @@ struct TrainingSetup {
   // weight_decay, nesterov, warmup_epochs, lr_decay, seed, evals_per_epoch;
   // the rest (peer, device, data_dir, extra_compute_ms, metrics,
   // checkpoints, resume, log_every, events) is not used.
-  train::TrainOptions training;
+  peer::train::TrainOptions training;
   double compute_s = 0.06;  // virtual seconds of computation per step
   int eval_rank = 0;        // whose model the evaluations read
 };
@@ -76,6 +76,6 @@ struct TrainingResult {
   std::optional<EvalPoint> first_at(double target) const;
 };
 
-TrainingResult run_training(const TrainingSetup& setup, const data::FashionMnist& data);
+TrainingResult run_training(const TrainingSetup& setup, const peer::data::FashionMnist& data);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

@@ -1,13 +1,13 @@
-#include "sim/paper_methods.h"
+#include "sim/cost/paper_methods.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "sim/iteration_pipeline.h"
-#include "sim/mg_wfbp.h"
+#include "sim/cost/iteration_pipeline.h"
+#include "sim/cost/mg_wfbp.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 namespace {
 
 constexpr double kBytePsPartitionBytes = 4'096'000;
@@ -266,4 +266,4 @@ MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& pr
   return p;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

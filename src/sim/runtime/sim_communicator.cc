@@ -1,4 +1,4 @@
-#include "sim/sim_communicator.h"
+#include "sim/runtime/sim_communicator.h"
 
 #include <cstring>
 #include <memory>
@@ -7,7 +7,7 @@
 #include "common/check.h"
 #include "fabric/errors.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 
 // ---- SimNetwork -------------------------------------------------------------
 
@@ -224,4 +224,4 @@ void SimCommunicator::wait_local(std::unique_lock<std::mutex>& lock, std::condit
 
 void SimCommunicator::notify_local(std::condition_variable& cv) { network_.runtime().notify_all(&cv); }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

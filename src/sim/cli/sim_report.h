@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace murmur::sim {
+namespace murmur::sim::cli {
 
 struct SimRow {
   std::string model;
@@ -32,4 +32,4 @@ void write_csv(std::ostream& out, const std::vector<SimRow>& rows);
 void write_markdown(std::ostream& out, const std::vector<SimRow>& rows);
 void write_text(std::ostream& out, const std::vector<SimRow>& rows);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cli

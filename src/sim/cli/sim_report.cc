@@ -1,10 +1,10 @@
-#include "sim/sim_report.h"
+#include "sim/cli/sim_report.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace murmur::sim {
+namespace murmur::sim::cli {
 namespace {
 
 struct Column {
@@ -95,4 +95,4 @@ void write_text(std::ostream& out, const std::vector<SimRow>& rows) {
   for (const SimRow& r : rows) line([&](std::size_t i) { return cols[i].cell(r); });
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cli

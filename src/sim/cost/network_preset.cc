@@ -1,8 +1,8 @@
-#include "sim/network_preset.h"
+#include "sim/cost/network_preset.h"
 
-#include "sim/paper_methods.h"
+#include "sim/cost/paper_methods.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 namespace {
 
 // What one stream between two nodes achieved on the paper's clusters: the
@@ -44,4 +44,4 @@ void apply_network_preset(ClusterSpec& spec, const std::string& name) {
   spec.intra_node = preset.intra_node;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

@@ -6,10 +6,10 @@
 #include <ostream>
 #include <vector>
 
-#include "sim/calibration.h"
+#include "sim/cost/calibration.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cli {
 
-void write_reference_comparison(std::ostream& out, const std::vector<CellComparison>& cells, bool markdown);
+void write_reference_comparison(std::ostream& out, const std::vector<cost::CellComparison>& cells, bool markdown);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cli

@@ -11,9 +11,9 @@
 
 #include "murmur/gossip_options.h"
 #include "sim/cluster_spec.h"
-#include "sim/sim_report.h"
+#include "sim/cli/sim_report.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cli {
 
 // How murmur's own algorithms run for a row: the job's gossip settings
 // (GossipOptions; the algorithm comes from the method list, the topology seed
@@ -51,4 +51,4 @@ std::vector<SimRow> simulate(const SimRequest& request);
 // GPUs, 4 per node: the seed paper's grid.
 std::vector<SimRow> paper_table_rows();
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cli

@@ -26,16 +26,16 @@
 #include "gossip/algorithm/registry.h"
 #include "gossip/schedule/errors.h"
 #include "gossip/schedule/schedule_file.h"
-#include "sim/calibration.h"
+#include "sim/cost/calibration.h"
 #include "sim/cluster_spec.h"
 #include "sim/model_profile.h"
-#include "sim/network_preset.h"
-#include "sim/reference_report.h"
-#include "sim/sim_report.h"
-#include "sim/sim_rows.h"
+#include "sim/cost/network_preset.h"
+#include "sim/cli/reference_report.h"
+#include "sim/cli/sim_report.h"
+#include "sim/cli/sim_rows.h"
 
+namespace murmur::sim::cli {
 namespace {
-using namespace murmur::sim;
 
 enum class Format { kText, kCsv, kMarkdown };
 
@@ -49,10 +49,10 @@ void write_rows(const std::vector<SimRow>& rows, Format format, bool paper_colum
 }
 
 int calibrate(const ModelProfile& resnet50, int evaluations) {
-  const FitResult fit = fit_constants(resnet50, calibrated_constants(), evaluations);
+  const cost::FitResult fit = cost::fit_constants(resnet50, cost::calibrated_constants(), evaluations);
   std::cout << "# fitted on the 84 ResNet-50 cells in " << fit.evaluations << " evaluations: max |error| "
             << fit.max_abs_error * 100 << "%, median " << fit.median_abs_error * 100 << "%\n"
-            << constants_as_source(fit.constants);
+            << cost::constants_as_source(fit.constants);
   return 0;
 }
 
@@ -116,7 +116,7 @@ std::optional<int> parse(CLI::App& app, CommandLine& c, int argc, char** argv) {
     request.gpus = parse_gpu_list(c.gpus_list);
     request.methods = parse_method_list(c.methods);
     for (const std::string& s : c.stragglers) request.stragglers.push_back(parse_straggler(s));
-    network_preset(request.network);
+    cost::network_preset(request.network);
     murmur::gossip::schedule::parse_schedule_flag(request.gossip.gossip.schedule);
   } catch (const murmur::gossip::schedule::ScheduleError& e) {
     // A schedule file's own errors name path:line; a bad flag names the flag.
@@ -147,7 +147,7 @@ std::optional<int> compute(CommandLine& c, Format format, std::vector<SimRow>& r
       rows = paper_table_rows();
       paper_columns = true;
     } else if (c.compare_reference) {
-      write_reference_comparison(std::cout, compare_with_reference(builtin_profile("resnet50"), calibrated_constants()),
+      write_reference_comparison(std::cout, cost::compare_with_reference(builtin_profile("resnet50"), cost::calibrated_constants()),
                                  format == Format::kMarkdown);
       return 0;
     } else {
@@ -193,10 +193,11 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace murmur::sim::cli
 
 int main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    return murmur::sim::cli::run(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "murmur-sim: " << e.what() << "\n";
     return 1;

@@ -11,7 +11,7 @@
 
 #include "sim/cluster_spec.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 
 struct NetworkPreset {
   std::string name;         // e.g. "10gbe-tcp"
@@ -26,4 +26,4 @@ const NetworkPreset& network_preset(const std::string& name);
 // Sets spec.network, spec.inter_node and spec.intra_node from the preset.
 void apply_network_preset(ClusterSpec& spec, const std::string& name);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

@@ -1,8 +1,8 @@
-#include "sim/mg_wfbp.h"
+#include "sim/cost/mg_wfbp.h"
 
 #include <algorithm>
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 
 std::vector<std::vector<int>> merge_buckets(const std::vector<ReadyTensor>& tensors, double startup_s,
                                             double seconds_per_byte) {
@@ -25,4 +25,4 @@ std::vector<std::vector<int>> merge_buckets(const std::vector<ReadyTensor>& tens
   return buckets;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 
 struct ReadyTensor {
   int layer = 0;       // forward index
@@ -21,4 +21,4 @@ struct ReadyTensor {
 std::vector<std::vector<int>> merge_buckets(const std::vector<ReadyTensor>& tensors, double startup_s,
                                             double seconds_per_byte);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

@@ -59,7 +59,7 @@
 #include <thread>
 #include <vector>
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 
 // What a cancellable blocking call throws once another simulated thread has
 // failed. Not an error of its own: run() rethrows the original failure.
@@ -143,4 +143,4 @@ class VirtualRuntime final {
   std::unique_ptr<State> state_;  // leaked on purpose when threads are abandoned
 };
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

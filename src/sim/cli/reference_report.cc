@@ -1,13 +1,13 @@
-#include "sim/reference_report.h"
+#include "sim/cli/reference_report.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-namespace murmur::sim {
+namespace murmur::sim::cli {
 
-void write_reference_comparison(std::ostream& out, const std::vector<CellComparison>& cells, bool markdown) {
+void write_reference_comparison(std::ostream& out, const std::vector<cost::CellComparison>& cells, bool markdown) {
   const char* row = markdown ? "| {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% |\n" : "{:<14} {:<18} {:>4} {:>9.1f} {:>9.1f} {:>+7.1f}%\n";
   if (markdown)
     out << "| network | method | GPUs | measured | predicted | error |\n|---|---|---:|---:|---:|---:|\n";
@@ -16,7 +16,7 @@ void write_reference_comparison(std::ostream& out, const std::vector<CellCompari
                        "error");
   std::vector<double> errors;
   int within = 0;
-  for (const CellComparison& c : cells) {
+  for (const cost::CellComparison& c : cells) {
     out << fmt::format(fmt::runtime(row), c.cell.network, paper_method_name(c.cell.method), c.cell.gpus,
                        c.cell.samples_per_s, c.predicted.samples_per_s, c.relative_error * 100);
     errors.push_back(std::abs(c.relative_error));
@@ -28,4 +28,4 @@ void write_reference_comparison(std::ostream& out, const std::vector<CellCompari
                      cells.size(), errors.back() * 100, errors[errors.size() / 2] * 100);
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cli

@@ -17,7 +17,7 @@
 
 #include <vector>
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 
 struct CommUnit {
   std::vector<int> layers;  // forward indices of the tensors it carries
@@ -63,4 +63,4 @@ struct PipelineResult {
 
 PipelineResult run_pipeline(const PipelineSpec& spec);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

@@ -59,9 +59,9 @@
 
 #include "gossip/algorithm/communicator.h"
 #include "sim/network_model.h"
-#include "sim/virtual_runtime.h"
+#include "sim/runtime/virtual_runtime.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 
 class SimNetwork final {
  public:
@@ -143,4 +143,4 @@ class SimCommunicator final : public gossip::Communicator {
   int threads_started_ = 0;
 };
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

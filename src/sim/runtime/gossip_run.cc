@@ -1,4 +1,4 @@
-#include "sim/gossip_run.h"
+#include "sim/runtime/gossip_run.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,10 +12,10 @@
 #include "gossip/algorithm/registry.h"
 #include "gossip/schedule/controller.h"
 #include "sim/network_model.h"
-#include "sim/sim_communicator.h"
-#include "sim/virtual_runtime.h"
+#include "sim/runtime/sim_communicator.h"
+#include "sim/runtime/virtual_runtime.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 namespace {
 
 // The schedulers' gather as a simulated collective, lagged by one call as
@@ -276,4 +276,4 @@ GossipResult run_gossip(const GossipSetup& s) {
   return result;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

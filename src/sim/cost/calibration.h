@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "sim/model_profile.h"
-#include "sim/paper_methods.h"
+#include "sim/cost/paper_methods.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 
 struct ReferenceCell {
   std::string network;  // preset name
@@ -47,4 +47,4 @@ FitResult fit_constants(const ModelProfile& resnet50, const PaperConstants& star
 // The constants as C++ source, for pasting into calibrated_constants().
 std::string constants_as_source(const PaperConstants& constants);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

@@ -1,4 +1,4 @@
-#include "sim/calibration.h"
+#include "sim/cost/calibration.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <random>
 #include <sstream>
 
-#include "sim/network_preset.h"
+#include "sim/cost/network_preset.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 
 namespace {
 
@@ -277,4 +277,4 @@ const PaperConstants& calibrated_constants() {
   return constants;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

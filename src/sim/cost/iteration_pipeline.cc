@@ -1,4 +1,4 @@
-#include "sim/iteration_pipeline.h"
+#include "sim/cost/iteration_pipeline.h"
 
 #include <algorithm>
 #include <limits>
@@ -8,7 +8,7 @@
 
 #include "common/check.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 namespace {
 
 // When each unit is ready, given when each layer's gradient is.
@@ -126,4 +126,4 @@ PipelineResult run_pipeline(const PipelineSpec& spec) {
   return result;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

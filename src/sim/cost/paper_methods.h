@@ -25,7 +25,7 @@
 #include "sim/cluster_spec.h"
 #include "sim/model_profile.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cost {
 
 enum class PaperMethod {
   kBspA2A,
@@ -83,4 +83,4 @@ struct MethodPrediction {
 MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
                                       const PaperConstants& constants);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cost

@@ -1,4 +1,4 @@
-#include "sim/sim_rows.h"
+#include "sim/cli/sim_rows.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -8,12 +8,12 @@
 #include "common/text.h"
 #include "gossip/algorithm/registry.h"
 #include "gossip/schedule/schedule_file.h"
-#include "sim/gossip_run.h"
+#include "sim/runtime/gossip_run.h"
 #include "sim/model_profile.h"
-#include "sim/network_preset.h"
-#include "sim/paper_methods.h"
+#include "sim/cost/network_preset.h"
+#include "sim/cost/paper_methods.h"
 
-namespace murmur::sim {
+namespace murmur::sim::cli {
 namespace {
 
 std::vector<std::string> split(const std::string& list, char sep) {
@@ -32,12 +32,12 @@ std::vector<std::string> split(const std::string& list, char sep) {
 }
 
 bool is_paper_method(const std::string& name) {
-  for (PaperMethod m : paper_methods())
+  for (cost::PaperMethod m : cost::paper_methods())
     if (paper_method_name(m) == name) return true;
   return false;
 }
 
-SimRow paper_row(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster) {
+SimRow paper_row(cost::PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster) {
   SimRow row;
   row.model = profile.name;
   row.network = cluster.network;
@@ -50,7 +50,7 @@ SimRow paper_row(PaperMethod method, const ModelProfile& profile, const ClusterS
     row.iteration_s = row.compute_s = profile.iteration_s();
     return row;
   }
-  const MethodPrediction p = predict_paper_method(method, profile, cluster, calibrated_constants());
+  const cost::MethodPrediction p = cost::predict_paper_method(method, profile, cluster, cost::calibrated_constants());
   row.samples_per_s = p.samples_per_s;
   row.speedup = p.speedup;
   row.iteration_s = p.iteration_s;
@@ -66,7 +66,7 @@ SimRow paper_row(PaperMethod method, const ModelProfile& profile, const ClusterS
 // murmur's own algorithm, run on the virtual clock.
 SimRow gossip_row(const std::string& algorithm, const ModelProfile& profile, const ClusterSpec& cluster,
                   const GossipRunOptions& options) {
-  GossipSetup setup;
+  runtime::GossipSetup setup;
   setup.profile = profile;
   setup.cluster = cluster;
   setup.options = options.gossip;
@@ -77,7 +77,7 @@ SimRow gossip_row(const std::string& algorithm, const ModelProfile& profile, con
   const bool adaptive =
       gossip::schedule::parse_schedule_flag(options.gossip.schedule).mode == gossip::schedule::ScheduleMode::kAdaptive;
   setup.warmup_iterations = options.warmup >= 0 ? options.warmup : adaptive ? options.iterations : 2;
-  const GossipResult r = run_gossip(setup);
+  const runtime::GossipResult r = runtime::run_gossip(setup);
 
   SimRow row;
   row.model = profile.name;
@@ -92,7 +92,7 @@ SimRow gossip_row(const std::string& algorithm, const ModelProfile& profile, con
   row.overlap_s = r.overlap_s;
   row.comm_s = r.wait_s + r.overlap_s;
   double busiest = 0;
-  for (const LinkBytes& link : r.links) busiest = std::max(busiest, link.bytes);
+  for (const runtime::LinkBytes& link : r.links) busiest = std::max(busiest, link.bytes);
   const int iterations = setup.warmup_iterations + setup.iterations;
   row.link_bytes = busiest / iterations;
   const gossip::AlgorithmInfo& info = gossip::algorithm_info(algorithm);
@@ -111,7 +111,7 @@ ClusterSpec preset_cluster(const std::string& network, int gpus, int gpus_per_no
   ClusterSpec cluster;
   cluster.gpus = gpus;
   cluster.gpus_per_node = gpus_per_node;
-  apply_network_preset(cluster, network);
+  cost::apply_network_preset(cluster, network);
   return cluster;
 }
 
@@ -132,12 +132,12 @@ std::vector<std::string> parse_method_list(const std::string& list) {
   std::vector<std::string> methods;
   for (const std::string& item : split(list, ',')) {
     if (item == "paper") {
-      for (PaperMethod m : paper_methods()) methods.push_back(paper_method_name(m));
+      for (cost::PaperMethod m : cost::paper_methods()) methods.push_back(paper_method_name(m));
     } else if (is_paper_method(item) || gossip::find_algorithm(item) != nullptr) {
       methods.push_back(item);
     } else {
       std::string known = "paper";
-      for (PaperMethod m : paper_methods()) known += ", " + paper_method_name(m);
+      for (cost::PaperMethod m : cost::paper_methods()) known += ", " + paper_method_name(m);
       known += ", " + gossip::algorithm_list();
       throw std::invalid_argument("--method: unknown method '" + item + "' (known: " + known + ")");
     }
@@ -174,7 +174,7 @@ std::vector<SimRow> simulate(const SimRequest& request) {
   for (const std::string& method : request.methods)
     for (const ClusterSpec& cluster : clusters) {
       if (is_paper_method(method)) {
-        rows.push_back(paper_row(paper_method_by_name(method), profile, cluster));
+        rows.push_back(paper_row(cost::paper_method_by_name(method), profile, cluster));
       } else {
         rows.push_back(gossip_row(method, profile, cluster, request.gossip));
       }
@@ -186,11 +186,11 @@ std::vector<SimRow> paper_table_rows() {
   std::vector<SimRow> rows;
   for (const std::string& model : builtin_profile_names()) {
     const ModelProfile profile = builtin_profile(model);
-    for (const NetworkPreset& network : network_presets())
-      for (PaperMethod method : paper_methods())
+    for (const cost::NetworkPreset& network : cost::network_presets())
+      for (cost::PaperMethod method : cost::paper_methods())
         for (int gpus : {1, 4, 8, 16, 32}) rows.push_back(paper_row(method, profile, preset_cluster(network.name, gpus, 4)));
   }
   return rows;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::cli

@@ -60,7 +60,7 @@
 #include "sim/cluster_spec.h"
 #include "sim/model_profile.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 
 struct GossipSetup {
   ModelProfile profile;
@@ -148,4 +148,4 @@ struct GossipResult {
 
 GossipResult run_gossip(const GossipSetup& setup);
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime

@@ -1,4 +1,4 @@
-#include "sim/virtual_runtime.h"
+#include "sim/runtime/virtual_runtime.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +14,7 @@
 #include "common/check.h"
 #include "common/log.h"
 
-namespace murmur::sim {
+namespace murmur::sim::runtime {
 
 // One mutex (mutex) guards everything below; the baton is `running`: only
 // the thread it names runs simulated code. Every OS thread waits for the
@@ -447,4 +447,4 @@ std::size_t VirtualRuntime::threads_started() const {
   return state_->threads.size();
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::sim::runtime
