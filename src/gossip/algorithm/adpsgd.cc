@@ -18,7 +18,9 @@
 // exchange as done, without replies: one averaging, not two (which would swap
 // the models). This is the case "all pick each other at once" in the tests.
 // Termination: finish() waits for its own request, sends BYE to every
-// neighbour, and keeps serving until every neighbour's BYE has arrived.
+// neighbour, and keeps serving until every neighbour's BYE has arrived. So a
+// neighbour's BYE does not end exchanges with it: requests to it are still
+// answered (pick() does not skip it), and every step exchanges.
 //
 // Threads and locks: the caller thread (step/finish) and the serving thread
 // share the model under mutex_; receive completions are handed over through
@@ -193,22 +195,22 @@ class Adpsgd final : public Algorithm {
     if (error_) std::rethrow_exception(error_);
   }
 
+  // Any neighbour, finished or not: BYE means "no more requests from me", and
+  // its sender serves until our own BYE arrives. Skipping it would freeze a
+  // rank that finished its steps early at its value of that moment while the
+  // others go on averaging without it.
   int pick() {
-    std::vector<std::size_t> live;
-    for (std::size_t k = 0; k < neighbours_.size(); ++k)
-      if (!bye_received_[k]) live.push_back(k);
-    if (live.empty()) return -1;
     if (options_.pick == "mutual") {
       const int p = comm_.size();
       int dim = 0;
       while ((1 << dim) < p) ++dim;
       if (dim > 0) {
         int partner = comm_.rank() ^ (1 << ((steps_ / options_.period - 1) % dim));
-        for (std::size_t k : live)
+        for (std::size_t k = 0; k < neighbours_.size(); ++k)
           if (neighbours_[k] == partner) return static_cast<int>(k);
       }
     }
-    return static_cast<int>(live[std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng_)]);
+    return static_cast<int>(std::uniform_int_distribution<std::size_t>(0, neighbours_.size() - 1)(rng_));
   }
 
   void send_request(int k) {
