@@ -6,6 +6,8 @@
 //   murmur-fabric-demo -np 4 --backend libfabric --provider auto --mib 16
 #include <CLI/CLI.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,8 +16,6 @@
 #include <map>
 #include <numeric>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "common/host.h"
 #include "common/log.h"
@@ -102,9 +102,23 @@ int run_launcher(const Settings& s, const char* self) {
     murmur::Subprocess::Options o;
     std::ostringstream mib;
     mib << s.mib;
-    o.argv = {self, "--peer-rank", std::to_string(r), "--rendezvous-port", std::to_string(server.port()),
-              "--token", server_options.token, "-n", std::to_string(s.np), "--backend", s.backend,
-              "--provider", s.provider, "--mib", mib.str(), "--rounds", std::to_string(s.rounds)};
+    o.argv = {self,
+              "--peer-rank",
+              std::to_string(r),
+              "--rendezvous-port",
+              std::to_string(server.port()),
+              "--token",
+              server_options.token,
+              "-n",
+              std::to_string(s.np),
+              "--backend",
+              s.backend,
+              "--provider",
+              s.provider,
+              "--mib",
+              mib.str(),
+              "--rounds",
+              std::to_string(s.rounds)};
     if (!s.profile.empty()) o.argv.insert(o.argv.end(), {"--profile", s.profile});
     o.stdout_path = (dir / ("rank" + std::to_string(r) + ".out")).string();
     peers.emplace_back(o);
@@ -117,7 +131,8 @@ int run_launcher(const Settings& s, const char* self) {
     auto status = peers[r].wait_until(deadline);
     std::ifstream in(dir / ("rank" + std::to_string(r) + ".out"));
     std::string line, result;
-    while (std::getline(in, line)) if (line.rfind("RESULT ", 0) == 0) result = line;
+    while (std::getline(in, line))
+      if (line.rfind("RESULT ", 0) == 0) result = line;
     if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0 || result.empty()) {
       std::fprintf(stderr, "murmur-fabric-demo: rank %d %s\n", r,
                    status ? murmur::Subprocess::describe_status(*status).c_str() : "did not finish in 10 minutes");
@@ -153,7 +168,9 @@ int main(int argc, char** argv) {
   app.add_option("--provider", s.provider, "libfabric provider: auto, tcp, shm, verbs")->capture_default_str();
   app.add_option("--profile", s.profile, "link emulation profile, e.g. 10gbe or lat=2ms,bw=100mbit");
   app.add_option("--mib", s.mib, "MiB per message")->check(CLI::Range(0.0, 1024.0))->capture_default_str();
-  app.add_option("--rounds", s.rounds, "rounds of neighbour exchange")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--rounds", s.rounds, "rounds of neighbour exchange")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   app.add_option("--token", s.token, "cluster token")->envname("MURMUR_TOKEN");
   app.add_option("--peer-rank", s.rank, "internal: run as this rank")->group("");
   app.add_option("--rendezvous-port", s.port, "internal: rendezvous port")->group("");
@@ -162,8 +179,8 @@ int main(int argc, char** argv) {
     if (s.rank >= 0) return run_peer(s);
     return run_launcher(s, "/proc/self/exe");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "murmur-fabric-demo%s: %s\n",
-                 s.rank >= 0 ? (" rank " + std::to_string(s.rank)).c_str() : "", e.what());
+    std::fprintf(stderr, "murmur-fabric-demo%s: %s\n", s.rank >= 0 ? (" rank " + std::to_string(s.rank)).c_str() : "",
+                 e.what());
     return 1;
   }
 }

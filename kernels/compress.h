@@ -43,52 +43,49 @@ unsigned qsgd_bits(unsigned s);
 // little-endian, first code in the lowest bits).
 std::size_t packed_bytes(std::size_t n, unsigned bits);
 
-#define MURMUR_KERNEL_DECLS(STREAM_PARAM)                                                  \
-  /* fp32 -> IEEE half, round to nearest even; overflow -> inf, NaN kept. */              \
-  Status f32_to_f16(void* scratch, std::size_t& scratch_bytes, const float* in,           \
-                    std::uint16_t* out, std::size_t n STREAM_PARAM);                      \
-  Status f16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in,   \
-                    float* out, std::size_t n STREAM_PARAM);                              \
-  /* fp32 -> bfloat16, round to nearest even; NaN stays a quiet NaN. */                   \
-  Status f32_to_bf16(void* scratch, std::size_t& scratch_bytes, const float* in,          \
-                     std::uint16_t* out, std::size_t n STREAM_PARAM);                     \
-  Status bf16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in,  \
-                     float* out, std::size_t n STREAM_PARAM);                             \
-  /* QSGD: norm = ||x||_2; level_i = min(floor(s|x_i|/norm + u_i), s) in one  */          \
-  /* rounding, u_i from draw_unit16(seed, i) (rng.h; the rule: cpu/qsgd.h),  */          \
-  /* so E[decode] = x (to 2^-17 of a step); a zero or non-finite norm gives   */          \
-  /* level 0. Writes *norm and packed_bytes(n, qsgd_bits(s)) bytes of codes  */          \
-  /* (sign in the top bit of each code).                                     */          \
-  Status qsgd_encode(void* scratch, std::size_t& scratch_bytes, const float* in,          \
-                     std::size_t n, unsigned s, std::uint64_t seed, float* norm,          \
-                     std::uint8_t* packed STREAM_PARAM);                                  \
-  /* kMalformed when a level exceeds s (out is then unspecified). The cuda  */           \
-  /* twin needs 4 bytes of scratch and synchronizes `stream` to report it.   */           \
-  Status qsgd_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* packed, \
-                     std::size_t n, unsigned s, float norm, float* out STREAM_PARAM);     \
-  /* Scaled sign: *scale = ||x||_1 / n; bit i = signbit(x_i) (1 = negative). */           \
-  Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in,          \
-                     std::size_t n, float* scale, std::uint8_t* bits STREAM_PARAM);       \
-  Status sign_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* bits, \
-                     std::size_t n, float scale, float* out STREAM_PARAM);                \
-  /* vals[j] = in[idx[j]]. */                                                             \
-  Status gather(void* scratch, std::size_t& scratch_bytes, const float* in,               \
-                const std::uint32_t* idx, std::size_t k, float* vals STREAM_PARAM);       \
-  /* out = 0 except out[idx[j]] = vals[j]; kMalformed if an idx >= n (the  */           \
-  /* cuda twin needs 4 bytes of scratch and synchronizes `stream` for it).   */           \
-  Status scatter(void* scratch, std::size_t& scratch_bytes, const std::uint32_t* idx,     \
-                 const float* vals, std::size_t k, float* out, std::size_t n STREAM_PARAM); \
-  /* PowerSGD step on the row-major rows x cols matrix m: p = m q;            */          \
-  /* orthonormalise p's columns (Gram-Schmidt; a zero column stays zero);    */           \
-  /* q = m^T p. q (cols x rank, row-major) holds the warm start on entry and  */          \
-  /* the new factor on exit; p is rows x rank, row-major.                     */          \
-  Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m,       \
-                         std::size_t rows, std::size_t cols, std::size_t rank, float* p,  \
-                         float* q STREAM_PARAM);                                          \
-  /* out = p q^T (rows x cols, row-major). */                                             \
-  Status powersgd_expand(void* scratch, std::size_t& scratch_bytes, const float* p,       \
-                         const float* q, std::size_t rows, std::size_t cols,              \
-                         std::size_t rank, float* out STREAM_PARAM);
+#define MURMUR_KERNEL_DECLS(STREAM_PARAM)                                                                              \
+  /* fp32 -> IEEE half, round to nearest even; overflow -> inf, NaN kept. */                                           \
+  Status f32_to_f16(void* scratch, std::size_t& scratch_bytes, const float* in, std::uint16_t* out,                    \
+                    std::size_t n STREAM_PARAM);                                                                       \
+  Status f16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in, float* out,                    \
+                    std::size_t n STREAM_PARAM);                                                                       \
+  /* fp32 -> bfloat16, round to nearest even; NaN stays a quiet NaN. */                                                \
+  Status f32_to_bf16(void* scratch, std::size_t& scratch_bytes, const float* in, std::uint16_t* out,                   \
+                     std::size_t n STREAM_PARAM);                                                                      \
+  Status bf16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in, float* out,                   \
+                     std::size_t n STREAM_PARAM);                                                                      \
+  /* QSGD: norm = ||x||_2; level_i = min(floor(s|x_i|/norm + u_i), s) in one  */                                       \
+  /* rounding, u_i from draw_unit16(seed, i) (rng.h; the rule: cpu/qsgd.h),  */                                        \
+  /* so E[decode] = x (to 2^-17 of a step); a zero or non-finite norm gives   */                                       \
+  /* level 0. Writes *norm and packed_bytes(n, qsgd_bits(s)) bytes of codes  */                                        \
+  /* (sign in the top bit of each code).                                     */                                        \
+  Status qsgd_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, unsigned s,            \
+                     std::uint64_t seed, float* norm, std::uint8_t* packed STREAM_PARAM);                              \
+  /* kMalformed when a level exceeds s (out is then unspecified). The cuda  */                                         \
+  /* twin needs 4 bytes of scratch and synchronizes `stream` to report it.   */                                        \
+  Status qsgd_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* packed, std::size_t n, unsigned s, \
+                     float norm, float* out STREAM_PARAM);                                                             \
+  /* Scaled sign: *scale = ||x||_1 / n; bit i = signbit(x_i) (1 = negative). */                                        \
+  Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, float* scale,          \
+                     std::uint8_t* bits STREAM_PARAM);                                                                 \
+  Status sign_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* bits, std::size_t n, float scale,  \
+                     float* out STREAM_PARAM);                                                                         \
+  /* vals[j] = in[idx[j]]. */                                                                                          \
+  Status gather(void* scratch, std::size_t& scratch_bytes, const float* in, const std::uint32_t* idx, std::size_t k,   \
+                float* vals STREAM_PARAM);                                                                             \
+  /* out = 0 except out[idx[j]] = vals[j]; kMalformed if an idx >= n (the  */                                          \
+  /* cuda twin needs 4 bytes of scratch and synchronizes `stream` for it).   */                                        \
+  Status scatter(void* scratch, std::size_t& scratch_bytes, const std::uint32_t* idx, const float* vals,               \
+                 std::size_t k, float* out, std::size_t n STREAM_PARAM);                                               \
+  /* PowerSGD step on the row-major rows x cols matrix m: p = m q;            */                                       \
+  /* orthonormalise p's columns (Gram-Schmidt; a zero column stays zero);    */                                        \
+  /* q = m^T p. q (cols x rank, row-major) holds the warm start on entry and  */                                       \
+  /* the new factor on exit; p is rows x rank, row-major.                     */                                       \
+  Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m, std::size_t rows,                  \
+                         std::size_t cols, std::size_t rank, float* p, float* q STREAM_PARAM);                         \
+  /* out = p q^T (rows x cols, row-major). */                                                                          \
+  Status powersgd_expand(void* scratch, std::size_t& scratch_bytes, const float* p, const float* q, std::size_t rows,  \
+                         std::size_t cols, std::size_t rank, float* out STREAM_PARAM);
 
 namespace cpu {
 MURMUR_KERNEL_DECLS()
@@ -108,13 +105,13 @@ void f16_to_f32_sw(const std::uint16_t* in, float* out, std::size_t n);
 // threshold estimated from a seeded sample, then a fix-up to exactly k on the
 // candidates; falls back to an exact radix select (four passes) when the
 // estimate misses. NaN counts as larger than any number.
-Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   std::size_t k, std::uint64_t seed, std::uint32_t* idx, float* vals);
+Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, std::size_t k,
+                   std::uint64_t seed, std::uint32_t* idx, float* vals);
 
 // A uniformly random k-subset of [0, n) from the seed (Floyd's algorithm),
 // in increasing order. Scratch: a bitmap of n bits.
-Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k,
-                     std::uint64_t seed, std::uint32_t* idx);
+Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k, std::uint64_t seed,
+                     std::uint32_t* idx);
 
 // Index sets on the wire (host-side byte work, CPU only). Indices must be
 // strictly increasing. Delta-varint: the first index, then gaps minus one,
@@ -123,8 +120,8 @@ std::size_t delta_varint_bytes(const std::uint32_t* idx, std::size_t k);
 std::size_t delta_varint_encode(const std::uint32_t* idx, std::size_t k, std::uint8_t* out);
 // Reads exactly k indices from at most len bytes; kMalformed on truncation,
 // an over-long varint, an index >= n; *consumed = bytes read.
-Status delta_varint_decode(const std::uint8_t* in, std::size_t len, std::size_t k, std::size_t n,
-                           std::uint32_t* idx, std::size_t* consumed);
+Status delta_varint_decode(const std::uint8_t* in, std::size_t len, std::size_t k, std::size_t n, std::uint32_t* idx,
+                           std::size_t* consumed);
 std::size_t bitmap_bytes(std::size_t n);
 void bitmap_encode(const std::uint32_t* idx, std::size_t k, std::size_t n, std::uint8_t* out);
 // kMalformed unless exactly k bits are set and none at or beyond n.
@@ -144,11 +141,10 @@ MURMUR_KERNEL_DECLS(MURMUR_STREAM_PARAM_)
 // result (on the CPU it only steers a sampling shortcut). randk: Floyd's draw
 // in one device thread (TODO(perf), fine for k up to ~1e5), then a parallel
 // bitmap-to-index pass; scratch about n/4 bytes plus CUB's.
-Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   std::size_t k, std::uint64_t seed, std::uint32_t* idx, float* vals,
-                   Stream stream);
-Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k,
-                     std::uint64_t seed, std::uint32_t* idx, Stream stream);
+Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, std::size_t k,
+                   std::uint64_t seed, std::uint32_t* idx, float* vals, Stream stream);
+Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k, std::uint64_t seed,
+                     std::uint32_t* idx, Stream stream);
 }  // namespace cuda
 #endif
 

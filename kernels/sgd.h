@@ -18,16 +18,14 @@ namespace murmur::kernels {
 using Stream = CUstream_st*;  // the same alias as kernels/compress.h
 
 namespace cpu {
-Status sgd_momentum(void* scratch, std::size_t& scratch_bytes, float* params, const float* grads,
-                    float* momentum, std::size_t n, float learning_rate, float mu,
-                    float weight_decay, bool nesterov);
+Status sgd_momentum(void* scratch, std::size_t& scratch_bytes, float* params, const float* grads, float* momentum,
+                    std::size_t n, float learning_rate, float mu, float weight_decay, bool nesterov);
 }  // namespace cpu
 
 #if defined(MURMUR_HAVE_CUDA)
 namespace cuda {
-Status sgd_momentum(void* scratch, std::size_t& scratch_bytes, float* params, const float* grads,
-                    float* momentum, std::size_t n, float learning_rate, float mu,
-                    float weight_decay, bool nesterov, Stream stream);
+Status sgd_momentum(void* scratch, std::size_t& scratch_bytes, float* params, const float* grads, float* momentum,
+                    std::size_t n, float learning_rate, float mu, float weight_decay, bool nesterov, Stream stream);
 }  // namespace cuda
 #endif
 

@@ -8,9 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <deque>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -142,8 +142,7 @@ int main(int argc, char** argv) {
         base.push_back(murmur::bench::loopback_tcp_bandwidth_mbps(size, total));
         ratio.push_back(ours.back() / base.back());
       }
-      std::printf("%-16s %10zu %12.0f %12.0f %8.2f\n", name.c_str(), size, median(ours), median(base),
-                  median(ratio));
+      std::printf("%-16s %10zu %12.0f %12.0f %8.2f\n", name.c_str(), size, median(ours), median(base), median(ratio));
       std::fflush(stdout);
     }
     std::vector<double> rtt, base_rtt, rtt_ratio;

@@ -56,18 +56,22 @@ void BM_Memcpy(benchmark::State& state) {
 std::string check(const std::string& spec, const std::vector<float>& x, const std::vector<float>& y) {
   const std::size_t n = x.size();
   auto fail = [&](std::size_t i) {
-    return spec + ": element " + std::to_string(i) + " decoded to " + std::to_string(y[i]) + " from " + std::to_string(x[i]);
+    return spec + ": element " + std::to_string(i) + " decoded to " + std::to_string(y[i]) + " from " +
+           std::to_string(x[i]);
   };
   if (spec == "identity") {
-    for (std::size_t i = 0; i < n; ++i) if (y[i] != x[i]) return fail(i);
+    for (std::size_t i = 0; i < n; ++i)
+      if (y[i] != x[i]) return fail(i);
   } else if (spec == "fp16" || spec == "bf16") {
     const float rel = spec == "fp16" ? 0x1p-11f : 0x1p-8f;
-    for (std::size_t i = 0; i < n; ++i) if (std::fabs(y[i] - x[i]) > std::fabs(x[i]) * rel + 0x1p-24f) return fail(i);
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::fabs(y[i] - x[i]) > std::fabs(x[i]) * rel + 0x1p-24f) return fail(i);
   } else if (spec.rfind("qsgd:", 0) == 0) {
     double sq = 0;
     for (float v : x) sq += double(v) * v;
     const float step = float(std::sqrt(sq) / std::stod(spec.substr(5))) * 1.001f;
-    for (std::size_t i = 0; i < n; ++i) if (std::fabs(y[i] - x[i]) > step) return fail(i);
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::fabs(y[i] - x[i]) > step) return fail(i);
   } else if (spec == "sign") {
     for (std::size_t i = 0; i < n; ++i)
       if (std::signbit(y[i]) != std::signbit(x[i]) || std::fabs(y[i]) != std::fabs(y[0])) return fail(i);
@@ -83,7 +87,10 @@ std::string check(const std::string& spec, const std::vector<float>& x, const st
       return spec + ": kept " + std::to_string(kept) + " entries";
   } else {  // powersgd: a projection, so the error is no larger than the input
     double ex = 0, ey = 0;
-    for (std::size_t i = 0; i < n; ++i) { ex += double(x[i]) * x[i]; ey += double(y[i] - x[i]) * (y[i] - x[i]); }
+    for (std::size_t i = 0; i < n; ++i) {
+      ex += double(x[i]) * x[i];
+      ey += double(y[i] - x[i]) * (y[i] - x[i]);
+    }
     if (!(ey <= ex * 1.0001)) return spec + ": low-rank error larger than the input";
   }
   return {};
@@ -136,9 +143,11 @@ int register_all() {
                            "topk:1", "topk:0.5", "topk:0.25", "topk:0.1"})
     for (auto n : kSizes) {
       benchmark::RegisterBenchmark((std::string("encode/") + spec).c_str(), BM_Encode, std::string(spec))
-          ->Arg(n)->Unit(benchmark::kMillisecond);
+          ->Arg(n)
+          ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark((std::string("decode/") + spec).c_str(), BM_Decode, std::string(spec))
-          ->Arg(n)->Unit(benchmark::kMillisecond);
+          ->Arg(n)
+          ->Unit(benchmark::kMillisecond);
     }
   return 0;
 }

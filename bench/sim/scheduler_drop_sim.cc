@@ -39,9 +39,9 @@ struct Setting {
 };
 
 const std::vector<Setting> kGrid = {
-    {"fixed ratio 1, H 1", "topk:1", 1, false},     {"fixed ratio 0.1, H 1", "topk:0.1", 1, false},
+    {"fixed ratio 1, H 1", "topk:1", 1, false},       {"fixed ratio 0.1, H 1", "topk:0.1", 1, false},
     {"fixed ratio 0.01, H 1", "topk:0.01", 1, false}, {"fixed ratio 0.1, H 4", "topk:0.1", 4, false},
-    {"fixed ratio 1, H 4", "topk:1", 4, false},     {"adaptive", "topk:1", 1, true},
+    {"fixed ratio 1, H 4", "topk:1", 4, false},       {"adaptive", "topk:1", 1, true},
 };
 
 std::vector<std::string> split(const std::string& text, char separator) {
@@ -72,13 +72,25 @@ int main(int argc, char** argv) {
   app.add_option("--compute-ms", compute_ms, "virtual compute per step (the real job: 60 ms slept + ~1 ms)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--fast-gbit", fast_gbit, "every link's bandwidth, Gbit/s")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--slow-mbit", slow_mbit, "link 0-1 during the drop, Mbit/s")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--latency-us", latency_us, "one-way latency of every link")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--drop-s", drop_s, "virtual time the drop starts")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--recover-s", recover_s, "virtual time the link recovers")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--fast-gbit", fast_gbit, "every link's bandwidth, Gbit/s")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--slow-mbit", slow_mbit, "link 0-1 during the drop, Mbit/s")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--latency-us", latency_us, "one-way latency of every link")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--drop-s", drop_s, "virtual time the drop starts")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--recover-s", recover_s, "virtual time the link recovers")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   murmur::gossip::add_gossip_flags(app, base.gossip.options, murmur::gossip::kGammaFlag, "Options");
-  app.add_option("--target", target, "test accuracy of rank 0's model")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--target", target, "test accuracy of rank 0's model")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seeds", seeds, "comma-separated seeds (model, shuffling, partition); one run per seed and setting")
       ->capture_default_str();
   app.add_option("--adaptive-schedule", adaptive_schedule,
@@ -121,8 +133,8 @@ int main(int argc, char** argv) {
     murmur::gossip::schedule::parse_schedule_flag(adaptive_schedule);
     murmur::peer::model::set_blas_threads(murmur::peer::model::blas_threads_from_environment());
     murmur::sched_log().set_level(spdlog::level::warn);
-    const auto data = murmur::peer::data::load_fashion_mnist(data_dir.empty() ? murmur::peer::data::default_fashion_mnist_dir()
-                                                                          : data_dir);
+    const auto data = murmur::peer::data::load_fashion_mnist(
+        data_dir.empty() ? murmur::peer::data::default_fashion_mnist_dir() : data_dir);
     base.compute_s = compute_ms / 1000;
     auto& cluster = base.gossip.cluster;
     cluster.gpus = peers;
@@ -145,12 +157,14 @@ int main(int argc, char** argv) {
       decision_file.open(decisions);
       if (!decision_file) throw std::runtime_error("--decisions " + decisions + ": cannot open for writing");
     }
-    std::printf("%d simulated peers (%s shards), exponential graph, choco, %s, %g ms of compute per step; link 0<->1 "
-                "%g Gbit/s -> %g Mbit/s at %g s, back at %g s (virtual); virtual time for rank 0's model to reach "
-                "%g%% test accuracy\n\n",
-                peers, base.training.partition.c_str(), base.training.model.c_str(), compute_ms, fast_gbit, slow_mbit,
-                drop_s, recover_s, target * 100);
-    std::printf("| setting | seed | virtual s to target | at step | final acc. | virtual s total | sim MB sent | host s |\n");
+    std::printf(
+        "%d simulated peers (%s shards), exponential graph, choco, %s, %g ms of compute per step; link 0<->1 "
+        "%g Gbit/s -> %g Mbit/s at %g s, back at %g s (virtual); virtual time for rank 0's model to reach "
+        "%g%% test accuracy\n\n",
+        peers, base.training.partition.c_str(), base.training.model.c_str(), compute_ms, fast_gbit, slow_mbit, drop_s,
+        recover_s, target * 100);
+    std::printf(
+        "| setting | seed | virtual s to target | at step | final acc. | virtual s total | sim MB sent | host s |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& setting : grid) {
       for (const auto seed : seed_list) {

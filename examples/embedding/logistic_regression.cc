@@ -76,12 +76,17 @@ int main(int argc, char** argv) {
   int steps = 400;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--algorithm") config.algorithm = value;
-    else if (flag == "--compress") config.compressor = value;
-    else if (flag == "--topology") config.topology = value;
-    else if (flag == "--steps") steps = std::stoi(value);
+    if (flag == "--algorithm")
+      config.algorithm = value;
+    else if (flag == "--compress")
+      config.compressor = value;
+    else if (flag == "--topology")
+      config.topology = value;
+    else if (flag == "--steps")
+      steps = std::stoi(value);
     else {
-      std::fprintf(stderr, "logistic_regression: unknown flag %s (expected --algorithm, --compress, --topology, --steps)\n",
+      std::fprintf(stderr,
+                   "logistic_regression: unknown flag %s (expected --algorithm, --compress, --topology, --steps)\n",
                    flag.c_str());
       return 2;
     }

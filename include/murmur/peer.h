@@ -75,7 +75,7 @@ struct PeerConfig : GossipOptions {
   // Membership (see above). Negative or empty: from the environment.
   int rank = -1;
   int world_size = -1;
-  std::string rendezvous;   // "host:port"
+  std::string rendezvous;        // "host:port"
   bool host_rendezvous = false;  // rank 0 serves the rendezvous at that port
   std::string token;
   std::string host_name;
@@ -101,14 +101,14 @@ struct PeerLinkStats {
 
 struct PeerStats {
   std::uint64_t steps = 0;
-  std::uint64_t rounds = 0;       // gossip rounds completed
-  double wait_seconds = 0;        // caller time blocked in step()/flush()
-  double comm_seconds = 0;        // background time inside rounds
-  std::uint64_t bytes_sent = 0;   // gossip payload, all links (collectives not included)
+  std::uint64_t rounds = 0;      // gossip rounds completed
+  double wait_seconds = 0;       // caller time blocked in step()/flush()
+  double comm_seconds = 0;       // background time inside rounds
+  std::uint64_t bytes_sent = 0;  // gossip payload, all links (collectives not included)
   std::uint64_t bytes_received = 0;
   std::uint64_t collective_bytes_sent = 0;  // average(), consensus_distance(), ...
-  int period = 1;                 // now (the scheduler may change it)
-  double ratio = 1;               // compression ratio now (1: as configured / not a sparse compressor)
+  int period = 1;                           // now (the scheduler may change it)
+  double ratio = 1;                         // compression ratio now (1: as configured / not a sparse compressor)
   std::string algorithm;
   std::string compressor;
   std::vector<PeerLinkStats> links;  // one per peer this rank exchanged with

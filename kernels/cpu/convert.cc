@@ -99,36 +99,50 @@ MURMUR_VECTOR_CLONES void f16_to_f32_sw(const std::uint16_t* in, float* out, std
 using detail::f16_to_f32_sw;
 using detail::f32_to_f16_sw;
 
-Status f32_to_f16(void* scratch, std::size_t& scratch_bytes, const float* in, std::uint16_t* out,
-                  std::size_t n) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status f32_to_f16(void* scratch, std::size_t& scratch_bytes, const float* in, std::uint16_t* out, std::size_t n) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
 #if defined(MURMUR_F16C_DISPATCH)
-  if (f16c_ok()) { f32_to_f16_hw(in, out, n); return Status::kOk; }
+  if (f16c_ok()) {
+    f32_to_f16_hw(in, out, n);
+    return Status::kOk;
+  }
 #endif
   f32_to_f16_sw(in, out, n);
   return Status::kOk;
 }
 
-Status f16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in, float* out,
-                  std::size_t n) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status f16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in, float* out, std::size_t n) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
 #if defined(MURMUR_F16C_DISPATCH)
-  if (f16c_ok()) { f16_to_f32_hw(in, out, n); return Status::kOk; }
+  if (f16c_ok()) {
+    f16_to_f32_hw(in, out, n);
+    return Status::kOk;
+  }
 #endif
   f16_to_f32_sw(in, out, n);
   return Status::kOk;
 }
 
-Status f32_to_bf16(void* scratch, std::size_t& scratch_bytes, const float* in, std::uint16_t* out,
-                   std::size_t n) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status f32_to_bf16(void* scratch, std::size_t& scratch_bytes, const float* in, std::uint16_t* out, std::size_t n) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   f32_to_bf16_sw(in, out, n);
   return Status::kOk;
 }
 
-Status bf16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in, float* out,
-                   std::size_t n) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status bf16_to_f32(void* scratch, std::size_t& scratch_bytes, const std::uint16_t* in, float* out, std::size_t n) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   bf16_to_f32_sw(in, out, n);
   return Status::kOk;
 }

@@ -13,8 +13,8 @@ namespace {
 // One output pixel's row: three runs of 3 x channels floats, one per window
 // row, each contiguous in the image unless the window hangs over the left or
 // right edge (then tap by tap).
-MURMUR_VECTOR_CLONES void im2col(const float* image, std::size_t images, std::size_t rows,
-                                 std::size_t cols, std::size_t channels, float* columns) {
+MURMUR_VECTOR_CLONES void im2col(const float* image, std::size_t images, std::size_t rows, std::size_t cols,
+                                 std::size_t channels, float* columns) {
   const std::size_t run = 3 * channels;
   for (std::size_t n = 0; n < images; ++n) {
     const float* img = image + n * rows * cols * channels;
@@ -53,8 +53,8 @@ MURMUR_VECTOR_CLONES void im2col(const float* image, std::size_t images, std::si
   }
 }
 
-MURMUR_VECTOR_CLONES void col2im(const float* columns, std::size_t images, std::size_t rows,
-                                 std::size_t cols, std::size_t channels, float* image) {
+MURMUR_VECTOR_CLONES void col2im(const float* columns, std::size_t images, std::size_t rows, std::size_t cols,
+                                 std::size_t channels, float* image) {
   const std::size_t row_len = 9 * channels;
   std::memset(image, 0, images * rows * cols * channels * sizeof(float));
   for (std::size_t n = 0; n < images; ++n) {
@@ -103,32 +103,42 @@ MURMUR_VECTOR_CLONES void pool(const float* x, std::size_t images, std::size_t r
 
 }  // namespace
 
-Status im2col3x3(void* scratch, std::size_t& scratch_bytes, const float* image, std::size_t images,
-                 std::size_t rows, std::size_t cols, std::size_t channels, float* columns) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status im2col3x3(void* scratch, std::size_t& scratch_bytes, const float* image, std::size_t images, std::size_t rows,
+                 std::size_t cols, std::size_t channels, float* columns) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   im2col(image, images, rows, cols, channels, columns);
   return Status::kOk;
 }
 
-Status col2im3x3(void* scratch, std::size_t& scratch_bytes, const float* columns, std::size_t images,
-                 std::size_t rows, std::size_t cols, std::size_t channels, float* image) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status col2im3x3(void* scratch, std::size_t& scratch_bytes, const float* columns, std::size_t images, std::size_t rows,
+                 std::size_t cols, std::size_t channels, float* image) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   col2im(columns, images, rows, cols, channels, image);
   return Status::kOk;
 }
 
-Status maxpool2_forward(void* scratch, std::size_t& scratch_bytes, const float* x, std::size_t images,
-                        std::size_t rows, std::size_t cols, std::size_t channels, float* y,
-                        std::uint32_t* argmax) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status maxpool2_forward(void* scratch, std::size_t& scratch_bytes, const float* x, std::size_t images, std::size_t rows,
+                        std::size_t cols, std::size_t channels, float* y, std::uint32_t* argmax) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   pool(x, images, rows, cols, channels, y, argmax);
   return Status::kOk;
 }
 
-Status maxpool2_backward(void* scratch, std::size_t& scratch_bytes, const float* dy,
-                         const std::uint32_t* argmax, std::size_t y_count, float* dx,
-                         std::size_t x_count) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status maxpool2_backward(void* scratch, std::size_t& scratch_bytes, const float* dy, const std::uint32_t* argmax,
+                         std::size_t y_count, float* dx, std::size_t x_count) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   std::memset(dx, 0, x_count * sizeof(float));
   for (std::size_t i = 0; i < y_count; ++i) {
     if (argmax[i] >= x_count) return Status::kInvalidArgument;

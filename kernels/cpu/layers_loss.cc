@@ -7,10 +7,13 @@
 
 namespace murmur::kernels::cpu {
 
-Status softmax_xent(void* scratch, std::size_t& scratch_bytes, const float* logits,
-                    const std::uint8_t* labels, std::size_t batch, std::size_t classes,
-                    float grad_scale, float* dlogits, double* loss_sum, int* correct) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status softmax_xent(void* scratch, std::size_t& scratch_bytes, const float* logits, const std::uint8_t* labels,
+                    std::size_t batch, std::size_t classes, float grad_scale, float* dlogits, double* loss_sum,
+                    int* correct) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (classes == 0) return Status::kInvalidArgument;
   for (std::size_t b = 0; b < batch; ++b)
     if (labels[b] >= classes) return Status::kInvalidArgument;

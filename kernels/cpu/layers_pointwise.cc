@@ -34,30 +34,41 @@ MURMUR_VECTOR_CLONES void relu_mask(const float* y, const float* dy, float* dx, 
 
 }  // namespace
 
-Status bias_add(void* scratch, std::size_t& scratch_bytes, float* y, const float* bias,
-                std::size_t rows, std::size_t cols) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status bias_add(void* scratch, std::size_t& scratch_bytes, float* y, const float* bias, std::size_t rows,
+                std::size_t cols) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   add_rows(y, bias, rows, cols);
   return Status::kOk;
 }
 
-Status bias_grad(void* scratch, std::size_t& scratch_bytes, const float* dy, std::size_t rows,
-                 std::size_t cols, float* db) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status bias_grad(void* scratch, std::size_t& scratch_bytes, const float* dy, std::size_t rows, std::size_t cols,
+                 float* db) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   sum_rows(dy, rows, cols, db);
   return Status::kOk;
 }
 
-Status relu_forward(void* scratch, std::size_t& scratch_bytes, const float* x, float* y,
-                    std::size_t n) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status relu_forward(void* scratch, std::size_t& scratch_bytes, const float* x, float* y, std::size_t n) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   relu(x, y, n);
   return Status::kOk;
 }
 
-Status relu_backward(void* scratch, std::size_t& scratch_bytes, const float* y, const float* dy,
-                     float* dx, std::size_t n) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status relu_backward(void* scratch, std::size_t& scratch_bytes, const float* y, const float* dy, float* dx,
+                     std::size_t n) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   relu_mask(y, dy, dx, n);
   return Status::kOk;
 }

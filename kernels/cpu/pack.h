@@ -25,8 +25,7 @@ inline constexpr std::size_t kBlock = 256;  // codes per block (multiple of 8)
 // 8 codes. While 8 bytes of the buffer remain, that store is a full 8-byte
 // word whose upper bytes the next group overwrites (`end` bounds the buffer).
 template <unsigned B>
-inline void pack_codes(const std::uint8_t* codes, std::size_t count, std::uint8_t* out,
-                       const std::uint8_t* end) {
+inline void pack_codes(const std::uint8_t* codes, std::size_t count, std::uint8_t* out, const std::uint8_t* end) {
   static_assert(B >= 1 && B <= 8);
   constexpr std::size_t kMax = kBlock;
   std::uint16_t w16[kMax / 2];
@@ -59,8 +58,7 @@ inline void pack_codes(const std::uint8_t* codes, std::size_t count, std::uint8_
 // (a B-byte memcpy into a zeroed word stalls store-to-load forwarding), then
 // narrow in three steps, the mirror of pack_codes.
 template <unsigned B>
-inline void unpack_codes(const std::uint8_t* in, const std::uint8_t* end, std::size_t count,
-                         std::uint8_t* codes) {
+inline void unpack_codes(const std::uint8_t* in, const std::uint8_t* end, std::size_t count, std::uint8_t* codes) {
   constexpr std::uint64_t mask = (std::uint64_t(1) << B) - 1;
   constexpr std::size_t kMax = kBlock;
   std::uint64_t w64[kMax / 8];

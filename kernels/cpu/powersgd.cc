@@ -6,9 +6,12 @@
 
 namespace murmur::kernels::cpu {
 
-Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m, std::size_t rows,
-                       std::size_t cols, std::size_t rank, float* p, float* q) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m, std::size_t rows, std::size_t cols,
+                       std::size_t rank, float* p, float* q) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (rank == 0 || rank > 64) return Status::kInvalidArgument;
   // p = m q (rows x rank)
   for (std::size_t i = 0; i < rows; ++i) {
@@ -48,9 +51,12 @@ Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m
   return Status::kOk;
 }
 
-Status powersgd_expand(void* scratch, std::size_t& scratch_bytes, const float* p, const float* q,
-                       std::size_t rows, std::size_t cols, std::size_t rank, float* out) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status powersgd_expand(void* scratch, std::size_t& scratch_bytes, const float* p, const float* q, std::size_t rows,
+                       std::size_t cols, std::size_t rank, float* out) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   for (std::size_t i = 0; i < rows; ++i) {
     const float* pi = p + i * rank;
     float* oi = out + i * cols;

@@ -37,8 +37,8 @@ void norm_lanes_scalar(const float* in, std::size_t blocks, float* lane) {
 
 // The scalar reference: elements [start, n) in blocks of kBlock codes.
 template <unsigned B>
-MURMUR_VECTOR_CLONES void encode_blocks(const float* in, std::size_t start, std::size_t n, unsigned s,
-                                        float inv, std::uint32_t key, std::uint8_t* packed) {
+MURMUR_VECTOR_CLONES void encode_blocks(const float* in, std::size_t start, std::size_t n, unsigned s, float inv,
+                                        std::uint32_t key, std::uint8_t* packed) {
   // start is a multiple of 8 (whole bytes, an even pair index).
   alignas(64) std::uint8_t codes[detail::kBlock];
   std::uint8_t* const end = packed + packed_bytes(n, B);
@@ -117,8 +117,8 @@ constexpr std::uint32_t kGolden = 0x9e3779b9u;
 // 2p + 1, low half of the hash first), so that the in-lane 16-bit unpacks
 // give the uniforms of elements 0-7 and 8-15 in order; + 8 pairs a vector.
 MURMUR_AVX2 inline __m256i avx2_counters() {
-  return _mm256_setr_epi32(0, int(1 * kGolden), int(4 * kGolden), int(5 * kGolden), int(2 * kGolden),
-                           int(3 * kGolden), int(6 * kGolden), int(7 * kGolden));
+  return _mm256_setr_epi32(0, int(1 * kGolden), int(4 * kGolden), int(5 * kGolden), int(2 * kGolden), int(3 * kGolden),
+                           int(6 * kGolden), int(7 * kGolden));
 }
 
 // murmur3's finaliser (rng.h mix32) in 8 lanes.
@@ -142,8 +142,8 @@ MURMUR_AVX2 inline __m256i signed_sum8(__m256 x, __m256i offset, __m256 inv) {
 // encodes 32 elements (16 hashes) and packs their codes in registers into
 // 4B bytes.
 template <unsigned B, bool kStored>
-MURMUR_AVX2 std::size_t encode_avx2(const float* in, std::size_t n, unsigned s, float inv,
-                                    std::uint32_t key, const std::uint8_t* hashes, std::uint8_t* packed) {
+MURMUR_AVX2 std::size_t encode_avx2(const float* in, std::size_t n, unsigned s, float inv, std::uint32_t key,
+                                    const std::uint8_t* hashes, std::uint8_t* packed) {
   const std::size_t bytes = packed_bytes(n, B);
   // B = 8 stores 32 bytes; else two 16-byte stores at offsets 0 and 2B
   // (the second overwrites the zeros the first leaves past 2B).
@@ -167,8 +167,10 @@ MURMUR_AVX2 std::size_t encode_avx2(const float* in, std::size_t n, unsigned s, 
   __m256i ctr = avx2_counters();
   // Stored draws cover the whole 64-element blocks only.
   std::size_t steps = kStored ? n / 64 * 2 : n / 32;
-  if (bytes < kReach) steps = 0;
-  else if (steps > (bytes - kReach) / (4 * B) + 1) steps = (bytes - kReach) / (4 * B) + 1;
+  if (bytes < kReach)
+    steps = 0;
+  else if (steps > (bytes - kReach) / (4 * B) + 1)
+    steps = (bytes - kReach) / (4 * B) + 1;
   const float* x = in;
   std::uint8_t* out = packed;
   for (std::size_t step = 0; step < steps; ++step, x += 32, out += 4 * B) {
@@ -189,8 +191,8 @@ MURMUR_AVX2 std::size_t encode_avx2(const float* in, std::size_t n, unsigned s, 
     // High halves (at most 0xc3ff, so no saturation): level | (0x43 | sign << 7) << 8.
     const __m256i w01 = _mm256_packus_epi32(_mm256_srli_epi32(v0, 16), _mm256_srli_epi32(v1, 16));
     const __m256i w23 = _mm256_packus_epi32(_mm256_srli_epi32(v2, 16), _mm256_srli_epi32(v3, 16));
-    const __m256i level = _mm256_min_epu8(
-        _mm256_packus_epi16(_mm256_and_si256(w01, low_byte), _mm256_and_si256(w23, low_byte)), vs);
+    const __m256i level =
+        _mm256_min_epu8(_mm256_packus_epi16(_mm256_and_si256(w01, low_byte), _mm256_and_si256(w23, low_byte)), vs);
     // Signed saturation of the halves: 0x80 where x is negative, else 0x7f.
     __m256i sign = _mm256_packs_epi16(w01, w23);
     if constexpr (B < 8) sign = _mm256_srli_epi16(sign, 8 - B);
@@ -255,8 +257,8 @@ MURMUR_AVX512 inline __m512i signed_sum16(const float* x, __m512i offset, __m512
 // 8B bytes to a 64-byte store with one vpermb (the next step overwrites what
 // lies past its 8B bytes).
 template <unsigned B, bool kStored>
-MURMUR_AVX512 std::size_t encode_avx512(const float* in, std::size_t n, unsigned s, float inv,
-                                        std::uint32_t key, const std::uint8_t* hashes, std::uint8_t* packed) {
+MURMUR_AVX512 std::size_t encode_avx512(const float* in, std::size_t n, unsigned s, float inv, std::uint32_t key,
+                                        const std::uint8_t* hashes, std::uint8_t* packed) {
   const std::size_t bytes = packed_bytes(n, B);
   const __m512i vkey16 = _mm512_set1_epi32(static_cast<int>(key ^ (key >> 16)));
   const __m512i vstep = _mm512_set1_epi32(static_cast<int>(16 * kGolden));
@@ -288,8 +290,10 @@ MURMUR_AVX512 std::size_t encode_avx512(const float* in, std::size_t n, unsigned
   const __m512i vgather = _mm512_load_si512(gather);
   __m512i ctr = avx512_counters();
   std::size_t steps = n / 64;
-  if (bytes < 64) steps = 0;
-  else if (steps > (bytes - 64) / (8 * B) + 1) steps = (bytes - 64) / (8 * B) + 1;
+  if (bytes < 64)
+    steps = 0;
+  else if (steps > (bytes - 64) / (8 * B) + 1)
+    steps = (bytes - 64) / (8 * B) + 1;
   const float* x = in;
   std::uint8_t* out = packed;
   for (std::size_t step = 0; step < steps; ++step, x += 64, out += 8 * B) {
@@ -461,12 +465,17 @@ double sum_squares(QsgdBody body, const float* in, std::size_t n, std::uint32_t 
 #if MURMUR_QSGD_AVX2
     case QsgdBody::kAvx512:
     case QsgdBody::kAvx2:
-      if (hashes == nullptr) norm_lanes_avx2<false>(in, blocks, lane, key, hashes);
-      else if (body == QsgdBody::kAvx512) norm_lanes_avx512_store(in, blocks, lane, key, hashes);
-      else norm_lanes_avx2<true>(in, blocks, lane, key, hashes);
+      if (hashes == nullptr)
+        norm_lanes_avx2<false>(in, blocks, lane, key, hashes);
+      else if (body == QsgdBody::kAvx512)
+        norm_lanes_avx512_store(in, blocks, lane, key, hashes);
+      else
+        norm_lanes_avx2<true>(in, blocks, lane, key, hashes);
       break;
 #endif
-    default: norm_lanes_scalar(in, blocks, lane); break;
+    default:
+      norm_lanes_scalar(in, blocks, lane);
+      break;
   }
   double total = 0;
   for (float v : lane) total += v;
@@ -477,7 +486,10 @@ double sum_squares(QsgdBody body, const float* in, std::size_t n, std::uint32_t 
 template <unsigned B>
 void encode(QsgdBody body, const float* in, std::size_t n, unsigned s, float inv, std::uint32_t key,
             const std::uint8_t* hashes, std::uint8_t* packed) {
-  if (inv == 0) { encode_signs<B>(in, n, packed); return; }
+  if (inv == 0) {
+    encode_signs<B>(in, n, packed);
+    return;
+  }
   std::size_t done = 0;
 #if MURMUR_QSGD_AVX2
   if (body == QsgdBody::kAvx512)
@@ -503,21 +515,41 @@ bool decode(const std::uint8_t* packed, std::size_t n, unsigned s, float step, f
 template <template <unsigned> class F, typename... Args>
 auto dispatch_bits(unsigned b, Args&&... args) {
   switch (b) {
-    case 2: return F<2>::run(args...);
-    case 3: return F<3>::run(args...);
-    case 4: return F<4>::run(args...);
-    case 5: return F<5>::run(args...);
-    case 6: return F<6>::run(args...);
-    case 7: return F<7>::run(args...);
-    default: return F<8>::run(args...);
+    case 2:
+      return F<2>::run(args...);
+    case 3:
+      return F<3>::run(args...);
+    case 4:
+      return F<4>::run(args...);
+    case 5:
+      return F<5>::run(args...);
+    case 6:
+      return F<6>::run(args...);
+    case 7:
+      return F<7>::run(args...);
+    default:
+      return F<8>::run(args...);
   }
 }
-template <unsigned B> struct Enc { template <typename... A> static bool run(A... a) { encode<B>(a...); return true; } };
-template <unsigned B> struct Dec { template <typename... A> static bool run(A... a) { return decode<B>(a...); } };
+template <unsigned B>
+struct Enc {
+  template <typename... A>
+  static bool run(A... a) {
+    encode<B>(a...);
+    return true;
+  }
+};
+template <unsigned B>
+struct Dec {
+  template <typename... A>
+  static bool run(A... a) {
+    return decode<B>(a...);
+  }
+};
 
 // hashes: null, or stored_bytes(body, n) bytes for the stored-uniform mode.
-Status encode_with(QsgdBody body, std::uint8_t* hashes, const float* in, std::size_t n, unsigned s,
-                   std::uint64_t seed, float* norm, std::uint8_t* packed) {
+Status encode_with(QsgdBody body, std::uint8_t* hashes, const float* in, std::size_t n, unsigned s, std::uint64_t seed,
+                   float* norm, std::uint8_t* packed) {
   const std::uint32_t key = seed_key(seed);
   const double nrm = std::sqrt(sum_squares(body, in, n, key, hashes));
   *norm = static_cast<float>(nrm);
@@ -551,19 +583,25 @@ Status qsgd_encode_with(QsgdBody body, bool store_uniforms, const float* in, std
 
 }  // namespace detail
 
-Status qsgd_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   unsigned s, std::uint64_t seed, float* norm, std::uint8_t* packed) {
+Status qsgd_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, unsigned s,
+                   std::uint64_t seed, float* norm, std::uint8_t* packed) {
   const QsgdBody body = resolve(QsgdBody::kAuto);
   const std::size_t need = stored_bytes(body, n);
-  if (scratch == nullptr) { scratch_bytes = need; return Status::kOk; }
+  if (scratch == nullptr) {
+    scratch_bytes = need;
+    return Status::kOk;
+  }
   if (!valid(n, s)) return Status::kInvalidArgument;
   if (scratch_bytes < need) return Status::kScratchTooSmall;
   return encode_with(body, need ? static_cast<std::uint8_t*>(scratch) : nullptr, in, n, s, seed, norm, packed);
 }
 
-Status qsgd_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* packed,
-                   std::size_t n, unsigned s, float norm, float* out) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status qsgd_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* packed, std::size_t n, unsigned s,
+                   float norm, float* out) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (s < 1 || s > kQsgdMaxLevels) return Status::kInvalidArgument;
   const float step = norm / static_cast<float>(s);
   const bool ok = dispatch_bits<Dec>(qsgd_bits(s), packed, n, s, step, out);

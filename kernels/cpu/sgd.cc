@@ -1,14 +1,13 @@
 // Fused momentum SGD: one pass over params, grads and momentum.
-#include "kernels/cpu/pack.h"
 #include "kernels/sgd.h"
+#include "kernels/cpu/pack.h"
 
 namespace murmur::kernels::cpu {
 namespace {
 
 // Two functions rather than a template: target_clones and templates do not
 // mix well in gcc 12.
-MURMUR_VECTOR_CLONES void update(float* w, const float* grads, float* v, std::size_t n, float lr,
-                                 float mu, float wd) {
+MURMUR_VECTOR_CLONES void update(float* w, const float* grads, float* v, std::size_t n, float lr, float mu, float wd) {
   for (std::size_t i = 0; i < n; ++i) {
     const float g = grads[i] + wd * w[i];
     const float m = mu * v[i] + g;
@@ -17,8 +16,8 @@ MURMUR_VECTOR_CLONES void update(float* w, const float* grads, float* v, std::si
   }
 }
 
-MURMUR_VECTOR_CLONES void update_nesterov(float* w, const float* grads, float* v, std::size_t n,
-                                          float lr, float mu, float wd) {
+MURMUR_VECTOR_CLONES void update_nesterov(float* w, const float* grads, float* v, std::size_t n, float lr, float mu,
+                                          float wd) {
   for (std::size_t i = 0; i < n; ++i) {
     const float g = grads[i] + wd * w[i];
     const float m = mu * v[i] + g;
@@ -29,10 +28,12 @@ MURMUR_VECTOR_CLONES void update_nesterov(float* w, const float* grads, float* v
 
 }  // namespace
 
-Status sgd_momentum(void* scratch, std::size_t& scratch_bytes, float* params, const float* grads,
-                    float* momentum, std::size_t n, float learning_rate, float mu,
-                    float weight_decay, bool nesterov) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status sgd_momentum(void* scratch, std::size_t& scratch_bytes, float* params, const float* grads, float* momentum,
+                    std::size_t n, float learning_rate, float mu, float weight_decay, bool nesterov) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (nesterov)
     update_nesterov(params, grads, momentum, n, learning_rate, mu, weight_decay);
   else

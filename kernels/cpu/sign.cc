@@ -18,9 +18,12 @@ MURMUR_VECTOR_CLONES double sum_abs(const float* in, std::size_t n) {
 }
 }  // namespace
 
-Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   float* scale, std::uint8_t* bits) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, float* scale,
+                   std::uint8_t* bits) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   const double l1 = sum_abs(in, n);
   *scale = n ? static_cast<float>(l1 / double(n)) : 0.0f;
   std::size_t i = 0;
@@ -43,14 +46,19 @@ Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in, s
   return Status::kOk;
 }
 
-Status sign_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* bits,
-                   std::size_t n, float scale, float* out) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status sign_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* bits, std::size_t n, float scale,
+                   float* out) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   const std::uint32_t mag = std::bit_cast<std::uint32_t>(scale) & 0x7fffffffu;
   // One byte of signs -> 8 floats: a table of 256 x 8 sign masks, OR the
   // magnitude (a vectorizable inner loop of constant length).
   static const auto table = [] {
-    struct T { alignas(32) std::uint32_t m[256][8]; } t{};
+    struct T {
+      alignas(32) std::uint32_t m[256][8];
+    } t{};
     for (unsigned b = 0; b < 256; ++b)
       for (unsigned j = 0; j < 8; ++j) t.m[b][j] = ((b >> j) & 1u) << 31;
     return t;

@@ -8,10 +8,13 @@
 
 namespace murmur::kernels::cpu {
 
-Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k,
-                     std::uint64_t seed, std::uint32_t* idx) {
+Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k, std::uint64_t seed,
+                     std::uint32_t* idx) {
   const std::size_t words = (n + 63) / 64;
-  if (scratch == nullptr) { scratch_bytes = words * 8; return Status::kOk; }
+  if (scratch == nullptr) {
+    scratch_bytes = words * 8;
+    return Status::kOk;
+  }
   if (scratch_bytes < words * 8) return Status::kScratchTooSmall;
   if (k > n || n >= (std::size_t(1) << 32)) return Status::kInvalidArgument;
   auto* bits = static_cast<std::uint64_t*>(scratch);
@@ -30,16 +33,22 @@ Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, s
   return Status::kOk;
 }
 
-Status gather(void* scratch, std::size_t& scratch_bytes, const float* in, const std::uint32_t* idx,
-              std::size_t k, float* vals) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status gather(void* scratch, std::size_t& scratch_bytes, const float* in, const std::uint32_t* idx, std::size_t k,
+              float* vals) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   for (std::size_t j = 0; j < k; ++j) vals[j] = in[idx[j]];
   return Status::kOk;
 }
 
-Status scatter(void* scratch, std::size_t& scratch_bytes, const std::uint32_t* idx,
-               const float* vals, std::size_t k, float* out, std::size_t n) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status scatter(void* scratch, std::size_t& scratch_bytes, const std::uint32_t* idx, const float* vals, std::size_t k,
+               float* out, std::size_t n) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   std::uint32_t max_idx = 0;
   for (std::size_t j = 0; j < k; ++j) max_idx = std::max(max_idx, idx[j]);
   if (k > 0 && max_idx >= n) return Status::kMalformed;
@@ -70,14 +79,17 @@ std::size_t delta_varint_encode(const std::uint32_t* idx, std::size_t k, std::ui
   for (std::size_t j = 0; j < k; ++j) {
     std::uint32_t v = j == 0 ? idx[0] : idx[j] - prev - 1;
     prev = idx[j];
-    while (v >= 0x80) { *p++ = static_cast<std::uint8_t>(v | 0x80); v >>= 7; }
+    while (v >= 0x80) {
+      *p++ = static_cast<std::uint8_t>(v | 0x80);
+      v >>= 7;
+    }
     *p++ = static_cast<std::uint8_t>(v);
   }
   return static_cast<std::size_t>(p - out);
 }
 
-Status delta_varint_decode(const std::uint8_t* in, std::size_t len, std::size_t k, std::size_t n,
-                           std::uint32_t* idx, std::size_t* consumed) {
+Status delta_varint_decode(const std::uint8_t* in, std::size_t len, std::size_t k, std::size_t n, std::uint32_t* idx,
+                           std::size_t* consumed) {
   std::size_t pos = 0;
   std::uint64_t next = 0;  // smallest index the next entry may take
   for (std::size_t j = 0; j < k; ++j) {
@@ -112,8 +124,7 @@ Status bitmap_decode(const std::uint8_t* in, std::size_t n, std::size_t k, std::
   if (n % 8 && (in[bytes - 1] >> (n % 8))) return Status::kMalformed;
   std::size_t out = 0;
   for (std::size_t b = 0; b < bytes; ++b)
-    for (unsigned v = in[b]; v; v &= v - 1)
-      idx[out++] = static_cast<std::uint32_t>(b * 8 + std::countr_zero(v));
+    for (unsigned v = in[b]; v; v &= v - 1) idx[out++] = static_cast<std::uint32_t>(b * 8 + std::countr_zero(v));
   return Status::kOk;
 }
 

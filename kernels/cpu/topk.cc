@@ -21,8 +21,8 @@ std::size_t candidate_cap(std::size_t n, std::size_t k) { return std::min(n, 2 *
 
 // Writes the k entries with key > t, then the first (k - greater) with key == t,
 // in index order, from the full input.
-void emit_exact(const float* in, std::size_t n, std::size_t k, std::uint32_t t, std::size_t greater,
-                std::uint32_t* idx, float* vals) {
+void emit_exact(const float* in, std::size_t n, std::size_t k, std::uint32_t t, std::size_t greater, std::uint32_t* idx,
+                float* vals) {
   std::size_t equal_left = k - greater, out = 0;
   for (std::size_t i = 0; i < n && out < k; ++i) {
     const std::uint32_t key = key_of(in[i]);
@@ -65,9 +65,9 @@ std::uint32_t radix_kth(const float* in, std::size_t n, std::size_t k, std::size
 }
 
 // The selection pass (see topk_select).
-MURMUR_VECTOR_CLONES std::size_t select_candidates(const float* in, std::size_t n, std::uint32_t t,
-                                                   std::size_t cap, std::uint32_t* cand_idx,
-                                                   std::uint32_t* cand_key, bool* overflow_out) {
+MURMUR_VECTOR_CLONES std::size_t select_candidates(const float* in, std::size_t n, std::uint32_t t, std::size_t cap,
+                                                   std::uint32_t* cand_idx, std::uint32_t* cand_key,
+                                                   bool* overflow_out) {
   std::size_t cnt = 0;
   std::size_t i = 0;
   bool overflow = false;
@@ -75,7 +75,10 @@ MURMUR_VECTOR_CLONES std::size_t select_candidates(const float* in, std::size_t 
     std::uint32_t any = 0;
     for (int j = 0; j < 16; ++j) any |= key_of(in[i + j]) >= t;
     if (!any) continue;
-    if (cnt + 16 > cap) { overflow = true; break; }
+    if (cnt + 16 > cap) {
+      overflow = true;
+      break;
+    }
     for (int j = 0; j < 16; ++j) {
       const std::uint32_t key = key_of(in[i + j]);
       cand_idx[cnt] = static_cast<std::uint32_t>(i + j);
@@ -86,7 +89,10 @@ MURMUR_VECTOR_CLONES std::size_t select_candidates(const float* in, std::size_t 
   for (; !overflow && i < n; ++i) {
     const std::uint32_t key = key_of(in[i]);
     if (key >= t) {
-      if (cnt == cap) { overflow = true; break; }
+      if (cnt == cap) {
+        overflow = true;
+        break;
+      }
       cand_idx[cnt] = static_cast<std::uint32_t>(i);
       cand_key[cnt] = key;
       ++cnt;
@@ -99,13 +105,16 @@ MURMUR_VECTOR_CLONES std::size_t select_candidates(const float* in, std::size_t 
 
 }  // namespace
 
-Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   std::size_t k, std::uint64_t seed, std::uint32_t* idx, float* vals) {
+Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, std::size_t k,
+                   std::uint64_t seed, std::uint32_t* idx, float* vals) {
   const std::size_t cap = candidate_cap(n, k);
   const std::size_t sample = std::min(n, kSample);
   // candidate indices, candidate keys, a copy of the keys for nth_element, the sample
   const std::size_t need = cap * 12 + sample * 4;
-  if (scratch == nullptr) { scratch_bytes = need; return Status::kOk; }
+  if (scratch == nullptr) {
+    scratch_bytes = need;
+    return Status::kOk;
+  }
   if (scratch_bytes < need) return Status::kScratchTooSmall;
   if (k > n || n >= (std::size_t(1) << 32)) return Status::kInvalidArgument;
   if (k == 0) return Status::kOk;
@@ -118,8 +127,7 @@ Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, s
   // candidates (margin against sampling error), capped by the buffer.
   const std::uint32_t rkey = seed_key(seed);
   for (std::size_t j = 0; j < sample; ++j) {
-    const std::size_t pos =
-        sample == n ? j : static_cast<std::size_t>((std::uint64_t(draw_u32(rkey, j)) * n) >> 32);
+    const std::size_t pos = sample == n ? j : static_cast<std::size_t>((std::uint64_t(draw_u32(rkey, j)) * n) >> 32);
     samp[j] = key_of(in[pos]);
   }
   const double want = std::min<double>(double(n), double(k) + double(k) / 4 + 32);

@@ -18,9 +18,7 @@ inline unsigned blocks_for(std::size_t work) {
   return b == 0 ? 1u : static_cast<unsigned>(b);
 }
 
-inline Status launched() {
-  return cudaGetLastError() == cudaSuccess ? Status::kOk : Status::kCudaError;
-}
+inline Status launched() { return cudaGetLastError() == cudaSuccess ? Status::kOk : Status::kCudaError; }
 
 inline cudaStream_t native(Stream s) { return reinterpret_cast<cudaStream_t>(s); }
 

@@ -32,13 +32,15 @@ __global__ void from_bf16(const std::uint16_t* in, float* out, std::size_t n) {
 
 }  // namespace
 
-#define MURMUR_ELEMENTWISE(NAME, KERNEL, TIN, TOUT)                                        \
-  Status NAME(void* scratch, std::size_t& scratch_bytes, const TIN* in, TOUT* out,        \
-              std::size_t n, Stream stream) {                                             \
-    if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }                    \
-    if (n == 0) return Status::kOk;                                                       \
-    KERNEL<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(in, out, n); \
-    return detail::launched();                                                            \
+#define MURMUR_ELEMENTWISE(NAME, KERNEL, TIN, TOUT)                                                                \
+  Status NAME(void* scratch, std::size_t& scratch_bytes, const TIN* in, TOUT* out, std::size_t n, Stream stream) { \
+    if (scratch == nullptr) {                                                                                      \
+      scratch_bytes = 0;                                                                                           \
+      return Status::kOk;                                                                                          \
+    }                                                                                                              \
+    if (n == 0) return Status::kOk;                                                                                \
+    KERNEL<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(in, out, n);                    \
+    return detail::launched();                                                                                     \
   }
 
 MURMUR_ELEMENTWISE(f32_to_f16, to_f16, float, std::uint16_t)

@@ -7,8 +7,8 @@
 namespace murmur::kernels::cuda {
 namespace {
 
-__global__ void im2col(const float* image, std::size_t images, std::size_t rows, std::size_t cols,
-                       std::size_t channels, float* columns) {
+__global__ void im2col(const float* image, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                       float* columns) {
   const std::size_t row_len = 9 * channels;
   const std::size_t n_out = images * rows * cols * row_len;
   for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t < n_out;
@@ -33,15 +33,14 @@ __global__ void col2im(const float* columns, std::size_t images, std::size_t row
     for (std::size_t ky = 0; ky < 3; ++ky)
       for (std::size_t kx = 0; kx < 3; ++kx) {
         const std::size_t y = sy + 1 - ky, x = sx + 1 - kx;  // the pixel whose tap (ky, kx) reads us
-        if (y < rows && x < cols)
-          acc += columns[((n * rows + y) * cols + x) * row_len + (ky * 3 + kx) * channels + c];
+        if (y < rows && x < cols) acc += columns[((n * rows + y) * cols + x) * row_len + (ky * 3 + kx) * channels + c];
       }
     image[t] = acc;
   }
 }
 
-__global__ void pool(const float* x, std::size_t images, std::size_t rows, std::size_t cols,
-                     std::size_t channels, float* y, std::uint32_t* argmax) {
+__global__ void pool(const float* x, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                     float* y, std::uint32_t* argmax) {
   const std::size_t out_rows = rows / 2, out_cols = cols / 2;
   const std::size_t n_out = images * out_rows * out_cols * channels;
   for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t < n_out;
@@ -68,40 +67,51 @@ __global__ void unpool(const float* dy, const std::uint32_t* argmax, std::size_t
 
 }  // namespace
 
-Status im2col3x3(void* scratch, std::size_t& scratch_bytes, const float* image, std::size_t images,
-                 std::size_t rows, std::size_t cols, std::size_t channels, float* columns,
-                 Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status im2col3x3(void* scratch, std::size_t& scratch_bytes, const float* image, std::size_t images, std::size_t rows,
+                 std::size_t cols, std::size_t channels, float* columns, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   const std::size_t n = images * rows * cols * 9 * channels;
   if (n == 0) return Status::kOk;
-  im2col<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(image, images, rows, cols, channels, columns);
+  im2col<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(image, images, rows, cols, channels,
+                                                                                 columns);
   return detail::launched();
 }
 
-Status col2im3x3(void* scratch, std::size_t& scratch_bytes, const float* columns, std::size_t images,
-                 std::size_t rows, std::size_t cols, std::size_t channels, float* image,
-                 Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status col2im3x3(void* scratch, std::size_t& scratch_bytes, const float* columns, std::size_t images, std::size_t rows,
+                 std::size_t cols, std::size_t channels, float* image, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   const std::size_t n = images * rows * cols * channels;
   if (n == 0) return Status::kOk;
-  col2im<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(columns, images, rows, cols, channels, image);
+  col2im<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(columns, images, rows, cols, channels,
+                                                                                 image);
   return detail::launched();
 }
 
-Status maxpool2_forward(void* scratch, std::size_t& scratch_bytes, const float* x, std::size_t images,
-                        std::size_t rows, std::size_t cols, std::size_t channels, float* y,
-                        std::uint32_t* argmax, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status maxpool2_forward(void* scratch, std::size_t& scratch_bytes, const float* x, std::size_t images, std::size_t rows,
+                        std::size_t cols, std::size_t channels, float* y, std::uint32_t* argmax, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   const std::size_t n = images * (rows / 2) * (cols / 2) * channels;
   if (n == 0) return Status::kOk;
-  pool<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(x, images, rows, cols, channels, y, argmax);
+  pool<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(x, images, rows, cols, channels, y,
+                                                                               argmax);
   return detail::launched();
 }
 
-Status maxpool2_backward(void* scratch, std::size_t& scratch_bytes, const float* dy,
-                         const std::uint32_t* argmax, std::size_t y_count, float* dx,
-                         std::size_t x_count, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status maxpool2_backward(void* scratch, std::size_t& scratch_bytes, const float* dy, const std::uint32_t* argmax,
+                         std::size_t y_count, float* dx, std::size_t x_count, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   auto st = detail::native(stream);
   if (x_count > 0 && cudaMemsetAsync(dx, 0, x_count * sizeof(float), st) != cudaSuccess) return Status::kCudaError;
   if (y_count == 0) return Status::kOk;

@@ -6,9 +6,8 @@
 namespace murmur::kernels::cuda {
 namespace {
 
-__global__ void xent(const float* logits, const std::uint8_t* labels, std::size_t batch,
-                     std::size_t classes, float grad_scale, float* dlogits, double* loss_sum,
-                     int* correct) {
+__global__ void xent(const float* logits, const std::uint8_t* labels, std::size_t batch, std::size_t classes,
+                     float grad_scale, float* dlogits, double* loss_sum, int* correct) {
   double loss = 0, hit = 0;
   const std::size_t b = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (b < batch) {
@@ -40,19 +39,21 @@ __global__ void xent(const float* logits, const std::uint8_t* labels, std::size_
 
 }  // namespace
 
-Status softmax_xent(void* scratch, std::size_t& scratch_bytes, const float* logits,
-                    const std::uint8_t* labels, std::size_t batch, std::size_t classes,
-                    float grad_scale, float* dlogits, double* loss_sum, int* correct,
-                    Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status softmax_xent(void* scratch, std::size_t& scratch_bytes, const float* logits, const std::uint8_t* labels,
+                    std::size_t batch, std::size_t classes, float grad_scale, float* dlogits, double* loss_sum,
+                    int* correct, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (classes == 0) return Status::kInvalidArgument;
   auto st = detail::native(stream);
   if (cudaMemsetAsync(loss_sum, 0, sizeof(double), st) != cudaSuccess ||
       cudaMemsetAsync(correct, 0, sizeof(int), st) != cudaSuccess)
     return Status::kCudaError;
   if (batch == 0) return Status::kOk;
-  xent<<<detail::blocks_for(batch), detail::kThreads, 0, st>>>(logits, labels, batch, classes, grad_scale,
-                                                             dlogits, loss_sum, correct);
+  xent<<<detail::blocks_for(batch), detail::kThreads, 0, st>>>(logits, labels, batch, classes, grad_scale, dlogits,
+                                                               loss_sum, correct);
   return detail::launched();
 }
 

@@ -49,17 +49,23 @@ __global__ void relu_mask(const float* y, const float* dy, float* dx, std::size_
 
 }  // namespace
 
-Status bias_add(void* scratch, std::size_t& scratch_bytes, float* y, const float* bias,
-                std::size_t rows, std::size_t cols, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status bias_add(void* scratch, std::size_t& scratch_bytes, float* y, const float* bias, std::size_t rows,
+                std::size_t cols, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (rows * cols == 0) return Status::kOk;
   add_rows<<<detail::blocks_for(rows * cols), detail::kThreads, 0, detail::native(stream)>>>(y, bias, rows, cols);
   return detail::launched();
 }
 
-Status bias_grad(void* scratch, std::size_t& scratch_bytes, const float* dy, std::size_t rows,
-                 std::size_t cols, float* db, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status bias_grad(void* scratch, std::size_t& scratch_bytes, const float* dy, std::size_t rows, std::size_t cols,
+                 float* db, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (cols == 0) return Status::kOk;
   auto st = detail::native(stream);
   if (cudaMemsetAsync(db, 0, cols * sizeof(float), st) != cudaSuccess) return Status::kCudaError;
@@ -70,17 +76,22 @@ Status bias_grad(void* scratch, std::size_t& scratch_bytes, const float* dy, std
   return detail::launched();
 }
 
-Status relu_forward(void* scratch, std::size_t& scratch_bytes, const float* x, float* y,
-                    std::size_t n, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status relu_forward(void* scratch, std::size_t& scratch_bytes, const float* x, float* y, std::size_t n, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (n == 0) return Status::kOk;
   relu<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(x, y, n);
   return detail::launched();
 }
 
-Status relu_backward(void* scratch, std::size_t& scratch_bytes, const float* y, const float* dy,
-                     float* dx, std::size_t n, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status relu_backward(void* scratch, std::size_t& scratch_bytes, const float* y, const float* dy, float* dx,
+                     std::size_t n, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (n == 0) return Status::kOk;
   relu_mask<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(y, dy, dx, n);
   return detail::launched();

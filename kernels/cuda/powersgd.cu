@@ -6,8 +6,8 @@ namespace murmur::kernels::cuda {
 namespace {
 
 // p[i, c] = sum_j m[i, j] q[j, c]
-__global__ void m_times_q(const float* m, const float* q, std::size_t rows, std::size_t cols,
-                          std::size_t rank, float* p) {
+__global__ void m_times_q(const float* m, const float* q, std::size_t rows, std::size_t cols, std::size_t rank,
+                          float* p) {
   for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t < rows * rank;
        t += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t i = t / rank, c = t % rank;
@@ -18,8 +18,8 @@ __global__ void m_times_q(const float* m, const float* q, std::size_t rows, std:
 }
 
 // q[j, c] = sum_i m[i, j] p[i, c]
-__global__ void mt_times_p(const float* m, const float* p, std::size_t rows, std::size_t cols,
-                           std::size_t rank, float* q) {
+__global__ void mt_times_p(const float* m, const float* p, std::size_t rows, std::size_t cols, std::size_t rank,
+                           float* q) {
   for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t < cols * rank;
        t += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t j = t / rank, c = t % rank;
@@ -29,8 +29,7 @@ __global__ void mt_times_p(const float* m, const float* p, std::size_t rows, std
   }
 }
 
-__device__ double block_dot(const float* p, std::size_t rows, std::size_t rank, std::size_t a,
-                            std::size_t b) {
+__device__ double block_dot(const float* p, std::size_t rows, std::size_t rank, std::size_t a, std::size_t b) {
   __shared__ double result;
   double v = 0;
   for (std::size_t i = threadIdx.x; i < rows; i += blockDim.x) v += double(p[i * rank + a]) * p[i * rank + b];
@@ -57,8 +56,8 @@ __global__ void orthonormalize(float* p, std::size_t rows, std::size_t rank) {
   }
 }
 
-__global__ void expand(const float* p, const float* q, std::size_t rows, std::size_t cols,
-                       std::size_t rank, float* out) {
+__global__ void expand(const float* p, const float* q, std::size_t rows, std::size_t cols, std::size_t rank,
+                       float* out) {
   for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t < rows * cols;
        t += std::size_t(gridDim.x) * blockDim.x) {
     const std::size_t i = t / cols, j = t % cols;
@@ -70,9 +69,12 @@ __global__ void expand(const float* p, const float* q, std::size_t rows, std::si
 
 }  // namespace
 
-Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m, std::size_t rows,
-                       std::size_t cols, std::size_t rank, float* p, float* q, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m, std::size_t rows, std::size_t cols,
+                       std::size_t rank, float* p, float* q, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (rank == 0 || rank > 64) return Status::kInvalidArgument;
   auto st = detail::native(stream);
   m_times_q<<<detail::blocks_for(rows * rank), detail::kThreads, 0, st>>>(m, q, rows, cols, rank, p);
@@ -81,10 +83,12 @@ Status powersgd_factor(void* scratch, std::size_t& scratch_bytes, const float* m
   return detail::launched();
 }
 
-Status powersgd_expand(void* scratch, std::size_t& scratch_bytes, const float* p, const float* q,
-                       std::size_t rows, std::size_t cols, std::size_t rank, float* out,
-                       Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status powersgd_expand(void* scratch, std::size_t& scratch_bytes, const float* p, const float* q, std::size_t rows,
+                       std::size_t cols, std::size_t rank, float* out, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (rows * cols == 0) return Status::kOk;
   expand<<<detail::blocks_for(rows * cols), detail::kThreads, 0, detail::native(stream)>>>(p, q, rows, cols, rank, out);
   return detail::launched();

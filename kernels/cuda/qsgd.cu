@@ -18,8 +18,8 @@ __global__ void sum_squares(const float* in, std::size_t n, double* acc) {
 }
 
 // One thread per group of 8 elements, which fills exactly `b` bytes.
-__global__ void quantize(const float* in, std::size_t n, unsigned s, unsigned b, std::uint32_t key,
-                         const double* sumsq, float* norm, std::uint8_t* packed) {
+__global__ void quantize(const float* in, std::size_t n, unsigned s, unsigned b, std::uint32_t key, const double* sumsq,
+                         float* norm, std::uint8_t* packed) {
   const double nrm = sqrt(*sumsq);
   if (blockIdx.x == 0 && threadIdx.x == 0) *norm = static_cast<float>(nrm);
   const float inv = qsgd_inv(nrm, s);  // 0: every level is 0
@@ -42,8 +42,8 @@ __global__ void quantize(const float* in, std::size_t n, unsigned s, unsigned b,
   }
 }
 
-__global__ void dequantize(const std::uint8_t* packed, std::size_t n, unsigned s, unsigned b,
-                           float step, float* out, int* bad) {
+__global__ void dequantize(const std::uint8_t* packed, std::size_t n, unsigned s, unsigned b, float step, float* out,
+                           int* bad) {
   const std::size_t groups = (n + 7) / 8;
   const unsigned long long mask = (1ull << b) - 1;
   const unsigned level_mask = (1u << (b - 1)) - 1;
@@ -65,31 +65,36 @@ __global__ void dequantize(const std::uint8_t* packed, std::size_t n, unsigned s
 
 }  // namespace
 
-Status qsgd_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   unsigned s, std::uint64_t seed, float* norm, std::uint8_t* packed,
-                   Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = sizeof(double); return Status::kOk; }
+Status qsgd_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, unsigned s,
+                   std::uint64_t seed, float* norm, std::uint8_t* packed, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = sizeof(double);
+    return Status::kOk;
+  }
   if (scratch_bytes < sizeof(double)) return Status::kScratchTooSmall;
   if (s < 1 || s > kQsgdMaxLevels || n >= (std::size_t(1) << 32)) return Status::kInvalidArgument;
   auto st = detail::native(stream);
   auto* sumsq = static_cast<double*>(scratch);
   if (cudaMemsetAsync(sumsq, 0, sizeof(double), st) != cudaSuccess) return Status::kCudaError;
   sum_squares<<<detail::blocks_for(n), detail::kThreads, 0, st>>>(in, n, sumsq);
-  quantize<<<detail::blocks_for((n + 7) / 8), detail::kThreads, 0, st>>>(
-      in, n, s, qsgd_bits(s), seed_key(seed), sumsq, norm, packed);
+  quantize<<<detail::blocks_for((n + 7) / 8), detail::kThreads, 0, st>>>(in, n, s, qsgd_bits(s), seed_key(seed), sumsq,
+                                                                         norm, packed);
   return detail::launched();
 }
 
-Status qsgd_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* packed,
-                   std::size_t n, unsigned s, float norm, float* out, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = sizeof(int); return Status::kOk; }
+Status qsgd_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* packed, std::size_t n, unsigned s,
+                   float norm, float* out, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = sizeof(int);
+    return Status::kOk;
+  }
   if (scratch_bytes < sizeof(int)) return Status::kScratchTooSmall;
   if (s < 1 || s > kQsgdMaxLevels) return Status::kInvalidArgument;
   auto st = detail::native(stream);
   auto* bad = static_cast<int*>(scratch);
   if (cudaMemsetAsync(bad, 0, sizeof(int), st) != cudaSuccess) return Status::kCudaError;
-  dequantize<<<detail::blocks_for((n + 7) / 8), detail::kThreads, 0, st>>>(
-      packed, n, s, qsgd_bits(s), norm / static_cast<float>(s), out, bad);
+  dequantize<<<detail::blocks_for((n + 7) / 8), detail::kThreads, 0, st>>>(packed, n, s, qsgd_bits(s),
+                                                                           norm / static_cast<float>(s), out, bad);
   return detail::malformed_flag(bad, st);
 }
 

@@ -18,27 +18,24 @@
 namespace murmur::kernels::cuda {
 namespace {
 
-__global__ void randk_floyd_kernel(std::size_t n, std::size_t k, std::uint32_t key,
-                                   unsigned long long* bits) {
+__global__ void randk_floyd_kernel(std::size_t n, std::size_t k, std::uint32_t key, unsigned long long* bits) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   // Floyd: for j in [n-k, n), draw t in [0, j]; take t, or j if t is taken.
   for (std::size_t j = n - k; j < n; ++j) {
-    const std::size_t t =
-        static_cast<std::size_t>((std::uint64_t(draw_u32(key, std::uint32_t(j))) * (j + 1)) >> 32);
+    const std::size_t t = static_cast<std::size_t>((std::uint64_t(draw_u32(key, std::uint32_t(j))) * (j + 1)) >> 32);
     const std::size_t pick = (bits[t / 64] >> (t % 64)) & 1u ? j : t;
     bits[pick / 64] |= 1ull << (pick % 64);
   }
 }
 
-__global__ void randk_count_kernel(const unsigned long long* bits, std::size_t words,
-                                   std::uint32_t* counts) {
+__global__ void randk_count_kernel(const unsigned long long* bits, std::size_t words, std::uint32_t* counts) {
   for (std::size_t w = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; w < words;
        w += std::size_t(gridDim.x) * blockDim.x)
     counts[w] = static_cast<std::uint32_t>(__popcll(bits[w]));
 }
 
-__global__ void randk_emit_kernel(const unsigned long long* bits, std::size_t words,
-                                  const std::uint32_t* offsets, std::uint32_t* idx) {
+__global__ void randk_emit_kernel(const unsigned long long* bits, std::size_t words, const std::uint32_t* offsets,
+                                  std::uint32_t* idx) {
   for (std::size_t w = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; w < words;
        w += std::size_t(gridDim.x) * blockDim.x) {
     std::uint32_t out = offsets[w];
@@ -51,8 +48,8 @@ constexpr std::size_t align256(std::size_t b) { return (b + 255) & ~std::size_t(
 
 }  // namespace
 
-Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k,
-                     std::uint64_t seed, std::uint32_t* idx, Stream stream) {
+Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, std::size_t k, std::uint64_t seed,
+                     std::uint32_t* idx, Stream stream) {
   // Layout: the bitmap (words x 8 bytes), per-word counts and their
   // exclusive scan (words x 4 bytes each), then CUB's scan storage.
   const std::size_t words = (n + 63) / 64;
@@ -64,7 +61,10 @@ Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, s
                                     static_cast<std::uint32_t*>(nullptr), words32) != cudaSuccess)
     return Status::kCudaError;
   const std::size_t need = bitmap + 2 * counts + align256(scan);
-  if (scratch == nullptr) { scratch_bytes = need; return Status::kOk; }
+  if (scratch == nullptr) {
+    scratch_bytes = need;
+    return Status::kOk;
+  }
   if (scratch_bytes < need) return Status::kScratchTooSmall;
   if (k > n || n >= (std::size_t(1) << 32)) return Status::kInvalidArgument;
   if (k == 0) return Status::kOk;
@@ -82,8 +82,8 @@ Status randk_indices(void* scratch, std::size_t& scratch_bytes, std::size_t n, s
   if (detail::launched() != Status::kOk) return Status::kCudaError;
   randk_count_kernel<<<detail::blocks_for(words), detail::kThreads, 0, st>>>(bits, words, cnt);
   if (detail::launched() != Status::kOk) return Status::kCudaError;
-  if (cub::DeviceScan::ExclusiveSum(tmp, tmp_bytes, static_cast<const std::uint32_t*>(cnt), off,
-                                    words32, st) != cudaSuccess)
+  if (cub::DeviceScan::ExclusiveSum(tmp, tmp_bytes, static_cast<const std::uint32_t*>(cnt), off, words32, st) !=
+      cudaSuccess)
     return Status::kCudaError;
   randk_emit_kernel<<<detail::blocks_for(words), detail::kThreads, 0, st>>>(bits, words, off, idx);
   return detail::launched();

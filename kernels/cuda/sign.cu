@@ -13,8 +13,7 @@ __global__ void sum_abs(const float* in, std::size_t n, double* acc) {
   if (threadIdx.x == 0) atomicAdd(acc, v);
 }
 
-__global__ void pack_signs(const float* in, std::size_t n, const double* l1, float* scale,
-                           std::uint8_t* bits) {
+__global__ void pack_signs(const float* in, std::size_t n, const double* l1, float* scale, std::uint8_t* bits) {
   if (blockIdx.x == 0 && threadIdx.x == 0) *scale = n ? static_cast<float>(*l1 / double(n)) : 0.0f;
   const std::size_t bytes = (n + 7) / 8;
   for (std::size_t b = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; b < bytes;
@@ -34,9 +33,12 @@ __global__ void unpack_signs(const std::uint8_t* bits, std::size_t n, float scal
 
 }  // namespace
 
-Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   float* scale, std::uint8_t* bits, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = sizeof(double); return Status::kOk; }
+Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, float* scale,
+                   std::uint8_t* bits, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = sizeof(double);
+    return Status::kOk;
+  }
   if (scratch_bytes < sizeof(double)) return Status::kScratchTooSmall;
   auto st = detail::native(stream);
   auto* l1 = static_cast<double*>(scratch);
@@ -46,9 +48,12 @@ Status sign_encode(void* scratch, std::size_t& scratch_bytes, const float* in, s
   return detail::launched();
 }
 
-Status sign_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* bits,
-                   std::size_t n, float scale, float* out, Stream stream) {
-  if (scratch == nullptr) { scratch_bytes = 0; return Status::kOk; }
+Status sign_decode(void* scratch, std::size_t& scratch_bytes, const std::uint8_t* bits, std::size_t n, float scale,
+                   float* out, Stream stream) {
+  if (scratch == nullptr) {
+    scratch_bytes = 0;
+    return Status::kOk;
+  }
   if (n == 0) return Status::kOk;
   unpack_signs<<<detail::blocks_for(n), detail::kThreads, 0, detail::native(stream)>>>(bits, n, scale, out);
   return detail::launched();

@@ -22,8 +22,7 @@
 namespace murmur::kernels::cuda {
 namespace {
 
-__global__ void topk_keys_kernel(const float* in, std::size_t n, std::uint32_t* keys,
-                                 std::uint32_t* pos) {
+__global__ void topk_keys_kernel(const float* in, std::size_t n, std::uint32_t* keys, std::uint32_t* pos) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     keys[i] = __float_as_uint(in[i]) & 0x7fffffffu;
@@ -31,8 +30,7 @@ __global__ void topk_keys_kernel(const float* in, std::size_t n, std::uint32_t* 
   }
 }
 
-__global__ void topk_gather_kernel(const float* in, const std::uint32_t* idx, std::size_t k,
-                                   float* vals) {
+__global__ void topk_gather_kernel(const float* in, const std::uint32_t* idx, std::size_t k, float* vals) {
   for (std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; j < k;
        j += std::size_t(gridDim.x) * blockDim.x)
     vals[j] = in[idx[j]];
@@ -45,9 +43,8 @@ constexpr int kKeyBits = 31;
 
 }  // namespace
 
-Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n,
-                   std::size_t k, std::uint64_t /*seed*/, std::uint32_t* idx, float* vals,
-                   Stream stream) {
+Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, std::size_t n, std::size_t k,
+                   std::uint64_t /*seed*/, std::uint32_t* idx, float* vals, Stream stream) {
   // Layout: keys[2][n], positions[2][n] (the sort's double buffers), then
   // CUB's temporary storage, shared by both sorts.
   const auto n32 = static_cast<std::uint32_t>(n);
@@ -58,16 +55,17 @@ Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, s
   std::size_t sort_pairs = 0, sort_keys = 0;
   {
     cub::DoubleBuffer<std::uint32_t> dk(nullptr, nullptr), dv(nullptr, nullptr);
-    if (cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_pairs, dk, dv, n32, 0, kKeyBits) !=
-            cudaSuccess ||
+    if (cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_pairs, dk, dv, n32, 0, kKeyBits) != cudaSuccess ||
         cub::DeviceRadixSort::SortKeys(nullptr, sort_keys, static_cast<const std::uint32_t*>(nullptr),
-                                       static_cast<std::uint32_t*>(nullptr), k32, 0,
-                                       index_bits) != cudaSuccess)
+                                       static_cast<std::uint32_t*>(nullptr), k32, 0, index_bits) != cudaSuccess)
       return Status::kCudaError;
   }
   const std::size_t temp = align256(std::max(sort_pairs, sort_keys));
   const std::size_t need = 4 * array + temp;
-  if (scratch == nullptr) { scratch_bytes = need; return Status::kOk; }
+  if (scratch == nullptr) {
+    scratch_bytes = need;
+    return Status::kOk;
+  }
   if (scratch_bytes < need) return Status::kScratchTooSmall;
   if (k > n || n >= (std::size_t(1) << 32)) return Status::kInvalidArgument;
   if (k == 0) return Status::kOk;
@@ -85,13 +83,12 @@ Status topk_select(void* scratch, std::size_t& scratch_bytes, const float* in, s
 
   cub::DoubleBuffer<std::uint32_t> dk(keys0, keys1), dv(pos0, pos1);
   std::size_t tmp_bytes = temp;
-  if (cub::DeviceRadixSort::SortPairsDescending(tmp, tmp_bytes, dk, dv, n32, 0, kKeyBits, st) !=
-      cudaSuccess)
+  if (cub::DeviceRadixSort::SortPairsDescending(tmp, tmp_bytes, dk, dv, n32, 0, kKeyBits, st) != cudaSuccess)
     return Status::kCudaError;
   // The first k positions, by key, into index order, straight into idx.
   tmp_bytes = temp;
-  if (cub::DeviceRadixSort::SortKeys(tmp, tmp_bytes, static_cast<const std::uint32_t*>(dv.Current()),
-                                     idx, k32, 0, index_bits, st) != cudaSuccess)
+  if (cub::DeviceRadixSort::SortKeys(tmp, tmp_bytes, static_cast<const std::uint32_t*>(dv.Current()), idx, k32, 0,
+                                     index_bits, st) != cudaSuccess)
     return Status::kCudaError;
   topk_gather_kernel<<<detail::blocks_for(k), detail::kThreads, 0, st>>>(in, idx, k, vals);
   return detail::launched();

@@ -35,19 +35,18 @@ std::string describe_operands(const char* expr, const A& a, const B& b) {
 
 }  // namespace murmur
 
-#define MURMUR_CHECK(cond)                                        \
-  do {                                                            \
+#define MURMUR_CHECK(cond)                                                  \
+  do {                                                                      \
     if (!(cond)) ::murmur::detail::check_failed(__FILE__, __LINE__, #cond); \
   } while (0)
 
-#define MURMUR_CHECK_OP_(a, b, op)                                              \
-  do {                                                                          \
-    const auto& murmur_a_ = (a);                                                \
-    const auto& murmur_b_ = (b);                                                \
-    if (!(murmur_a_ op murmur_b_))                                              \
-      ::murmur::detail::check_failed(                                           \
-          __FILE__, __LINE__,                                                   \
-          ::murmur::detail::describe_operands(#a " " #op " " #b, murmur_a_, murmur_b_)); \
+#define MURMUR_CHECK_OP_(a, b, op)                                                                                  \
+  do {                                                                                                              \
+    const auto& murmur_a_ = (a);                                                                                    \
+    const auto& murmur_b_ = (b);                                                                                    \
+    if (!(murmur_a_ op murmur_b_))                                                                                  \
+      ::murmur::detail::check_failed(__FILE__, __LINE__,                                                            \
+                                     ::murmur::detail::describe_operands(#a " " #op " " #b, murmur_a_, murmur_b_)); \
   } while (0)
 
 #define MURMUR_CHECK_EQ(a, b) MURMUR_CHECK_OP_(a, b, ==)

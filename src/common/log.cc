@@ -17,7 +17,8 @@ spdlog::level::level_enum level_from_env() {
   auto level = spdlog::level::from_str(env);
   // from_str answers "off" for unknown names; say so rather than go silent.
   if (level == spdlog::level::off && std::string(env) != "off") {
-    spdlog::warn("MURMUR_LOG_LEVEL={} is not a level (trace, debug, info, warn, error, critical, off); using info", env);
+    spdlog::warn("MURMUR_LOG_LEVEL={} is not a level (trace, debug, info, warn, error, critical, off); using info",
+                 env);
     return spdlog::level::info;
   }
   return level;

@@ -194,8 +194,10 @@ std::optional<int> Subprocess::try_wait() {
   do {
     r = ::waitpid(pid_, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
-  if (r == pid_) status_ = status;
-  else if (r < 0) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  if (r == pid_)
+    status_ = status;
+  else if (r < 0)
+    throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
   return status_;
 }
 
@@ -217,8 +219,10 @@ void Subprocess::signal(int signo) {
 
 void Subprocess::signal_group(int signo) {
   if (pid_ <= 0) return;
-  if (own_group_) ::kill(-pid_, signo);
-  else signal(signo);
+  if (own_group_)
+    ::kill(-pid_, signo);
+  else
+    signal(signo);
 }
 
 std::string Subprocess::describe_status(int status) {

@@ -27,11 +27,11 @@ namespace murmur {
 class Subprocess final {
  public:
   struct Options {
-    std::vector<std::string> argv;        // argv[0] is the program path
-    std::vector<std::string> extra_env;   // "NAME=value" added to this environment
-    std::string stdout_path;              // empty: inherit
-    std::string stderr_path;              // empty: inherit; "=stdout": same as stdout
-    std::string stdin_path;               // empty: inherit; e.g. "/dev/null"
+    std::vector<std::string> argv;       // argv[0] is the program path
+    std::vector<std::string> extra_env;  // "NAME=value" added to this environment
+    std::string stdout_path;             // empty: inherit
+    std::string stderr_path;             // empty: inherit; "=stdout": same as stdout
+    std::string stdin_path;              // empty: inherit; e.g. "/dev/null"
     // stdout and stderr each go to a pipe whose read end is stdout_fd() /
     // stderr_fd() (non-blocking, close-on-exec); the *_path fields are then
     // ignored.

@@ -9,8 +9,8 @@
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/client.h"
-#include "fabric/shaper/shaper_config.h"
 #include "fabric/shaper/shaped_transport.h"
+#include "fabric/shaper/shaper_config.h"
 
 namespace murmur::fabric {
 
@@ -166,9 +166,7 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   return group;
 }
 
-void Group::barrier(const std::string& name, std::chrono::milliseconds timeout) {
-  control_->barrier(name, timeout);
-}
+void Group::barrier(const std::string& name, std::chrono::milliseconds timeout) { control_->barrier(name, timeout); }
 
 std::vector<Group::LostPeer> Group::lost_peers() const {
   std::lock_guard<std::mutex> lock(relay_->mutex);

@@ -7,8 +7,8 @@ namespace murmur::fabric {
 
 std::unique_ptr<Transport> make_transport(const TransportOptions& options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
-    throw FabricError("transport options: rank " + std::to_string(options.rank) +
-                      " is outside a group of size " + std::to_string(options.size));
+    throw FabricError("transport options: rank " + std::to_string(options.rank) + " is outside a group of size " +
+                      std::to_string(options.size));
   }
   if (options.backend == "libfabric") return libfabric::make_transport(options);
   if (options.backend == "asio") return asio::make_transport(options);

@@ -45,15 +45,13 @@ class ProfileBuilder {
     for (std::size_t i = last_; i < flops_.size(); ++i) flops_[i] += share;
   }
   // A weight computing `flops` and its bias added over `outputs` elements.
-  void dense(const std::string& prefix, std::int64_t in, std::int64_t out, double flops,
-             double outputs) {
+  void dense(const std::string& prefix, std::int64_t in, std::int64_t out, double flops, double outputs) {
     op({{prefix + ".weight", in * out}}, flops);
     op({{prefix + ".bias", out}}, outputs * kPassFlops);
   }
   // weight and bias of a normalisation over `elements`, `passes` times.
   void norm(const std::string& prefix, std::int64_t channels, double elements, double passes) {
-    op({{prefix + ".weight", channels}, {prefix + ".bias", channels}},
-       elements * passes * kPassFlops);
+    op({{prefix + ".weight", channels}, {prefix + ".bias", channels}}, elements * passes * kPassFlops);
   }
   ModelProfile finish(const std::string& name, int batch, double samples_per_s) {
     profile_.name = name;
@@ -136,8 +134,7 @@ ModelProfile bert(const BertShape& s) {
   const double matmul = 2 * kSeq * h * h;
   for (int l = 0; l < s.layers; ++l) {
     const std::string p = "bert.encoder.layer." + std::to_string(l);
-    for (const char* qkv :
-         {".attention.self.query", ".attention.self.key", ".attention.self.value"}) {
+    for (const char* qkv : {".attention.self.query", ".attention.self.key", ".attention.self.value"}) {
       b.dense(p + qkv, h, h, matmul, tokens_h);
     }
     // Scores and context (2 * seq * seq * hidden each); scale, mask, softmax
@@ -146,8 +143,7 @@ ModelProfile bert(const BertShape& s) {
     b.dense(p + ".attention.output.dense", h, h, matmul, tokens_h);
     b.charge(2 * tokens_h * kPassFlops);  // dropout and residual add
     b.norm(p + ".attention.output.LayerNorm", h, tokens_h, 2);
-    b.dense(p + ".intermediate.dense", h, s.intermediate, matmul * s.intermediate / h,
-            kSeq * s.intermediate);
+    b.dense(p + ".intermediate.dense", h, s.intermediate, matmul * s.intermediate / h, kSeq * s.intermediate);
     b.charge(kSeq * s.intermediate * kPassFlops);  // GELU
     b.dense(p + ".output.dense", s.intermediate, h, matmul * s.intermediate / h, tokens_h);
     b.charge(2 * tokens_h * kPassFlops);

@@ -36,9 +36,8 @@ struct Unit {
 // A suffix that ends another comes before it ("ms" before "s", "GB/s"
 // before "B/s"). Case matters: Mbit/s and MB/s differ eightfold.
 constexpr Unit kLatencyUnits[] = {{"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"s", 1}};
-constexpr Unit kBandwidthUnits[] = {{"Kbit/s", 1e3 / 8}, {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8},
-                                    {"bit/s", 1.0 / 8},  {"KB/s", 1e3},       {"MB/s", 1e6},
-                                    {"GB/s", 1e9},       {"B/s", 1}};
+constexpr Unit kBandwidthUnits[] = {{"Kbit/s", 1e3 / 8}, {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8}, {"bit/s", 1.0 / 8},
+                                    {"KB/s", 1e3},       {"MB/s", 1e6},       {"GB/s", 1e9},       {"B/s", 1}};
 
 template <std::size_t N>
 std::string unit_list(const Unit (&units)[N]) {
@@ -83,8 +82,7 @@ class ClusterParser {
     if (key == "gpus") {
       spec_.gpus = count(single(words, line, gpus_line_, "gpus N"), "gpus", line);
     } else if (key == "gpus-per-node") {
-      spec_.gpus_per_node =
-          count(single(words, line, per_node_line_, "gpus-per-node N"), "gpus-per-node", line);
+      spec_.gpus_per_node = count(single(words, line, per_node_line_, "gpus-per-node N"), "gpus-per-node", line);
     } else if (key == "network") {
       network_ = single(words, line, network_line_, "network NAME");
       try {
@@ -112,8 +110,7 @@ class ClusterParser {
   ClusterSpec finish(int last_line) {
     if (gpus_line_ == 0) fail(last_line, "no 'gpus N' line; say how many GPUs to simulate");
     cost::apply_network_preset(spec_, network_line_ ? network_ : kDefaultNetwork);
-    for (auto [link, given] :
-         {std::pair{&spec_.inter_node, &inter_}, {&spec_.intra_node, &intra_}}) {
+    for (auto [link, given] : {std::pair{&spec_.inter_node, &inter_}, {&spec_.intra_node, &intra_}}) {
       if (given->line == 0) continue;
       spec_.network = "custom";
       if (given->latency_s) link->latency_s = *given->latency_s;
@@ -131,15 +128,14 @@ class ClusterParser {
         fail(episode_lines_[i], fmt::format("link-episode joins rank {} but 'gpus {}' has ranks 0 to {}",
                                             std::max(e.a, e.b), spec_.gpus, spec_.gpus - 1));
       // Without latency=, the episode keeps the latency of the link it replaces.
-      if (e.link.latency_s < 0) e.link.latency_s = spec_.node_of(e.a) == spec_.node_of(e.b)
-                                                       ? spec_.intra_node.latency_s
-                                                       : spec_.inter_node.latency_s;
+      if (e.link.latency_s < 0)
+        e.link.latency_s =
+            spec_.node_of(e.a) == spec_.node_of(e.b) ? spec_.intra_node.latency_s : spec_.inter_node.latency_s;
     }
     return std::move(spec_);
   }
 
-  const std::string& single(const std::vector<std::string>& words, int line, int& seen_line,
-                            const std::string& usage) {
+  const std::string& single(const std::vector<std::string>& words, int line, int& seen_line, const std::string& usage) {
     if (seen_line != 0) {
       fail(line, fmt::format("'{}' given twice (first on line {})", words[0], seen_line));
     }
@@ -156,8 +152,7 @@ class ClusterParser {
 
   // KEY=VALUE words after the keyword, each key known and given once.
   std::map<std::string, std::string> keys(const std::vector<std::string>& words, int line,
-                                          const std::vector<std::string>& known,
-                                          const std::string& usage) const {
+                                          const std::vector<std::string>& known, const std::string& usage) const {
     std::map<std::string, std::string> found;
     if (words.size() < 2) fail(line, fmt::format("missing value; expected '{}'", usage));
     for (std::size_t i = 1; i < words.size(); ++i) {
@@ -191,8 +186,8 @@ class ClusterParser {
     if (given.count("bandwidth")) {
       link.bandwidth_Bps = quantity(given["bandwidth"], kBandwidthUnits);
       if (!link.bandwidth_Bps || *link.bandwidth_Bps <= 0) {
-        fail(line, fmt::format("bandwidth '{}' is not a number > 0 with a unit ({}), e.g. 10Gbit/s",
-                               given["bandwidth"], unit_list(kBandwidthUnits)));
+        fail(line, fmt::format("bandwidth '{}' is not a number > 0 with a unit ({}), e.g. 10Gbit/s", given["bandwidth"],
+                               unit_list(kBandwidthUnits)));
       }
     }
   }
@@ -241,8 +236,8 @@ class ClusterParser {
     if (!(e.to_s > e.from_s)) fail(line, "link-episode ends (to=) before it starts (from=)");
     const auto bandwidth = quantity(given["bandwidth"], kBandwidthUnits);
     if (!bandwidth || *bandwidth <= 0)
-      fail(line, fmt::format("bandwidth '{}' is not a number > 0 with a unit ({}), e.g. 100Mbit/s",
-                             given["bandwidth"], unit_list(kBandwidthUnits)));
+      fail(line, fmt::format("bandwidth '{}' is not a number > 0 with a unit ({}), e.g. 100Mbit/s", given["bandwidth"],
+                             unit_list(kBandwidthUnits)));
     e.link.bandwidth_Bps = *bandwidth;
     e.link.latency_s = given.count("latency") ? time("latency") : -1;  // resolved in finish()
     spec_.episodes.push_back(e);
@@ -259,7 +254,7 @@ class ClusterParser {
   LineReader& reader_;
   ClusterSpec spec_;
   std::vector<int> episode_lines_;  // by episode, for errors found in finish()
-  int gpus_line_ = 0;  // 0: not seen yet
+  int gpus_line_ = 0;               // 0: not seen yet
   int per_node_line_ = 0;
   int network_line_ = 0;
   std::string network_;

@@ -79,15 +79,13 @@ class ProfileParser {
     if (key == "model") {
       profile_.name = value_of(words, line, model_line_, "model NAME");
     } else if (key == "batch") {
-      profile_.batch = static_cast<int>(
-          whole(value_of(words, line, batch_line_, "batch N"), "batch", 1 << 20, line));
+      profile_.batch = static_cast<int>(whole(value_of(words, line, batch_line_, "batch N"), "batch", 1 << 20, line));
     } else if (key == "samples-per-s") {
       profile_.single_gpu_samples_per_s =
           positive(value_of(words, line, rate_line_, "samples-per-s X"), "samples-per-s", line);
     } else if (key == "bytes-per-parameter") {
-      profile_.bytes_per_parameter =
-          static_cast<int>(whole(value_of(words, line, bytes_line_, "bytes-per-parameter N"),
-                                 "bytes-per-parameter", 16, line));
+      profile_.bytes_per_parameter = static_cast<int>(
+          whole(value_of(words, line, bytes_line_, "bytes-per-parameter N"), "bytes-per-parameter", 16, line));
     } else {
       fail(line, fmt::format("unknown keyword '{}'; expected model, batch, samples-per-s, bytes-per-parameter or layer",
                              key));

@@ -33,13 +33,13 @@ struct LayerProfile {
 
 struct ModelProfile {
   std::string name;
-  int batch = 0;                       // per GPU
+  int batch = 0;  // per GPU
   double single_gpu_samples_per_s = 0;
-  int bytes_per_parameter = 4;         // fp32 gradients
-  std::vector<LayerProfile> layers;    // forward order
+  int bytes_per_parameter = 4;       // fp32 gradients
+  std::vector<LayerProfile> layers;  // forward order
 
   std::int64_t parameters() const;
-  double iteration_s() const;          // forward + backward, one GPU
+  double iteration_s() const;  // forward + backward, one GPU
   double gradient_bytes() const { return static_cast<double>(parameters()) * bytes_per_parameter; }
 };
 

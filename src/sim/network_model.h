@@ -51,7 +51,9 @@ class NetworkModel final {
 
   const ClusterSpec& cluster() const { return cluster_; }
   bool same_node(int a, int b) const { return cluster_.node_of(a) == cluster_.node_of(b); }
-  const LinkSpec& link(int src, int dst) const { return same_node(src, dst) ? cluster_.intra_node : cluster_.inter_node; }
+  const LinkSpec& link(int src, int dst) const {
+    return same_node(src, dst) ? cluster_.intra_node : cluster_.inter_node;
+  }
 
   // Stage 1, at posting: queues the message on the sender's side and
   // returns the time its last byte has left (tx_end). Counts the bytes.

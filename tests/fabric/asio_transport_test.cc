@@ -173,10 +173,9 @@ TEST_P(AsioSizes, AllPairsEveryByte) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, AsioSizes,
-                         ::testing::Values(SizeCase{2, 0, 4 << 20}, SizeCase{3, 0, 4 << 20},
-                                           SizeCase{3, 1, 4 << 20}, SizeCase{4, 4096, 4 << 20},
-                                           SizeCase{3, 1 << 20, 4 << 20}, SizeCase{3, 1 << 20, 1000},
-                                           SizeCase{2, 64 << 20, 4 << 20}));
+                         ::testing::Values(SizeCase{2, 0, 4 << 20}, SizeCase{3, 0, 4 << 20}, SizeCase{3, 1, 4 << 20},
+                                           SizeCase{4, 4096, 4 << 20}, SizeCase{3, 1 << 20, 4 << 20},
+                                           SizeCase{3, 1 << 20, 1000}, SizeCase{2, 64 << 20, 4 << 20}));
 
 TEST(AsioTransport, ManyInFlightKeepOrderPerTag) {
   auto group = make_group(3, 64 << 10);
@@ -350,7 +349,10 @@ TEST_P(AsioBadFrame, FailsTheLinkWithPeerError) {
   std::vector<unsigned char> got(64);
   auto r = t->irecv(0, 3, got.data(), got.size());
   const auto payload = pattern(64, 1);
-  asio::wire::FrameHeader h{.tag = 3, .total = 64, .offset = 0, .chunk = 64,
+  asio::wire::FrameHeader h{.tag = 3,
+                            .total = 64,
+                            .offset = 0,
+                            .chunk = 64,
                             .payload_hash = asio::wire::hash64(payload.data(), payload.size())};
   std::string expected_reason;
   auto frame = asio::wire::encode_frame(h);
@@ -424,8 +426,8 @@ TEST(AsioTransport, ConnectTimesOutNamingMissingRanks) {
   auto options = options_for(1, 3);
   options.connect_timeout = 300ms;
   auto t = make_transport(options);
-  std::vector<PeerInfo> peers = {{0, "absent-0", "127.0.0.1:1"}, {1, "me", t->address()},
-                                 {2, "absent-2", "127.0.0.1:1"}};
+  std::vector<PeerInfo> peers = {
+      {0, "absent-0", "127.0.0.1:1"}, {1, "me", t->address()}, {2, "absent-2", "127.0.0.1:1"}};
   try {
     t->connect(peers);
     FAIL() << "expected FabricError";

@@ -12,11 +12,11 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <span>
 #include <vector>
@@ -63,7 +63,8 @@ long long first_mismatch(const std::vector<std::uint8_t>& got, int src, int dst,
 std::vector<int> partners(int rank, int size, std::size_t bytes) {
   std::set<int> out;
   if (bytes <= (std::size_t{1} << 20)) {
-    for (int r = 0; r < size; ++r) if (r != rank) out.insert(r);
+    for (int r = 0; r < size; ++r)
+      if (r != rank) out.insert(r);
   } else if (size > 1) {
     out.insert((rank + 1) % size);
     out.insert((rank + size - 1) % size);
@@ -175,7 +176,8 @@ int run_soak(murmur::fabric::Group& group) {
         std::cerr << "rank " << group.rank() << ": a link failed but no peer was declared lost\n";
         return 1;
       }
-      for (const auto& l : lost) std::cout << "lost peer rank " << l.rank << " (" << l.host << "): " << l.reason << std::endl;
+      for (const auto& l : lost)
+        std::cout << "lost peer rank " << l.rank << " (" << l.host << "): " << l.reason << std::endl;
       return 0;
     }
   }

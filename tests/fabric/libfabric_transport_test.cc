@@ -101,8 +101,8 @@ TEST_P(LibfabricTransportTest, NameAndAddress) {
 
 TEST_P(LibfabricTransportTest, SizesFromZeroTo64MiB) {
   auto group = make(2);
-  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096},
-                            std::size_t{1} << 20, std::size_t{64} << 20}) {
+  for (std::size_t bytes :
+       {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, std::size_t{64} << 20}) {
     exchange(group, 0, 1, 7, bytes);
     exchange(group, 1, 0, 7, bytes);
   }
@@ -111,8 +111,7 @@ TEST_P(LibfabricTransportTest, SizesFromZeroTo64MiB) {
 TEST_P(LibfabricTransportTest, ChunkBoundaries) {
   constexpr std::size_t kChunk = 64 << 10;
   auto group = make(2, kChunk);
-  for (std::size_t bytes : {kChunk - 1, kChunk, kChunk + 1, 3 * kChunk, 3 * kChunk + 7,
-                            std::size_t{1} << 20}) {
+  for (std::size_t bytes : {kChunk - 1, kChunk, kChunk + 1, 3 * kChunk, 3 * kChunk + 7, std::size_t{1} << 20}) {
     exchange(group, 0, 1, 3, bytes);
   }
 }

@@ -33,13 +33,9 @@ const Backend kBackends[] = {
 // So that ctest and gtest name the parameter rather than dump its bytes.
 void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
-std::vector<std::string> backend_args(const Backend& b) {
-  return {"--backend", b.backend, "--provider", b.provider};
-}
+std::vector<std::string> backend_args(const Backend& b) { return {"--backend", b.backend, "--provider", b.provider}; }
 
-bool exited_ok(const std::optional<int>& status) {
-  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
-}
+bool exited_ok(const std::optional<int>& status) { return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0; }
 
 // backend x peers x message size; every byte is checked by the peers.
 class Exchange : public ::testing::TestWithParam<std::tuple<Backend, int, std::size_t>> {};
@@ -60,15 +56,14 @@ TEST_P(Exchange, EveryByteArrives) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Loopback, Exchange,
-    ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::Values(2, 4, 8),
-                       ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20,
-                                         std::size_t{64} << 20)),
-    [](const auto& info) {
-      return std::get<0>(info.param).name + "_" + std::to_string(std::get<1>(info.param)) + "peers_" +
-             std::to_string(std::get<2>(info.param)) + "B";
-    });
+INSTANTIATE_TEST_SUITE_P(Loopback, Exchange,
+                         ::testing::Combine(::testing::ValuesIn(kBackends), ::testing::Values(2, 4, 8),
+                                            ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{4096},
+                                                              std::size_t{1} << 20, std::size_t{64} << 20)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" + std::to_string(std::get<1>(info.param)) +
+                                  "peers_" + std::to_string(std::get<2>(info.param)) + "B";
+                         });
 
 // Four peers exchange with each other until one is hit by `signo`; the
 // other three must name it ("lost peer rank V (") and exit 0 within
@@ -104,7 +99,8 @@ TEST(Join, RankThatCannotOpenItsTransportIsNamedByTheOthers) {
   auto statuses = job.wait_all(60s);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
   for (int r = 0; r < 3; ++r) {
-    ASSERT_TRUE(statuses[r] && WIFEXITED(*statuses[r]) && WEXITSTATUS(*statuses[r]) == 1) << job.describe(r, statuses[r]);
+    ASSERT_TRUE(statuses[r] && WIFEXITED(*statuses[r]) && WEXITSTATUS(*statuses[r]) == 1)
+        << job.describe(r, statuses[r]);
   }
   EXPECT_NE(job.output(1).find("unknown libfabric provider 'no-such-provider'"), std::string::npos) << job.output(1);
   for (int r : {0, 2}) {
@@ -138,8 +134,9 @@ INSTANTIATE_TEST_SUITE_P(Loopback, PeerDeath, ::testing::ValuesIn(kBackends),
 // The shaper over a real backend: 10 MiB over lat=2ms,bw=100mbit takes
 // 10 * 2^20 * 8 / 1e8 s + 2 ms = 0.841 s.
 TEST(ShapedLink, TenMebibytesAtHundredMegabitTakesExpectedTime) {
-  LocalJob job(kPeerProgram, 2, {"--backend", "libfabric", "--provider", "tcp", "--mode", "transfer", "--bytes",
-                   std::to_string(10 << 20), "--profile", "lat=2ms,bw=100mbit"});
+  LocalJob job(kPeerProgram, 2,
+               {"--backend", "libfabric", "--provider", "tcp", "--mode", "transfer", "--bytes",
+                std::to_string(10 << 20), "--profile", "lat=2ms,bw=100mbit"});
   auto statuses = job.wait_all(120s);
   for (int r = 0; r < 2; ++r) ASSERT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
   std::smatch m;

@@ -5,8 +5,8 @@
 #include <atomic>
 #include <memory>
 #include <stdexcept>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "fabric/errors.h"
 
@@ -88,9 +88,8 @@ TEST(Request, RetainKeepsTheOwnerAsLongAsTheRequest) {
 }
 
 TEST(WaitAll, RethrowsFailureAfterWaitingForOthers) {
-  std::vector<RequestPtr> requests = {
-      std::make_shared<Request>(Request::Kind::kSend, 0, 0),
-      std::make_shared<Request>(Request::Kind::kSend, 1, 0)};
+  std::vector<RequestPtr> requests = {std::make_shared<Request>(Request::Kind::kSend, 0, 0),
+                                      std::make_shared<Request>(Request::Kind::kSend, 1, 0)};
   requests[0]->fail(std::make_exception_ptr(PeerError(0, "a", "died")));
   requests[1]->complete(1);
   EXPECT_THROW(wait_all(requests, Clock::now() + 1s), PeerError);

@@ -3,8 +3,9 @@
 // real backends get the same timing test when they are wired in).
 #include <gtest/gtest.h>
 
-#include <cstdint>
+#include <unistd.h>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -12,7 +13,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "fabric/errors.h"
@@ -153,10 +153,10 @@ class LoopbackTransport final : public Transport {
 
   static void deliver(LoopbackHub::Posted& posted, const void* data, std::size_t bytes, int src) {
     if (bytes > posted.capacity) {
-      posted.request->fail(std::make_exception_ptr(PeerError(
-          src, "loopback",
-          "message of " + std::to_string(bytes) + " bytes does not fit a receive of " +
-              std::to_string(posted.capacity) + " bytes")));
+      posted.request->fail(std::make_exception_ptr(PeerError(src, "loopback",
+                                                             "message of " + std::to_string(bytes) +
+                                                                 " bytes does not fit a receive of " +
+                                                                 std::to_string(posted.capacity) + " bytes")));
       return;
     }
     if (bytes > 0) std::memcpy(posted.data, data, bytes);
@@ -273,8 +273,7 @@ TEST(LinkProfile, ErrorsNameTheSpecAndWhatIsWrong) {
             "link profile 'lat=-1ms': lat=-1ms: negative value '-1ms'");
   EXPECT_EQ(error_of([] { parse_link_profile("lat=1ms,lat=2ms"); }),
             "link profile 'lat=1ms,lat=2ms': lat=2ms: 'lat' given twice");
-  EXPECT_EQ(error_of([] { parse_link_profile("lat=1ms,,bw=1gbit"); }),
-            "link profile 'lat=1ms,,bw=1gbit': empty item");
+  EXPECT_EQ(error_of([] { parse_link_profile("lat=1ms,,bw=1gbit"); }), "link profile 'lat=1ms,,bw=1gbit': empty item");
   EXPECT_EQ(error_of([] { parse_link_profile("lat=1ms,wan"); }),
             "link profile 'lat=1ms,wan': a named profile ('wan') may only come first, before key=value items");
   EXPECT_EQ(error_of([] { parse_link_profile("  "); }),
@@ -343,8 +342,7 @@ TEST(ShaperConfig, MalformedFilesAreRefusedWithPathAndLine) {
   EXPECT_EQ(parse("edge 0 x wan\n"), "net.txt:1: bad rank 'x' (expected a non-negative integer)");
   EXPECT_EQ(parse("edge -1 2 wan\n"), "net.txt:1: bad rank '-1' (expected a non-negative integer)");
   EXPECT_EQ(parse("edge 1->z wan\n"), "net.txt:1: bad rank 'z' (expected a non-negative integer)");
-  EXPECT_EQ(parse("edge 3 3 wan\n"),
-            "net.txt:1: edge 3 3 joins a rank to itself (sends to self are never shaped)");
+  EXPECT_EQ(parse("edge 3 3 wan\n"), "net.txt:1: edge 3 3 joins a rank to itself (sends to self are never shaped)");
   EXPECT_EQ(parse("edge 1\n"), "net.txt:1: 'edge' needs two ranks and a profile");
   EXPECT_EQ(parse("edge 1 2\n"), "net.txt:1: 'edge' needs a profile");
   EXPECT_EQ(parse("\nat 30x edge 0 1 wan\n"),
@@ -371,7 +369,8 @@ TEST(ShaperConfig, LoadFromFile) {
   EXPECT_EQ(error_of([&] { load_shaper_config(bad); }),
             bad.string() + ":3: bad rank 'one' (expected a non-negative integer)");
   const auto missing = dir / "murmur-shaper-does-not-exist.txt";
-  EXPECT_EQ(error_of([&] { load_shaper_config(missing); }), missing.string() + ": cannot read shaper file: No such file or directory");
+  EXPECT_EQ(error_of([&] { load_shaper_config(missing); }),
+            missing.string() + ": cannot read shaper file: No such file or directory");
   std::filesystem::remove(good);
   std::filesystem::remove(bad);
 }

@@ -344,7 +344,7 @@ TEST(InProcess, BeforeRoundHookSeesThePreviousRoundAndRetunesTheNext) {
   }
   for (auto& f : fs) {
     const auto rounds = f.get();
-    ASSERT_EQ(rounds.size(), 5u);  // four rounds, then finish
+    ASSERT_EQ(rounds.size(), 5u);    // four rounds, then finish
     EXPECT_TRUE(rounds[0].empty());  // before round 1: nothing sent yet
     for (std::size_t k = 1; k < 5; ++k) ASSERT_EQ(rounds[k].size(), 1u) << "after round " << k;
     EXPECT_GT(rounds[1][0], 10000 * 4);  // round 1: dense
@@ -516,10 +516,13 @@ TEST(InProcess, DeadPeerSurfacesFromStepNamingIt) {
   o.timeout_s = 2;  // rank 1 never takes part: a stall
   auto a = gossip::make_algorithm("dpsgd", o, *c.comms[0], topo.get());
   std::vector<float> x(8, 1.0f);
-  expect_stall_of_rank1(*a, [&] {
-    for (int t = 0; t < 3; ++t) a->step(x);
-    a->flush(x);
-  }, 10s);
+  expect_stall_of_rank1(
+      *a,
+      [&] {
+        for (int t = 0; t < 3; ++t) a->step(x);
+        a->flush(x);
+      },
+      10s);
 }
 
 // The same stall with receipts on (two-stage wait): it surfaces within
@@ -534,7 +537,8 @@ TEST(InProcess, DeadPeerWithReceiptsSurfacesWithinOneTimeout) {
   o.receipts = true;
   auto a = gossip::make_algorithm("dpsgd", o, *c.comms[0], topo.get());
   std::vector<float> x(8, 1.0f);
-  expect_stall_of_rank1(*a, [&] { a->step(x); }, 3s);
+  expect_stall_of_rank1(
+      *a, [&] { a->step(x); }, 3s);
   EXPECT_TRUE(a->take_transfer_samples().empty());
 }
 

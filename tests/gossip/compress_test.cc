@@ -28,8 +28,7 @@ struct RoundTrip {
   std::vector<float> out;
 };
 
-RoundTrip round_trip(mg::Compressor& tx, mg::Compressor& rx, std::span<const float> x,
-                     const mg::EncodeParams& p = {}) {
+RoundTrip round_trip(mg::Compressor& tx, mg::Compressor& rx, std::span<const float> x, const mg::EncodeParams& p = {}) {
   RoundTrip r;
   r.msg.resize(tx.max_encoded_bytes(x.size(), p));
   const std::size_t bytes = tx.encode(x, r.msg, p);
@@ -40,7 +39,7 @@ RoundTrip round_trip(mg::Compressor& tx, mg::Compressor& rx, std::span<const flo
   return r;
 }
 
-const char* kSpecs[] = {"identity", "fp16", "bf16", "qsgd:16", "qsgd:1", "sign",
+const char* kSpecs[] = {"identity",  "fp16",     "bf16",   "qsgd:16",   "qsgd:1",    "sign",
                         "topk:0.01", "topk:0.5", "topk:1", "randk:0.1", "powersgd:2"};
 
 class EveryCompressor : public ::testing::TestWithParam<std::tuple<const char*, std::size_t>> {};
@@ -97,7 +96,8 @@ TEST(Compressors, ExactValues) {
   auto h = mg::make_compressor("fp16", mg::Feedback::kNone);
   r = round_trip(*h, *h, x);
   EXPECT_EQ(r.msg.size(), 8 + 2 * x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_LE(std::fabs(r.out[i] - x[i]), std::fabs(x[i]) * 0x1p-11f + 0x1p-25f);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_LE(std::fabs(r.out[i] - x[i]), std::fabs(x[i]) * 0x1p-11f + 0x1p-25f);
 
   auto b = mg::make_compressor("bf16", mg::Feedback::kNone);
   r = round_trip(*b, *b, x);
@@ -171,7 +171,8 @@ TEST(Compressors, TopKKeepsTheLargestAndPicksSmallerIndexCoding) {
 
 TEST(Compressors, TopKRejectsBadIndices) {
   std::vector<float> x(100, 0.0f);
-  x[10] = 5; x[20] = -3;
+  x[10] = 5;
+  x[20] = -3;
   auto t = mg::make_compressor("topk:0.02", mg::Feedback::kNone);
   auto r = round_trip(*t, *t, x);
   ASSERT_EQ(static_cast<unsigned>(r.msg[1]), 0u);  // varint: indices 10, then gap 9
@@ -245,7 +246,10 @@ TEST(Compressors, PowerSgdRecoversLowRank) {
   auto r = round_trip(*tx, *rx, m, p);
   EXPECT_EQ(r.msg.size(), 8 + 12 + 4 * rank * (rows + cols));
   double num = 0, den = 0;
-  for (std::size_t i = 0; i < m.size(); ++i) { num += (r.out[i] - m[i]) * (r.out[i] - m[i]); den += m[i] * m[i]; }
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    num += (r.out[i] - m[i]) * (r.out[i] - m[i]);
+    den += m[i] * m[i];
+  }
   EXPECT_LT(std::sqrt(num / den), 1e-4);
   mg::EncodeParams bad;
   bad.rows = 7;
@@ -270,7 +274,10 @@ TEST_P(Feedback, CarriesTheResidual) {
     const auto x = randn(n, 100 + step);
     const std::size_t bytes = c->encode(x, msg);
     rx->decode(std::span(msg).first(bytes), out);
-    for (std::size_t i = 0; i < n; ++i) { sum_in[i] += x[i]; sum_out[i] += out[i]; }
+    for (std::size_t i = 0; i < n; ++i) {
+      sum_in[i] += x[i];
+      sum_out[i] += out[i];
+    }
   }
   const auto e = ef->residual();
   ASSERT_EQ(e.size(), n);
@@ -286,8 +293,8 @@ TEST(Factory, ParsesAndRejectsSpecs) {
   EXPECT_EQ(mg::make_compressor("topk:0.01", mg::Feedback::kNone)->name(), "topk:0.01");
   EXPECT_EQ(mg::make_compressor("powersgd:4", mg::Feedback::kNone)->name(), "powersgd:4");
   EXPECT_FALSE(mg::make_compressor("identity")->biased());
-  for (const char* bad : {"", "topk", "topk:", "topk:0", "topk:1.5", "topk:abc", "qsgd:0", "qsgd:128",
-                          "powersgd:0", "sign:3", "zip", "qsgd:4x"}) {
+  for (const char* bad : {"", "topk", "topk:", "topk:0", "topk:1.5", "topk:abc", "qsgd:0", "qsgd:128", "powersgd:0",
+                          "sign:3", "zip", "qsgd:4x"}) {
     try {
       mg::make_compressor(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";

@@ -100,8 +100,8 @@ TEST(MurmurTopo, UsageErrorsExitTwo) {
   }
   const Result help = run("--help");
   EXPECT_EQ(help.status, 0);
-  for (const char* flag : {"--nodes", "--probability", "--degree", "--seed", "--rows", "--cols",
-                           "--round", "--dot", "--json"}) {
+  for (const char* flag :
+       {"--nodes", "--probability", "--degree", "--seed", "--rows", "--cols", "--round", "--dot", "--json"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
 }

@@ -15,7 +15,7 @@
 namespace murmur::gossip::schedule {
 namespace {
 
-constexpr double k10Gbit = 10e9 / 8;   // bytes per second
+constexpr double k10Gbit = 10e9 / 8;  // bytes per second
 constexpr double k100Mbit = 100e6 / 8;
 
 // A link with a true latency and bandwidth, and +-noise relative jitter.
@@ -203,10 +203,10 @@ TEST(LinkEstimator, SlowerSuspectIsReportedAtOnceAndDroppedAsNoise) {
   double now = 0;
   for (int i = 0; i < 16; ++i) est.observe(4e6, link.seconds(4e6), now += 0.01);
   EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
-  est.observe(4e6, slow.seconds(4e6), now += 0.01);  // one transfer at 100 Mbit/s
-  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.01 * k10Gbit);          // the fit waits...
+  est.observe(4e6, slow.seconds(4e6), now += 0.01);                              // one transfer at 100 Mbit/s
+  EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 0.01 * k10Gbit);            // the fit waits...
   EXPECT_NEAR(est.estimate().suspect_bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);  // ...the suspect shows now
-  est.observe(4e6, link.seconds(4e6), now += 0.01);  // it was a stall
+  est.observe(4e6, link.seconds(4e6), now += 0.01);                              // it was a stall
   EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
   EXPECT_EQ(est.estimate().changes, 0u);
 }
@@ -233,8 +233,7 @@ TEST(LinkEstimator, AReceiverLateByFiftyMillisecondsIsNotASlowLink) {
   LinkEstimator est;
   double now = 0;
   for (int i = 0; i < 16; ++i) est.observe(4e6, link.seconds(4e6), now += 0.01);
-  for (int i = 0; i < 5; ++i)
-    est.observe_with_receipt(4e6, 0.05 + link.seconds(4e6), link.seconds(4e6), now += 0.06);
+  for (int i = 0; i < 5; ++i) est.observe_with_receipt(4e6, 0.05 + link.seconds(4e6), link.seconds(4e6), now += 0.06);
   EXPECT_EQ(est.estimate().suspect_bandwidth_Bps, 0);
   EXPECT_EQ(est.estimate().changes, 0u);
   EXPECT_EQ(est.estimate().late_receiver, 5u);
@@ -258,8 +257,7 @@ TEST(LinkEstimator, ALateReceiverOnADroppedLinkStillShowsTheDrop) {
   for (int i = 0; i < 16; ++i) est.observe(4e6, fast.seconds(4e6), now += 0.01);
   est.observe_with_receipt(4e6, 0.2 + slow.seconds(4e6), slow.seconds(4e6), now += 0.5);
   EXPECT_NEAR(est.estimate().suspect_bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);
-  for (int i = 0; i < 2; ++i)
-    est.observe_with_receipt(4e6, 0.2 + slow.seconds(4e6), slow.seconds(4e6), now += 0.5);
+  for (int i = 0; i < 2; ++i) est.observe_with_receipt(4e6, 0.2 + slow.seconds(4e6), slow.seconds(4e6), now += 0.5);
   EXPECT_EQ(est.estimate().changes, 1u);
   EXPECT_EQ(est.estimate().late_receiver, 0u);
   EXPECT_NEAR(est.estimate().bandwidth_Bps, k100Mbit, 0.01 * k100Mbit);

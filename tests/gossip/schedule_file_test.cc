@@ -172,7 +172,8 @@ TEST(ScheduleFlag, MalformedFlagsNameTheFlagAndItem) {
       {"adaptive:max_period", "schedule 'adaptive:max_period': 'max_period': expected key=value"},
       {"adaptive:max_period=x", "schedule 'adaptive:max_period=x': max_period = 'x': not a number"},
       {"adaptive:window=4,window=5", "schedule 'adaptive:window=4,window=5': window given twice (first at 'window=4')"},
-      {"adaptive:min_ratio=0.5,max_ratio=0.2", "schedule 'adaptive:min_ratio=0.5,max_ratio=0.2': min_ratio 0.5 > max_ratio 0.2"},
+      {"adaptive:min_ratio=0.5,max_ratio=0.2",
+       "schedule 'adaptive:min_ratio=0.5,max_ratio=0.2': min_ratio 0.5 > max_ratio 0.2"},
   };
   for (const auto& c : cases) EXPECT_EQ(flag_error_of(c.spec), c.error) << c.spec;
 }

@@ -122,7 +122,8 @@ TEST(ScheduleScenario, RatioFollowsALinkThatDropsAndRecovers) {
     // Dense on the fast link once measured.
     for (int round = 2; round < kDropRound; ++round) EXPECT_EQ(t.ratio[round].at(a).at(b), 1.0);
     const int dropped = first_round(t, a, b, kDropRound, [](double r) { return r < 1.0; });
-    testing::Test::RecordProperty("rounds_to_follow_drop_" + std::to_string(a) + std::to_string(b), dropped - kDropRound);
+    testing::Test::RecordProperty("rounds_to_follow_drop_" + std::to_string(a) + std::to_string(b),
+                                  dropped - kDropRound);
     EXPECT_LE(dropped - kDropRound, 20);
     // What the estimator promises: change_run (3) transfers, then the next decision.
     EXPECT_LE(dropped - kDropRound, 4);

@@ -31,11 +31,11 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
-#define EXPECT_REFUSED(text, where, words)                                   \
-  do {                                                                      \
-    const std::string msg = error_of(text);                                 \
-    EXPECT_EQ(msg.rfind(where, 0), 0u) << "message: " << msg;               \
-    EXPECT_NE(msg.find(words), std::string::npos) << "message: " << msg;    \
+#define EXPECT_REFUSED(text, where, words)                               \
+  do {                                                                   \
+    const std::string msg = error_of(text);                              \
+    EXPECT_EQ(msg.rfind(where, 0), 0u) << "message: " << msg;            \
+    EXPECT_NE(msg.find(words), std::string::npos) << "message: " << msg; \
   } while (0)
 
 TEST(TopoFile, Minimal) {
@@ -81,23 +81,20 @@ TEST(TopoFile, Errors) {
   EXPECT_REFUSED("# empty\n", "t.topo:1: ", "no 'nodes N' line");
   EXPECT_REFUSED(head + "0 1 0.5\n1 2\n2 3 0.5\n", "t.topo:4: ", "give every edge a weight or none");
   // Rows must sum to 1: node 1 gives 0.5 + 0.4 and keeps 0.2.
-  EXPECT_REFUSED(head + "0 1 0.5\n1 2 0.4\n2 3 0.5\nself 1 0.2\n", "t.topo:6: ",
-                 "weights of node 1 (self included) sum to 1.1");
+  EXPECT_REFUSED(head + "0 1 0.5\n1 2 0.4\n2 3 0.5\nself 1 0.2\n",
+                 "t.topo:6: ", "weights of node 1 (self included) sum to 1.1");
   // Without a self weight, only sums above 1 are wrong (node 1: 0.6 + 0.6).
   EXPECT_REFUSED(head + "0 1 0.6\n1 2 0.6\n2 3 0.1\n", "t.topo:4: ", "sum to 1.2");
   // Within 1e-9 is fine.
   EXPECT_EQ(error_of("nodes 2\nundirected\n0 1 0.5\nself 0 0.5000000001\nself 1 0.5\n"), "");
   // Directed graphs are checked by column (what a node sends) and strong connectivity.
-  EXPECT_REFUSED("nodes 2\ndirected\n0 1 0.5\n1 0 0.5\nself 1 0.7\n", "t.topo:5: ",
-                 "the weights node 1 sends");
+  EXPECT_REFUSED("nodes 2\ndirected\n0 1 0.5\n1 0 0.5\nself 1 0.7\n", "t.topo:5: ", "the weights node 1 sends");
   EXPECT_REFUSED("nodes 3\ndirected\n0 1\n1 2\n", "t.topo:1: ", "not strongly connected");
   // In a directed file 0 1 and 1 0 are different edges.
   EXPECT_EQ(error_of("nodes 2\ndirected\n0 1\n1 0\n"), "");
 }
 
-TEST(TopoFile, MissingFile) {
-  EXPECT_THROW(read_topology_file("/nonexistent/x.topo"), TopologyError);
-}
+TEST(TopoFile, MissingFile) { EXPECT_THROW(read_topology_file("/nonexistent/x.topo"), TopologyError); }
 
 // Callers that handle any text format's error catch ParseError and get the
 // place apart from the reason.
@@ -123,7 +120,8 @@ TEST(TopoFile, ShippedFiles) {
   const std::string dir = MURMUR_SOURCE_DIR "/topologies/";
   const Graph ring8 = read_topology_file(dir + "ring-8.topo");
   EXPECT_EQ(diameter(ring8), 4);
-  EXPECT_NEAR(spectral_gap(mixing_matrix(ring8)), 1.0 - (1.0 / 3 + 2.0 / 3 * std::cos(3.14159265358979323846 / 4)), 1e-9);
+  EXPECT_NEAR(spectral_gap(mixing_matrix(ring8)), 1.0 - (1.0 / 3 + 2.0 / 3 * std::cos(3.14159265358979323846 / 4)),
+              1e-9);
   const Graph cluster = read_topology_file(dir + "cluster-2x4.topo");
   EXPECT_EQ(cluster.size(), 8);
   EXPECT_TRUE(cluster.weighted());
@@ -137,7 +135,6 @@ TEST(TopoFile, ShippedFiles) {
   EXPECT_TRUE(directed.directed());
   EXPECT_LT(column_stochastic_error(mixing_matrix(directed)), 1e-12);
 }
-
 
 // A topology read from a file is named after it, and a file name may hold
 // anything but '/' and NUL: murmur-topo --json must still print JSON that a

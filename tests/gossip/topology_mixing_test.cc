@@ -51,8 +51,8 @@ std::vector<double> circulant_eigenvalues(const Matrix& w) {
 }
 
 TEST(Mixing, MetropolisHastingsOnEveryGenerator) {
-  for (const Graph& g : {ring(9), exponential(16), exponential(13), torus(3, 5), hypercube(32),
-                         star(7), complete(6), erdos_renyi(40, 0.15, 3), random_regular(30, 5, 2)}) {
+  for (const Graph& g : {ring(9), exponential(16), exponential(13), torus(3, 5), hypercube(32), star(7), complete(6),
+                         erdos_renyi(40, 0.15, 3), random_regular(30, 5, 2)}) {
     const Matrix w = metropolis_hastings(g);
     expect_doubly_stochastic_symmetric(w);
     for (int i = 0; i < g.size(); ++i) {

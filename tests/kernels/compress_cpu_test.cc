@@ -23,12 +23,24 @@ namespace {
 
 TEST(Fp16, RoundTripWithinHalfUlp) {
   auto x = randn(10007, 1, 3.0f);
-  x[0] = 0.0f; x[1] = -0.0f; x[2] = 65504.0f; x[3] = 1e6f; x[4] = 1e-8f; x[5] = -6.1e-5f;
+  x[0] = 0.0f;
+  x[1] = -0.0f;
+  x[2] = 65504.0f;
+  x[3] = 1e6f;
+  x[4] = 1e-8f;
+  x[5] = -6.1e-5f;
   std::vector<std::uint16_t> h(x.size());
   std::vector<float> y(x.size());
-  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::f32_to_f16(s, b, x.data(), h.data(), x.size()); }), Status::kOk);
-  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::f16_to_f32(s, b, h.data(), y.data(), x.size()); }), Status::kOk);
-  EXPECT_EQ(h[0], 0x0000); EXPECT_EQ(h[1], 0x8000); EXPECT_EQ(h[2], 0x7bff); EXPECT_EQ(h[3], 0x7c00);
+  ASSERT_EQ(
+      run_host_scratch([&](void* s, std::size_t& b) { return cpu::f32_to_f16(s, b, x.data(), h.data(), x.size()); }),
+      Status::kOk);
+  ASSERT_EQ(
+      run_host_scratch([&](void* s, std::size_t& b) { return cpu::f16_to_f32(s, b, h.data(), y.data(), x.size()); }),
+      Status::kOk);
+  EXPECT_EQ(h[0], 0x0000);
+  EXPECT_EQ(h[1], 0x8000);
+  EXPECT_EQ(h[2], 0x7bff);
+  EXPECT_EQ(h[3], 0x7c00);
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (std::fabs(x[i]) > 65504.0f) continue;
     // relative error 2^-11 for normals, absolute 2^-25 in the subnormal range
@@ -41,7 +53,8 @@ TEST(Fp16, PortableBodyMatchesDispatched) {
   // f32_to_f16 may use F16C; the portable body must give the same bits.
   auto x = randn(4099, 9, 1000.0f);
   for (std::size_t i = 0; i < 64; ++i) x[i] = std::ldexp(1.0f + i / 64.0f, -30 + int(i));  // subnormal..overflow
-  x[64] = std::nanf(""); x[65] = -INFINITY;
+  x[64] = std::nanf("");
+  x[65] = -INFINITY;
   std::vector<std::uint16_t> a(x.size()), b(x.size());
   std::size_t bytes = 0;
   ASSERT_EQ(cpu::f32_to_f16(a.data(), bytes, x.data(), a.data(), x.size()), Status::kOk);
@@ -80,8 +93,7 @@ TEST(Bf16, RoundTripAndTies) {
   std::size_t b = 0;
   ASSERT_EQ(cpu::f32_to_bf16(h.data(), b, x.data(), h.data(), x.size()), Status::kOk);
   ASSERT_EQ(cpu::bf16_to_f32(h.data(), b, h.data(), y.data(), x.size()), Status::kOk);
-  for (std::size_t i = 0; i < x.size(); ++i)
-    EXPECT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i]) * 0x1p-8f) << i;
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i]) * 0x1p-8f) << i;
   const float t[3] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, std::nanf("")};
   std::uint16_t o[3];
   ASSERT_EQ(cpu::f32_to_bf16(o, b, t, o, 3), Status::kOk);
@@ -90,7 +102,10 @@ TEST(Bf16, RoundTripAndTies) {
   EXPECT_TRUE(std::isnan(std::bit_cast<float>(std::uint32_t(o[2]) << 16)));
 }
 
-struct QsgdCase { unsigned s; std::size_t n; };
+struct QsgdCase {
+  unsigned s;
+  std::size_t n;
+};
 class Qsgd : public ::testing::TestWithParam<QsgdCase> {};
 
 TEST_P(Qsgd, LevelsBoundedAndUnbiased) {
@@ -103,9 +118,15 @@ TEST_P(Qsgd, LevelsBoundedAndUnbiased) {
   const int draws = 400;
   for (int d = 0; d < draws; ++d) {
     float norm = 0;
-    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_encode(sc, b, x.data(), n, s, 1000 + d, &norm, packed.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) {
+                return cpu::qsgd_encode(sc, b, x.data(), n, s, 1000 + d, &norm, packed.data());
+              }),
+              Status::kOk);
     EXPECT_NEAR(norm, norm2, 1e-5 * norm2);
-    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_decode(sc, b, packed.data(), n, s, norm, y.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) {
+                return cpu::qsgd_decode(sc, b, packed.data(), n, s, norm, y.data());
+              }),
+              Status::kOk);
     const float step = norm / s;
     for (std::size_t i = 0; i < n; ++i) {
       // one of the two levels around |x_i|, with x_i's sign (or zero)
@@ -125,8 +146,8 @@ TEST_P(Qsgd, LevelsBoundedAndUnbiased) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, Qsgd,
-                         ::testing::Values(QsgdCase{1, 64}, QsgdCase{4, 1001}, QsgdCase{16, 257},
-                                           QsgdCase{127, 100}, QsgdCase{3, 4099}));
+                         ::testing::Values(QsgdCase{1, 64}, QsgdCase{4, 1001}, QsgdCase{16, 257}, QsgdCase{127, 100},
+                                           QsgdCase{3, 4099}));
 
 TEST(Qsgd, WireSizeAndMalformed) {
   EXPECT_EQ(mk::qsgd_bits(1), 2u);
@@ -158,7 +179,8 @@ std::vector<std::uint8_t> qsgd_reference(const std::vector<float>& x, unsigned s
   const unsigned bits = mk::qsgd_bits(s);
   std::vector<std::uint8_t> packed(mk::packed_bytes(n, bits), 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const unsigned level = inv > 0 ? mk::qsgd_level(std::fabs(x[i]), inv, mk::qsgd_draw16(key, std::uint32_t(i)), s) : 0;
+    const unsigned level =
+        inv > 0 ? mk::qsgd_level(std::fabs(x[i]), inv, mk::qsgd_draw16(key, std::uint32_t(i)), s) : 0;
     const unsigned code = level | (std::signbit(x[i]) ? 1u << (bits - 1) : 0u);
     for (unsigned b = 0; b < bits; ++b)
       if (code >> b & 1) packed[(i * bits + b) / 8] |= static_cast<std::uint8_t>(1u << ((i * bits + b) % 8));
@@ -176,7 +198,10 @@ std::vector<float> qsgd_input(std::size_t n, unsigned variant) {
   if (variant == 1 && n > 0) x[n / 3] = 1e4f;
   if (variant == 2)
     for (std::size_t i = 0; i < n; i += 5) x[i] = i % 2 ? 0.0f : -0.0f;
-  if (variant == 2 && n > 4) { x[1] = 1e-40f; x[3] = -1e-44f; }
+  if (variant == 2 && n > 4) {
+    x[1] = 1e-40f;
+    x[3] = -1e-44f;
+  }
   if (variant == 4) {
     std::fill(x.begin(), x.end(), 0.0f);
     if (n > 0) x[n / 2] = -4.4e-23f;  // x^2 = 1.38 subnormal units, rounded to 1
@@ -202,20 +227,27 @@ TEST(Qsgd, EveryBodyFollowsTheRule) {
             if (!cpu::detail::qsgd_body_supported(body)) continue;
             std::vector<std::uint8_t> packed(ref.size() + 64, 0xa5);  // 64 guard bytes
             float norm = -1;
-            ASSERT_EQ(cpu::detail::qsgd_encode_with(body, store, x.data(), n, s, 5 + n, &norm, packed.data()), Status::kOk);
+            ASSERT_EQ(cpu::detail::qsgd_encode_with(body, store, x.data(), n, s, 5 + n, &norm, packed.data()),
+                      Status::kOk);
             const auto where = ::testing::Message() << "n=" << n << " s=" << s << " variant=" << variant
                                                     << " body=" << int(body) << " store=" << store;
             ASSERT_EQ(std::bit_cast<std::uint32_t>(norm), std::bit_cast<std::uint32_t>(ref_norm)) << where;
             ASSERT_TRUE(std::equal(ref.begin(), ref.end(), packed.begin())) << where;
-            ASSERT_TRUE(std::all_of(packed.begin() + ref.size(), packed.end(), [](std::uint8_t b) { return b == 0xa5; })) << where;
+            ASSERT_TRUE(std::all_of(packed.begin() + ref.size(), packed.end(), [](std::uint8_t b) {
+              return b == 0xa5;
+            })) << where;
           }
         // The public call (this CPU's fastest body, its scratch) gives the same.
         std::vector<std::uint8_t> packed(ref.size());
         float norm = 0;
-        ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_encode(sc, b, x.data(), n, s, 5 + n, &norm, packed.data()); }), Status::kOk);
+        ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) {
+                    return cpu::qsgd_encode(sc, b, x.data(), n, s, 5 + n, &norm, packed.data());
+                  }),
+                  Status::kOk);
         ASSERT_EQ(packed, ref) << "n=" << n << " s=" << s << " variant=" << variant;
       }
-  if (vector_bodies == 0) GTEST_SKIP() << "only the scalar body runs on this CPU (no AVX2+FMA): checked against the rule alone";
+  if (vector_bodies == 0)
+    GTEST_SKIP() << "only the scalar body runs on this CPU (no AVX2+FMA): checked against the rule alone";
 }
 
 TEST(Qsgd, NonFiniteOrZeroNormGivesZeroLevels) {
@@ -234,7 +266,10 @@ TEST(Qsgd, NonFiniteOrZeroNormGivesZeroLevels) {
           float norm = 0;
           ASSERT_EQ(cpu::detail::qsgd_encode_with(body, store, x.data(), n, 16, 3, &norm, packed.data()), Status::kOk);
           // Decode with norm 1: every level 0, so every value is +-0 with x's sign.
-          ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_decode(sc, b, packed.data(), n, 16, 1.0f, y.data()); }), Status::kOk);
+          ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) {
+                      return cpu::qsgd_decode(sc, b, packed.data(), n, 16, 1.0f, y.data());
+                    }),
+                    Status::kOk);
           for (std::size_t i = 0; i < n; ++i) {
             EXPECT_EQ(y[i], 0.0f) << "special=" << special << " n=" << n << " i=" << i;
             EXPECT_EQ(std::signbit(y[i]), std::signbit(x[i])) << "special=" << special << " n=" << n << " i=" << i;
@@ -254,8 +289,14 @@ TEST(Qsgd, MeanLevelIsTheScaledMagnitude) {
   std::vector<float> y(n);
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     float norm = 0;
-    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_encode(sc, b, x.data(), n, 127, seed, &norm, packed.data()); }), Status::kOk);
-    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) { return cpu::qsgd_decode(sc, b, packed.data(), n, 127, 127.0f, y.data()); }), Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) {
+                return cpu::qsgd_encode(sc, b, x.data(), n, 127, seed, &norm, packed.data());
+              }),
+              Status::kOk);
+    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& b) {
+                return cpu::qsgd_decode(sc, b, packed.data(), n, 127, 127.0f, y.data());
+              }),
+              Status::kOk);
     double mean = 0;
     for (std::size_t i = 0; i < n; ++i) {
       ASSERT_TRUE(std::fabs(y[i]) == 1.0f || std::fabs(y[i]) == 2.0f) << i << ": " << y[i];
@@ -276,7 +317,8 @@ TEST(Qsgd, ScratchQueryIsEnforced) {
   if (asked == 0) GTEST_SKIP() << "this CPU's body asks for no scratch";
   std::vector<std::byte> scratch(asked);
   std::size_t fewer = asked - 1;
-  EXPECT_EQ(cpu::qsgd_encode(scratch.data(), fewer, x.data(), x.size(), 16, 1, &norm, packed.data()), Status::kScratchTooSmall);
+  EXPECT_EQ(cpu::qsgd_encode(scratch.data(), fewer, x.data(), x.size(), 16, 1, &norm, packed.data()),
+            Status::kScratchTooSmall);
 }
 
 TEST(Sign, ScaleAndSigns) {
@@ -307,7 +349,10 @@ TEST_P(TopK, KeepsExactlyTheKLargest) {
   }
   std::vector<std::uint32_t> idx(k);
   std::vector<float> vals(k);
-  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::topk_select(s, b, x.data(), n, k, 9, idx.data(), vals.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) {
+              return cpu::topk_select(s, b, x.data(), n, k, 9, idx.data(), vals.data());
+            }),
+            Status::kOk);
   std::vector<float> mags(n);
   for (std::size_t i = 0; i < n; ++i) mags[i] = std::fabs(x[i]);
   std::sort(mags.begin(), mags.end(), std::greater<>());
@@ -331,11 +376,15 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TopK,
 TEST(TopK, AdversarialSampleFallsBack) {
   // All equal but a few: any threshold from the sample is the common value.
   std::vector<float> x(50000, 1.0f);
-  x[123] = 5.0f; x[40000] = -7.0f;
+  x[123] = 5.0f;
+  x[40000] = -7.0f;
   const std::size_t k = 10;
   std::vector<std::uint32_t> idx(k);
   std::vector<float> vals(k);
-  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) { return cpu::topk_select(s, b, x.data(), x.size(), k, 1, idx.data(), vals.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& b) {
+              return cpu::topk_select(s, b, x.data(), x.size(), k, 1, idx.data(), vals.data());
+            }),
+            Status::kOk);
   EXPECT_EQ(idx[0], 0u);
   EXPECT_TRUE(std::find(idx.begin(), idx.end(), 123u) != idx.end());
   EXPECT_TRUE(std::find(idx.begin(), idx.end(), 40000u) != idx.end());
@@ -344,9 +393,12 @@ TEST(TopK, AdversarialSampleFallsBack) {
 TEST(RandK, CountDistinctSortedSeeded) {
   const std::size_t n = 10000, k = 137;
   std::vector<std::uint32_t> a(k), b(k), c(k);
-  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, a.data()); }), Status::kOk);
-  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, b.data()); }), Status::kOk);
-  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 43, c.data()); }), Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, a.data()); }),
+            Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 42, b.data()); }),
+            Status::kOk);
+  ASSERT_EQ(run_host_scratch([&](void* s, std::size_t& by) { return cpu::randk_indices(s, by, n, k, 43, c.data()); }),
+            Status::kOk);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   for (std::size_t j = 1; j < k; ++j) EXPECT_LT(a[j - 1], a[j]);
@@ -355,7 +407,9 @@ TEST(RandK, CountDistinctSortedSeeded) {
   std::vector<int> hits(100, 0);
   std::vector<std::uint32_t> s(10);
   for (int t = 0; t < 5000; ++t) {
-    ASSERT_EQ(run_host_scratch([&](void* sc, std::size_t& by) { return cpu::randk_indices(sc, by, 100, 10, t, s.data()); }), Status::kOk);
+    ASSERT_EQ(
+        run_host_scratch([&](void* sc, std::size_t& by) { return cpu::randk_indices(sc, by, 100, 10, t, s.data()); }),
+        Status::kOk);
     for (auto i : s) ++hits[i];
   }
   for (int h : hits) EXPECT_NEAR(h, 500, 100);
@@ -373,8 +427,10 @@ TEST(IndexCoding, VarintAndBitmapRoundTrip) {
   EXPECT_EQ(back, idx);
   EXPECT_EQ(used, buf.size());
   // truncated, index out of range, over-long varint
-  EXPECT_EQ(cpu::delta_varint_decode(buf.data(), buf.size() - 1, idx.size(), n, back.data(), &used), Status::kMalformed);
-  EXPECT_EQ(cpu::delta_varint_decode(buf.data(), buf.size(), idx.size(), 20001, back.data(), &used), Status::kMalformed);
+  EXPECT_EQ(cpu::delta_varint_decode(buf.data(), buf.size() - 1, idx.size(), n, back.data(), &used),
+            Status::kMalformed);
+  EXPECT_EQ(cpu::delta_varint_decode(buf.data(), buf.size(), idx.size(), 20001, back.data(), &used),
+            Status::kMalformed);
   const std::uint8_t longv[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
   EXPECT_EQ(cpu::delta_varint_decode(longv, 6, 1, n, back.data(), &used), Status::kMalformed);
 
@@ -410,7 +466,10 @@ TEST(PowerSgd, RecoversExactlyLowRank) {
   ASSERT_EQ(cpu::powersgd_factor(p.data(), b, m.data(), rows, cols, r, p.data(), q.data()), Status::kOk);
   ASSERT_EQ(cpu::powersgd_expand(p.data(), b, p.data(), q.data(), rows, cols, r, out.data()), Status::kOk);
   double num = 0, den = 0;
-  for (std::size_t i = 0; i < m.size(); ++i) { num += (out[i] - m[i]) * (out[i] - m[i]); den += m[i] * m[i]; }
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    num += (out[i] - m[i]) * (out[i] - m[i]);
+    den += m[i] * m[i];
+  }
   EXPECT_LT(std::sqrt(num / den), 1e-4);
   // p has orthonormal columns
   for (std::size_t c = 0; c < r; ++c)

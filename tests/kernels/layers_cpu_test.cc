@@ -28,17 +28,15 @@ TEST(LayersCpu, BiasAddAndGrad) {
   const std::size_t rows = 37, cols = 19;
   auto y = randn(rows * cols, 1), bias = randn(cols, 2);
   const auto y0 = y;
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
-              return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols);
-            }),
+  ASSERT_EQ(run_no_scratch(
+                [&](void* s, std::size_t& b) { return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols); }),
             Status::kOk);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < cols; ++c) EXPECT_FLOAT_EQ(y[r * cols + c], y0[r * cols + c] + bias[c]);
 
   std::vector<float> db(cols, 99.0f);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
-              return mk::cpu::bias_grad(s, b, y0.data(), rows, cols, db.data());
-            }),
+  ASSERT_EQ(run_no_scratch(
+                [&](void* s, std::size_t& b) { return mk::cpu::bias_grad(s, b, y0.data(), rows, cols, db.data()); }),
             Status::kOk);
   for (std::size_t c = 0; c < cols; ++c) {
     double sum = 0;
@@ -51,9 +49,7 @@ TEST(LayersCpu, ReluForwardAndBackwardInPlace) {
   const std::size_t n = 1001;
   const auto x = randn(n, 3), dy = randn(n, 4);
   auto y = x;
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
-              return mk::cpu::relu_forward(s, b, y.data(), y.data(), n);
-            }),
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::relu_forward(s, b, y.data(), y.data(), n); }),
             Status::kOk);
   auto dx = dy;
   ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
@@ -123,7 +119,8 @@ TEST(LayersCpu, Im2colConvolutionMatchesDirectLoops) {
               const long y = long(sy) - ky, x = long(sx) - kx;
               if (y < 0 || x < 0 || y >= long(in.rows) || x >= long(in.cols)) continue;
               const std::size_t p = (b * in.rows + y) * in.cols + x;
-              for (std::size_t f = 0; f < filters; ++f) direct += double(dout[p * filters + f]) * tap_weight(f, ky, kx, c);
+              for (std::size_t f = 0; f < filters; ++f)
+                direct += double(dout[p * filters + f]) * tap_weight(f, ky, kx, c);
             }
           EXPECT_NEAR(din[in.at(b, sy, sx, c)], direct, 1e-4);
         }
@@ -228,7 +225,8 @@ TEST(LayersCpu, SoftmaxCrossEntropyMatchesNaiveAndIsStable) {
   double loss = -1;
   int correct = -1;
   ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
-              return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, k, scale, grad.data(), &loss, &correct);
+              return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, k, scale, grad.data(), &loss,
+                                           &correct);
             }),
             Status::kOk);
   EXPECT_NEAR(loss, ref.loss, 1e-5);
@@ -260,7 +258,8 @@ TEST(LayersCpu, SoftmaxCrossEntropyMatchesNaiveAndIsStable) {
   EXPECT_NEAR(loss, ref.loss, 1e-5);
   labels[3] = static_cast<std::uint8_t>(k);
   EXPECT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
-              return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, k, scale, grad.data(), &loss, &correct);
+              return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, k, scale, grad.data(), &loss,
+                                           &correct);
             }),
             Status::kInvalidArgument);
 }

@@ -41,7 +41,8 @@ void expect_near(const std::vector<float>& a, const std::vector<float>& b, float
 class LayersCuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!mk::cuda_device_available()) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount failed or found none)";
+    if (!mk::cuda_device_available())
+      GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount failed or found none)";
   }
 };
 
@@ -50,22 +51,43 @@ TEST_F(LayersCuda, BiasAndReluMatchCpu) {
   auto y = randn(n, 1), bias = randn(cols, 2), dy = randn(n, 3);
   DeviceBuffer<float> dy_dev(dy), y_dev(y), bias_dev(bias), db_dev(cols), out_dev(n);
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::bias_add(s, b, y_dev.ptr, bias_dev.ptr, rows, cols, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::bias_add(s, b, y_dev.ptr, bias_dev.ptr, rows, cols, nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch(
+                [&](void* s, std::size_t& b) { return mk::cpu::bias_add(s, b, y.data(), bias.data(), rows, cols); }),
+            Status::kOk);
   expect_near(y_dev.host(), y, 1e-6f);
 
   std::vector<float> db(cols);
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::bias_grad(s, b, dy_dev.ptr, rows, cols, db_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::bias_grad(s, b, dy.data(), rows, cols, db.data()); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::bias_grad(s, b, dy_dev.ptr, rows, cols, db_dev.ptr, nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch(
+                [&](void* s, std::size_t& b) { return mk::cpu::bias_grad(s, b, dy.data(), rows, cols, db.data()); }),
+            Status::kOk);
   expect_near(db_dev.host(), db, 5e-3f);  // sums of 3001 normals, in different orders
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::relu_forward(s, b, y_dev.ptr, out_dev.ptr, n, nullptr); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::relu_forward(s, b, y_dev.ptr, out_dev.ptr, n, nullptr);
+            }),
+            Status::kOk);
   std::vector<float> out(n);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::relu_forward(s, b, y.data(), out.data(), n); }), Status::kOk);
+  ASSERT_EQ(
+      run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::relu_forward(s, b, y.data(), out.data(), n); }),
+      Status::kOk);
   expect_near(out_dev.host(), out, 0.0f);
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::relu_backward(s, b, out_dev.ptr, dy_dev.ptr, dy_dev.ptr, n, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::relu_backward(s, b, out.data(), dy.data(), dy.data(), n); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::relu_backward(s, b, out_dev.ptr, dy_dev.ptr, dy_dev.ptr, n, nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::relu_backward(s, b, out.data(), dy.data(), dy.data(), n);
+            }),
+            Status::kOk);
   expect_near(dy_dev.host(), dy, 0.0f);
 }
 
@@ -76,12 +98,24 @@ TEST_F(LayersCuda, Im2colAndCol2imMatchCpu) {
   DeviceBuffer<float> image_dev(image), cols_dev(pixels * row_len), d_dev(d), back_dev(image.size());
   std::vector<float> columns(pixels * row_len), back(image.size());
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::im2col3x3(s, b, image_dev.ptr, images, rows, cols, channels, cols_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::im2col3x3(s, b, image.data(), images, rows, cols, channels, columns.data()); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::im2col3x3(s, b, image_dev.ptr, images, rows, cols, channels, cols_dev.ptr, nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::im2col3x3(s, b, image.data(), images, rows, cols, channels, columns.data());
+            }),
+            Status::kOk);
   expect_near(cols_dev.host(), columns, 0.0f);
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::col2im3x3(s, b, d_dev.ptr, images, rows, cols, channels, back_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::col2im3x3(s, b, d.data(), images, rows, cols, channels, back.data()); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::col2im3x3(s, b, d_dev.ptr, images, rows, cols, channels, back_dev.ptr, nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::col2im3x3(s, b, d.data(), images, rows, cols, channels, back.data());
+            }),
+            Status::kOk);
   expect_near(back_dev.host(), back, 1e-5f);
 }
 
@@ -94,13 +128,26 @@ TEST_F(LayersCuda, MaxPoolMatchesCpu) {
   std::vector<float> y(y_count), dx(x_count);
   std::vector<std::uint32_t> idx(y_count);
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::maxpool2_forward(s, b, x_dev.ptr, images, rows, cols, channels, y_dev.ptr, idx_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::maxpool2_forward(s, b, x.data(), images, rows, cols, channels, y.data(), idx.data()); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::maxpool2_forward(s, b, x_dev.ptr, images, rows, cols, channels, y_dev.ptr, idx_dev.ptr,
+                                                nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::maxpool2_forward(s, b, x.data(), images, rows, cols, channels, y.data(), idx.data());
+            }),
+            Status::kOk);
   expect_near(y_dev.host(), y, 0.0f);
   EXPECT_EQ(idx_dev.host(), idx);
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::maxpool2_backward(s, b, dy_dev.ptr, idx_dev.ptr, y_count, dx_dev.ptr, x_count, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::maxpool2_backward(s, b, dy.data(), idx.data(), y_count, dx.data(), x_count); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::maxpool2_backward(s, b, dy_dev.ptr, idx_dev.ptr, y_count, dx_dev.ptr, x_count, nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::maxpool2_backward(s, b, dy.data(), idx.data(), y_count, dx.data(), x_count);
+            }),
+            Status::kOk);
   expect_near(dx_dev.host(), dx, 0.0f);
 }
 
@@ -119,8 +166,16 @@ TEST_F(LayersCuda, SoftmaxCrossEntropyMatchesCpu) {
   int correct = 0;
   const float scale = 1.0f / batch;
 
-  ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::softmax_xent(s, b, z_dev.ptr, labels_dev.ptr, batch, classes, scale, g_dev.ptr, loss_dev.ptr, correct_dev.ptr, nullptr); }), Status::kOk);
-  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, classes, scale, g.data(), &loss, &correct); }), Status::kOk);
+  ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+              return mk::cuda::softmax_xent(s, b, z_dev.ptr, labels_dev.ptr, batch, classes, scale, g_dev.ptr,
+                                            loss_dev.ptr, correct_dev.ptr, nullptr);
+            }),
+            Status::kOk);
+  ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+              return mk::cpu::softmax_xent(s, b, z.data(), labels.data(), batch, classes, scale, g.data(), &loss,
+                                           &correct);
+            }),
+            Status::kOk);
   EXPECT_NEAR(loss_dev.host()[0], loss, 1e-9 * loss + 1e-9);
   EXPECT_EQ(correct_dev.host()[0], correct);
   expect_near(g_dev.host(), g, 1e-7f);
@@ -132,8 +187,15 @@ TEST_F(LayersCuda, SgdMomentumMatchesCpu) {
     auto w = randn(n, 9), v = randn(n, 10);
     const auto g = randn(n, 11);
     DeviceBuffer<float> w_dev(w), v_dev(v), g_dev(g);
-    ASSERT_EQ(run_device([&](void* s, std::size_t& b) { return mk::cuda::sgd_momentum(s, b, w_dev.ptr, g_dev.ptr, v_dev.ptr, n, 0.05f, 0.9f, 5e-4f, nesterov, nullptr); }), Status::kOk);
-    ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) { return mk::cpu::sgd_momentum(s, b, w.data(), g.data(), v.data(), n, 0.05f, 0.9f, 5e-4f, nesterov); }), Status::kOk);
+    ASSERT_EQ(run_device([&](void* s, std::size_t& b) {
+                return mk::cuda::sgd_momentum(s, b, w_dev.ptr, g_dev.ptr, v_dev.ptr, n, 0.05f, 0.9f, 5e-4f, nesterov,
+                                              nullptr);
+              }),
+              Status::kOk);
+    ASSERT_EQ(run_no_scratch([&](void* s, std::size_t& b) {
+                return mk::cpu::sgd_momentum(s, b, w.data(), g.data(), v.data(), n, 0.05f, 0.9f, 5e-4f, nesterov);
+              }),
+              Status::kOk);
     expect_near(w_dev.host(), w, 1e-5f);
     expect_near(v_dev.host(), v, 1e-5f);
   }

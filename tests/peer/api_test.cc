@@ -50,13 +50,12 @@ TEST(JobEnvironment, MurmurVariablesWinOverSlurmAndOpenMpi) {
 }
 
 TEST(JobEnvironment, SlurmThenOpenMpi) {
-  auto slurm = resolve_job_environment(
-      {}, from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"MURMUR_RENDEZVOUS", "h:1"}}));
+  auto slurm =
+      resolve_job_environment({}, from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"MURMUR_RENDEZVOUS", "h:1"}}));
   EXPECT_EQ(slurm.rank, 5);
   EXPECT_EQ(slurm.world_size, 8);
-  auto mpi = resolve_job_environment({}, from({{"OMPI_COMM_WORLD_RANK", "1"},
-                                               {"OMPI_COMM_WORLD_SIZE", "2"},
-                                               {"MURMUR_RENDEZVOUS", "h:1"}}));
+  auto mpi = resolve_job_environment(
+      {}, from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"MURMUR_RENDEZVOUS", "h:1"}}));
   EXPECT_EQ(mpi.rank, 1);
   EXPECT_EQ(mpi.world_size, 2);
 }
@@ -99,8 +98,8 @@ TEST(ScalarList, ExactlyTheCountOfFiniteNumbers) {
   EXPECT_EQ(parse_scalar_list("0x1.8p+1,-0x1p-2,1", 3), (std::vector<double>{3.0, -0.25, 1.0}));
   EXPECT_EQ(parse_scalar_list("2.5", 1), (std::vector<double>{2.5}));
   // What another rank could send that is not its proposal.
-  for (const char* bad : {"", "1,2", "1,2,3,4", "1,,3", "1,2,", ",1,2", "1,2,nan", "1,inf,3", "1 2 3", "1,2,3x",
-                          "0x1p+2000,1,1"}) {
+  for (const char* bad :
+       {"", "1,2", "1,2,3,4", "1,,3", "1,2,", ",1,2", "1,2,nan", "1,inf,3", "1 2 3", "1,2,3x", "0x1p+2000,1,1"}) {
     EXPECT_FALSE(parse_scalar_list(bad, 3)) << bad;
   }
 }
@@ -186,10 +185,10 @@ TEST(PeerJob, AdaptiveScheduleCompressesOnlyWhereTheLinkIsSlow) {
   std::filesystem::create_directories(dir);
   const auto profile = (dir / "links.txt").string();
   std::ofstream(profile) << "default lat=20us,bw=10gbit\nedge 0 1 lat=20us,bw=1mbit\n";
-  testing::LocalJob job("tests/peer/api_test_peer", kPeers,
-                        {"--algorithm", "choco", "--compressor", "topk:0.5", "--topology", "ring", "--steps", "400",
-                         "--schedule", "adaptive:min_ratio=0.01", "--link-profile", "@" + profile, "--compute-ms",
-                         "4", "--provider", "tcp"});
+  testing::LocalJob job(
+      "tests/peer/api_test_peer", kPeers,
+      {"--algorithm", "choco", "--compressor", "topk:0.5", "--topology", "ring", "--steps", "400", "--schedule",
+       "adaptive:min_ratio=0.01", "--link-profile", "@" + profile, "--compute-ms", "4", "--provider", "tcp"});
   auto statuses = job.wait_all(180s);
   std::filesystem::remove_all(dir);
   std::vector<std::map<std::string, std::string>> f(kPeers);

@@ -5,8 +5,8 @@
 // Prints "ok ..." lines the driver checks; exits 1 with the reason otherwise.
 #include <CLI/CLI.hpp>
 
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
 
     const double mean_rank = (size - 1) / 2.0;
     double worst = 0;
-    for (std::size_t i = 0; i < weights.size(); ++i) worst = std::max(worst, std::fabs(weights[i] - (mean_rank + i / 1000.0)));
+    for (std::size_t i = 0; i < weights.size(); ++i)
+      worst = std::max(worst, std::fabs(weights[i] - (mean_rank + i / 1000.0)));
     for (float b : bias) worst = std::max(worst, std::fabs(b + mean_rank));
 
     std::vector<float> averaged(peer.parameter_count());
@@ -86,12 +87,13 @@ int main(int argc, char** argv) {
 
     const double mean_of_ranks = peer.average(static_cast<double>(rank));
     const auto stats = peer.stats();
-    std::printf("ok rank=%d spread_before=%.6g spread_after=%.6g worst=%.3g worst_averaged=%.3g mean_of_ranks=%.17g "
-                "bytes_sent=%llu links=%zu steps=%llu host0=%s period=%d ratio=%g decisions=%d reactions=%d\n",
-                peer.rank(), spread_before, spread_after, worst, worst_averaged, mean_of_ranks,
-                static_cast<unsigned long long>(stats.bytes_sent), stats.links.size(),
-                static_cast<unsigned long long>(stats.steps), peer.host(0).c_str(), tuned.period, tuned.ratio,
-                decisions, reactions);
+    std::printf(
+        "ok rank=%d spread_before=%.6g spread_after=%.6g worst=%.3g worst_averaged=%.3g mean_of_ranks=%.17g "
+        "bytes_sent=%llu links=%zu steps=%llu host0=%s period=%d ratio=%g decisions=%d reactions=%d\n",
+        peer.rank(), spread_before, spread_after, worst, worst_averaged, mean_of_ranks,
+        static_cast<unsigned long long>(stats.bytes_sent), stats.links.size(),
+        static_cast<unsigned long long>(stats.steps), peer.host(0).c_str(), tuned.period, tuned.ratio, decisions,
+        reactions);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "api_test_peer rank %d: %s\n", rank, e.what());

@@ -59,8 +59,8 @@ TEST(NormalizePixels, FashionMnistMeanAndStd) {
   normalize_pixels(pixels, 4, out);
   EXPECT_NEAR(out[0], -0.810198f, 1e-5f);  // -0.2860 / 0.3530
   EXPECT_NEAR(out[1], normalized(73), 1e-6f);
-  EXPECT_NEAR(out[2], 0.611787f, 1e-5f);   // (128/255 - 0.2860) / 0.3530
-  EXPECT_NEAR(out[3], 2.022663f, 1e-5f);   // (1 - 0.2860) / 0.3530
+  EXPECT_NEAR(out[2], 0.611787f, 1e-5f);  // (128/255 - 0.2860) / 0.3530
+  EXPECT_NEAR(out[3], 2.022663f, 1e-5f);  // (1 - 0.2860) / 0.3530
 }
 
 TEST(Batcher, CoversTheShardExactlyOncePerEpoch) {

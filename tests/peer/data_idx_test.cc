@@ -47,9 +47,7 @@ Bytes labels_file(const Bytes& labels, std::uint32_t count) {
   b.insert(b.end(), labels.begin(), labels.end());
   return b;
 }
-Bytes labels_file(const Bytes& labels) {
-  return labels_file(labels, static_cast<std::uint32_t>(labels.size()));
-}
+Bytes labels_file(const Bytes& labels) { return labels_file(labels, static_cast<std::uint32_t>(labels.size())); }
 
 // Pixels that do not compress to nothing, so a flipped byte lands in real
 // deflate data.
@@ -74,8 +72,7 @@ class IdxFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("murmur_data_test_" + std::to_string(::getpid()) + "_" + info->name());
+    dir_ = fs::temp_directory_path() / ("murmur_data_test_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -91,8 +88,7 @@ class IdxFiles : public ::testing::Test {
     const std::string path = (dir_ / name).string();
     gzFile f = gzopen(path.c_str(), "wb");
     EXPECT_NE(f, nullptr);
-    EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-              static_cast<int>(bytes.size()));
+    EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
     EXPECT_EQ(gzclose(f), Z_OK);
     return path;
   }
@@ -165,8 +161,8 @@ TEST_F(IdxFiles, WrongMagicShowsExpectedAndFound) {
 }
 
 TEST_F(IdxFiles, GarbageThatIsNotGzip) {
-  const std::string path = write_plain("garbage.gz", Bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o',
-                                                           'r', 'l', 'd', '!', '!', '!', '!', '!'});
+  const std::string path =
+      write_plain("garbage.gz", Bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '!', '!', '!', '!'});
   const std::string msg = exception_message([&] { load_idx_pair(path, good_labels()); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("bad magic: expected 0x00000803, found 0x68656c6c"), std::string::npos) << msg;
@@ -238,8 +234,8 @@ TEST_F(IdxFiles, HostileHeadersDoNotAllocateWhatTheyClaim) {
 
   images = write_gz("count.gz", images_file(0xffffffff, 28, 28, {}));
   msg = exception_message([&] { load_idx_pair(images, labels); });
-  EXPECT_NE(msg.find(images + ": the header announces 4294967295 images, more than the limit"),
-            std::string::npos) << msg;
+  EXPECT_NE(msg.find(images + ": the header announces 4294967295 images, more than the limit"), std::string::npos)
+      << msg;
 
   images = write_gz("dims.gz", images_file(3, 65535, 65535, {}));
   msg = exception_message([&] { load_idx_pair(images, labels); });
@@ -280,8 +276,10 @@ TEST(FashionMnistDir, EnvironmentOverridesTheDebianPath) {
   EXPECT_EQ(default_fashion_mnist_dir(), "/usr/share/datasets/fashion-mnist");
   ::setenv("MURMUR_DATA_DIR", "/data/fm", 1);
   EXPECT_EQ(default_fashion_mnist_dir(), "/data/fm");
-  if (saved) ::setenv("MURMUR_DATA_DIR", restore.c_str(), 1);
-  else ::unsetenv("MURMUR_DATA_DIR");
+  if (saved)
+    ::setenv("MURMUR_DATA_DIR", restore.c_str(), 1);
+  else
+    ::unsetenv("MURMUR_DATA_DIR");
 }
 
 // The real dataset, loaded once for the suite.
@@ -296,8 +294,7 @@ class RealFashionMnist : public ::testing::Test {
   }
   void SetUp() override {
     if (set_ == nullptr)
-      GTEST_SKIP() << kDebianFashionMnistDir
-                   << " is absent: install Debian's dataset-fashion-mnist package";
+      GTEST_SKIP() << kDebianFashionMnistDir << " is absent: install Debian's dataset-fashion-mnist package";
   }
   static FashionMnist* set_;
 };

@@ -63,15 +63,13 @@ TEST(ParsePartition, AcceptsIidAndDirichlet) {
 }
 
 TEST(ParsePartition, RejectsOtherSpecsNamingThem) {
-  for (const char* bad : {"", "IID", "iid ", "dirichlet", "dirichlet:", "dirichlet:0",
-                          "dirichlet:-1", "dirichlet:abc", "dirichlet:0.3x", "dirichlet:inf",
-                          "dirichlet:nan", "shards:2"}) {
+  for (const char* bad : {"", "IID", "iid ", "dirichlet", "dirichlet:", "dirichlet:0", "dirichlet:-1", "dirichlet:abc",
+                          "dirichlet:0.3x", "dirichlet:inf", "dirichlet:nan", "shards:2"}) {
     try {
       parse_partition(bad);
       ADD_FAILURE() << "accepted \"" << bad << "\"";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("\"") + bad + "\""), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("\"") + bad + "\""), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("dirichlet:<alpha>"), std::string::npos) << e.what();
     }
   }
@@ -90,8 +88,8 @@ TEST(Partition, IidIsADisjointCoverWithSizesWithinOne) {
     const Shards shards = partition({}, labels, 10, peers, 42);
     ASSERT_EQ(shards.size(), static_cast<std::size_t>(peers));
     expect_disjoint_cover(shards, labels.size());
-    const auto [lo, hi] = std::minmax_element(
-        shards.begin(), shards.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    const auto [lo, hi] = std::minmax_element(shards.begin(), shards.end(),
+                                              [](const auto& a, const auto& b) { return a.size() < b.size(); });
     EXPECT_LE(hi->size() - lo->size(), 1u) << peers << " peers";
   }
   EXPECT_LT(mean_label_skew(partition({}, labels, 10, 8, 42), labels, 10), 0.05);
@@ -102,8 +100,7 @@ TEST(Partition, DirichletIsADisjointCoverOfNonEmptyShards) {
   for (double alpha : {0.01, 0.1, 0.5, 1000.0})
     for (int peers : {2, 8, 16}) {
       SCOPED_TRACE(testing::Message() << "alpha " << alpha << ", " << peers << " peers");
-      const Shards shards =
-          partition({PartitionSpec::Kind::kDirichlet, alpha}, labels, 10, peers, 3);
+      const Shards shards = partition({PartitionSpec::Kind::kDirichlet, alpha}, labels, 10, peers, 3);
       ASSERT_EQ(shards.size(), static_cast<std::size_t>(peers));
       expect_disjoint_cover(shards, labels.size());
     }
@@ -141,8 +138,7 @@ TEST(Partition, RejectsImpossibleRequests) {
   const std::vector<std::uint8_t> labels{0, 1, 2};
   EXPECT_THROW(partition({}, labels, 10, 0, 1), std::invalid_argument);
   EXPECT_THROW(partition({}, labels, 10, 4, 1), std::invalid_argument);
-  EXPECT_THROW(partition({PartitionSpec::Kind::kDirichlet, 0}, labels, 10, 2, 1),
-               std::invalid_argument);
+  EXPECT_THROW(partition({PartitionSpec::Kind::kDirichlet, 0}, labels, 10, 2, 1), std::invalid_argument);
 }
 
 }  // namespace

@@ -50,9 +50,7 @@ TEST(Hostfile, ReadsEveryFormatWithCommentsBlanksAndWhitespace) {
   EXPECT_EQ(hosts[4].slots, 1);
 }
 
-TEST(Hostfile, OnlyCommentsAndBlanksIsEmpty) {
-  EXPECT_TRUE(parse("# nothing\n\n   \n").empty());
-}
+TEST(Hostfile, OnlyCommentsAndBlanksIsEmpty) { EXPECT_TRUE(parse("# nothing\n\n   \n").empty()); }
 
 TEST(Hostfile, BadSlotsCountsNameTheLine) {
   EXPECT_EQ(error_of("nodeA slots=2\n\nnodeB slots=x\n"),
@@ -72,10 +70,8 @@ TEST(Hostfile, UnknownKeysNameTheLine) {
 }
 
 TEST(Hostfile, JunkNamesTheLine) {
-  EXPECT_EQ(error_of("nodeA 4\n"),
-            "hosts.txt:1: unexpected '4' after the host (expected slots=N): 'nodeA 4'");
-  EXPECT_NE(error_of("nodeA:2 slots=2\n").find("hosts.txt:1: unexpected 'slots=2' after the host"),
-            std::string::npos);
+  EXPECT_EQ(error_of("nodeA 4\n"), "hosts.txt:1: unexpected '4' after the host (expected slots=N): 'nodeA 4'");
+  EXPECT_NE(error_of("nodeA:2 slots=2\n").find("hosts.txt:1: unexpected 'slots=2' after the host"), std::string::npos);
   EXPECT_EQ(error_of("slots=4\n"), "hosts.txt:1: missing host name before 'slots=4': 'slots=4'");
   EXPECT_EQ(error_of("x\n:4\n"), "hosts.txt:2: missing host name: ':4'");
   EXPECT_EQ(error_of("node$A\n"), "hosts.txt:1: bad host name 'node$A': 'node$A'");

@@ -4,9 +4,9 @@
 // child outlives it.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -150,8 +150,8 @@ TEST_F(Launcher, FourLocalPeersSucceedWithPrefixedOutputAndASummary) {
 }
 
 TEST_F(Launcher, AFailingPeerIsNamedAndTheOthersAreStopped) {
-  EXPECT_EQ(run({"-np", "4", "--", LAUNCHER_TEST_PEER_PATH, "--join", "--fail-rank", "2", "--exit-code", "3",
-                 "--sleep", "30", "--pid-dir", pid_dir(), "--spawn-child"}),
+  EXPECT_EQ(run({"-np", "4", "--", LAUNCHER_TEST_PEER_PATH, "--join", "--fail-rank", "2", "--exit-code", "3", "--sleep",
+                 "30", "--pid-dir", pid_dir(), "--spawn-child"}),
             1);
   const auto e = err();
   EXPECT_NE(e.find("murmur-run: rank 2 (localhost): exited with status 3; last stderr line: "
@@ -192,13 +192,13 @@ TEST_F(Launcher, AMalformedHostfileIsOneLineWithFileAndLine) {
 TEST_F(Launcher, RemoteHostsStartThroughTheSshTemplate) {
   auto ssh = dir_ / "fake-ssh";
   // Stands in for ssh: logs the host and runs the command line locally.
-  std::ofstream(ssh) << "#!/bin/sh\necho \"$1\" >> '" << (dir_ / "ssh.log").string() << "'\nshift\nexec /bin/sh -c \"$*\"\n";
+  std::ofstream(ssh) << "#!/bin/sh\necho \"$1\" >> '" << (dir_ / "ssh.log").string()
+                     << "'\nshift\nexec /bin/sh -c \"$*\"\n";
   fs::permissions(ssh, fs::perms::owner_all);
   auto hosts = dir_ / "hosts.txt";
   std::ofstream(hosts) << "# two fake hosts\nnodeA slots=2\n\n  nodeB:2  \n";
-  ASSERT_EQ(run({"--hostfile", hosts.string(), "--ssh", "'" + ssh.string() + "' {host} {command}",
-                 "--rendezvous-host", "127.0.0.1", "--token", "it's a token", "--", LAUNCHER_TEST_PEER_PATH,
-                 "--join"}),
+  ASSERT_EQ(run({"--hostfile", hosts.string(), "--ssh", "'" + ssh.string() + "' {host} {command}", "--rendezvous-host",
+                 "127.0.0.1", "--token", "it's a token", "--", LAUNCHER_TEST_PEER_PATH, "--join"}),
             0)
       << err();
   const auto o = out();
@@ -234,8 +234,7 @@ TEST_F(Launcher, TheTimeoutStopsPeersThatIgnoreSigterm) {
   EXPECT_EQ(run({"-np", "2", "--timeout", "1", "--kill-grace", "0.5", "--", LAUNCHER_TEST_PEER_PATH, "--sleep", "30",
                  "--ignore-term", "--pid-dir", pid_dir()}),
             124);
-  EXPECT_NE(err().find("murmur-run: the job ran past --timeout 1 s; stopping 2 running peer(s)\n"),
-            std::string::npos)
+  EXPECT_NE(err().find("murmur-run: the job ran past --timeout 1 s; stopping 2 running peer(s)\n"), std::string::npos)
       << err();
   expect_all_dead(2);
 }

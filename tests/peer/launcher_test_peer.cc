@@ -80,16 +80,20 @@ void emit_events(int rank) {
   using murmur::peer::events::emit_event;
   for (int epoch = 1; epoch <= 2; ++epoch) {
     for (int step = 1; step <= 3; ++step) {
-      murmur::peer::events::ProgressEvent p{rank, epoch, 2, step, 3, 1.0 / (epoch * step), 0.1 * step,
-                                        static_cast<std::uint64_t>(1000 * (rank + 1) * step)};
+      murmur::peer::events::ProgressEvent p{rank,       epoch,
+                                            2,          step,
+                                            3,          1.0 / (epoch * step),
+                                            0.1 * step, static_cast<std::uint64_t>(1000 * (rank + 1) * step)};
       emit_event(to_json(p));
     }
   }
   // Rank 0 has no averaged model (null); the others agree on 0.9.
-  murmur::peer::events::ResultEvent r{rank, 0.5 + rank / 100.0,
-                                  rank == 0 ? std::numeric_limits<double>::quiet_NaN() : 0.9,
-                                  static_cast<std::uint64_t>(1000 * (rank + 1)),
-                                  static_cast<std::uint64_t>(2000 * (rank + 1)), 0.25};
+  murmur::peer::events::ResultEvent r{rank,
+                                      0.5 + rank / 100.0,
+                                      rank == 0 ? std::numeric_limits<double>::quiet_NaN() : 0.9,
+                                      static_cast<std::uint64_t>(1000 * (rank + 1)),
+                                      static_cast<std::uint64_t>(2000 * (rank + 1)),
+                                      0.25};
   auto event = to_json(r);
   event["model"] = "test";
   emit_event(event);

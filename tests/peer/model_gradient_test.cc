@@ -92,8 +92,8 @@ TEST_P(GradientCheck, MatchesCentralDifferences) {
     const double numeric = (plus - minus) / (double(up) - double(down));
     const double a = analytic[i];
     const double err = std::abs(a - numeric);
-    EXPECT_LE(err, tolerance(a, numeric)) << c.name << " parameter " << i << ": analytic " << a << ", numeric "
-                                          << numeric;
+    EXPECT_LE(err, tolerance(a, numeric))
+        << c.name << " parameter " << i << ": analytic " << a << ", numeric " << numeric;
     const double scale = std::max(std::abs(a), std::abs(numeric));
     if (scale > 1e-3) worst = std::max(worst, err / scale);
     ++checked;
@@ -114,11 +114,13 @@ TEST_P(GradientCheck, MatchesCentralDifferences) {
 //            b [22592, 22602)
 INSTANTIATE_TEST_SUITE_P(
     Models, GradientCheck,
-    ::testing::Values(Case{"logreg", 28, 28, 4, {{7840, 7850}}},
-                      Case{"mlp:16", 28, 28, 4, {{12544, 12560}, {12720, 12730}}},
-                      Case{"cnn", 8, 8, 2,
-                           {{0, 16}, {144, 160}, {160, 176}, {4700, 4716}, {4768, 4800}, {21184, 21200},
-                            {22592, 22602}}}),
+    ::testing::Values(
+        Case{"logreg", 28, 28, 4, {{7840, 7850}}}, Case{"mlp:16", 28, 28, 4, {{12544, 12560}, {12720, 12730}}},
+        Case{"cnn",
+             8,
+             8,
+             2,
+             {{0, 16}, {144, 160}, {160, 176}, {4700, 4716}, {4768, 4800}, {21184, 21200}, {22592, 22602}}}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string n = info.param.name;
       std::replace(n.begin(), n.end(), ':', '_');

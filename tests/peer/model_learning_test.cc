@@ -31,7 +31,8 @@ Problem clusters(int features, int samples, unsigned seed, const std::vector<flo
   for (int s = 0; s < samples; ++s) {
     const int c = label(gen);
     p.y[s] = static_cast<std::uint8_t>(c);
-    for (int f = 0; f < features; ++f) p.x[std::size_t(s) * features + f] = centres[std::size_t(c) * features + f] + noise(gen);
+    for (int f = 0; f < features; ++f)
+      p.x[std::size_t(s) * features + f] = centres[std::size_t(c) * features + f] + noise(gen);
   }
   return p;
 }

@@ -40,8 +40,8 @@ TEST(LrSchedule, StepDecayAtAbsoluteMilestones) {
 }
 
 TEST(LrSchedule, RefusesBadSpecsNamingThem) {
-  for (const char* decay : {"linear", "step:100", "step:a@0.1", "step:200,100@0.1", "step:100@0", "step:@0.5",
-                            "step:100@x", ""}) {
+  for (const char* decay :
+       {"linear", "step:100", "step:a@0.1", "step:200,100@0.1", "step:100@0", "step:@0.5", "step:100@x", ""}) {
     try {
       mm::parse_lr_schedule(0.1, 0, 10, decay);
       ADD_FAILURE() << "accepted '" << decay << "'";

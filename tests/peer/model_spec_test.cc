@@ -28,8 +28,8 @@ TEST(ModelSpec, ParsesTheAcceptedNames) {
 }
 
 TEST(ModelSpec, RefusesBadNamesNamingThem) {
-  for (const char* name : {"", "resnet", "mlp:", "mlp:0", "mlp:16,", "mlp:a", "mlp:16,-3", "mlp:1e3", "MLP",
-                           "cnn:8", "mlp:99999999999"}) {
+  for (const char* name :
+       {"", "resnet", "mlp:", "mlp:0", "mlp:16,", "mlp:a", "mlp:16,-3", "mlp:1e3", "MLP", "cnn:8", "mlp:99999999999"}) {
     try {
       mm::parse_model_spec(name, mm::Device::kCpu);
       ADD_FAILURE() << "accepted '" << name << "'";

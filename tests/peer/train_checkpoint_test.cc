@@ -14,9 +14,8 @@ namespace {
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("murmur-ckpt-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("murmur-ckpt-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -109,8 +108,9 @@ TEST_F(CheckpointTest, RefusesDamageNamingThePathAndWhat) {
 TEST(MetricsWriter, WritesOneJsonObjectPerLineAndExpandsTheRank) {
   EXPECT_EQ(expand_rank("m/rank-{rank}.jsonl", 7), "m/rank-7.jsonl");
   EXPECT_EQ(expand_rank("{rank}-{rank}", 12), "12-12");
-  const auto path = (std::filesystem::temp_directory_path() / ("murmur-metrics-" + std::to_string(::getpid())) /
-                     "rank-0.jsonl").string();
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("murmur-metrics-" + std::to_string(::getpid())) / "rank-0.jsonl")
+          .string();
   {
     MetricsWriter w(path);
     w.write({{"event", "step"}, {"loss", 0.5}});

@@ -25,16 +25,21 @@ murmur::testing::ProgramRun run(const std::vector<std::string>& argv) {
 class TrainJob : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("murmur-train-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("murmur-train-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::vector<std::string> launch(int np, std::vector<std::string> peer_args) {
-    std::vector<std::string> argv = {bin("src/peer/launcher/murmur-run"), "-np", std::to_string(np), "--timeout",
-                                     "240", "--summary", (dir_ / "summary.json").string(), "--",
+    std::vector<std::string> argv = {bin("src/peer/launcher/murmur-run"),
+                                     "-np",
+                                     std::to_string(np),
+                                     "--timeout",
+                                     "240",
+                                     "--summary",
+                                     (dir_ / "summary.json").string(),
+                                     "--",
                                      bin("src/peer/train/murmur-peer")};
     argv.insert(argv.end(), peer_args.begin(), peer_args.end());
     return argv;
@@ -49,9 +54,9 @@ class TrainJob : public ::testing::Test {
 };
 
 TEST_F(TrainJob, ChocoTopkTrainsAndTheSummaryHasTheKeys) {
-  auto r = run(launch(4, {"--algorithm", "choco", "--compress", "topk:0.05", "--topology", "exponential",
-                          "--model", "mlp:64", "--epochs", "1", "--train-examples", "1500", "--metrics",
-                          (dir_ / "m-{rank}.jsonl").string()}));
+  auto r = run(
+      launch(4, {"--algorithm", "choco", "--compress", "topk:0.05", "--topology", "exponential", "--model", "mlp:64",
+                 "--epochs", "1", "--train-examples", "1500", "--metrics", (dir_ / "m-{rank}.jsonl").string()}));
   ASSERT_EQ(r.status, 0) << r.out;
   auto s = summary();
   ASSERT_TRUE(s["average_model_test_accuracy"].is_number()) << s.dump();
@@ -133,9 +138,9 @@ TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
   ASSERT_EQ(first.status, 0) << first.out;
   ASSERT_TRUE(std::filesystem::exists(ckpt + "/rank-0.ckpt"));
   ASSERT_TRUE(std::filesystem::exists(ckpt + "/rank-1.ckpt"));
-  auto resumed = run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "2",
-                                "--train-examples", "300", "--checkpoint-dir", ckpt, "--resume", "--metrics",
-                                (dir_ / "m-{rank}.jsonl").string()}));
+  auto resumed =
+      run(launch(2, {"--algorithm", "allreduce", "--model", "logreg", "--epochs", "2", "--train-examples", "300",
+                     "--checkpoint-dir", ckpt, "--resume", "--metrics", (dir_ / "m-{rank}.jsonl").string()}));
   ASSERT_EQ(resumed.status, 0) << resumed.out;
   // Only epoch 2 ran.
   std::ifstream in(dir_ / "m-0.jsonl");

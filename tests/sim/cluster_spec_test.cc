@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <unistd.h>
+#include <cmath>
 
 #include <filesystem>
 #include <fstream>
@@ -51,8 +51,7 @@ TEST(ClusterSpec, SlowdownIsOneUnlessAStraggler) {
 // Loads `text` from a file in the test's temporary directory, one per
 // process (ctest runs the cases in parallel); `path` says where.
 ClusterSpec load(const std::string& text, std::string* path = nullptr) {
-  const std::string file =
-      testing::TempDir() + "murmur-sim-" + std::to_string(getpid()) + ".cluster";
+  const std::string file = testing::TempDir() + "murmur-sim-" + std::to_string(getpid()) + ".cluster";
   std::ofstream(file) << text;
   if (path) *path = file;
   return load_cluster_file(file);
@@ -84,8 +83,7 @@ TEST(ClusterFile, LinkLinesOverrideThePreset) {
   EXPECT_EQ(c.network, "custom");
   EXPECT_DOUBLE_EQ(c.inter_node.latency_s, 25e-6);
   EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, 1.25e9);
-  EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_Bps,
-                   cost::network_preset("100gb-ib-rdma").intra_node.bandwidth_Bps);
+  EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_Bps, cost::network_preset("100gb-ib-rdma").intra_node.bandwidth_Bps);
 }
 
 TEST(ClusterFile, LinkEpisodesSlowOnePairForAWhile) {
@@ -105,15 +103,15 @@ TEST(ClusterFile, LinkEpisodesSlowOnePairForAWhile) {
 }
 
 TEST(ClusterFile, UnitsAreDecimal) {
-  const std::pair<const char*, double> latencies[] = {
-      {"2s", 2}, {"1.5ms", 1.5e-3}, {"25us", 25e-6}, {"800ns", 800e-9}, {"0s", 0}, {"1e-6s", 1e-6}};
+  const std::pair<const char*, double> latencies[] = {{"2s", 2},         {"1.5ms", 1.5e-3}, {"25us", 25e-6},
+                                                      {"800ns", 800e-9}, {"0s", 0},         {"1e-6s", 1e-6}};
   for (const auto& [text, seconds] : latencies) {
     const ClusterSpec c = load(std::string("gpus 1\nintra-node latency=") + text + "\n");
     EXPECT_DOUBLE_EQ(c.intra_node.latency_s, seconds) << text;
   }
-  const std::pair<const char*, double> bandwidths[] = {
-      {"8bit/s", 1}, {"8Kbit/s", 1e3}, {"8Mbit/s", 1e6}, {"100Gbit/s", 12.5e9},
-      {"3B/s", 3},   {"3KB/s", 3e3},   {"3MB/s", 3e6},   {"12.5GB/s", 12.5e9}};
+  const std::pair<const char*, double> bandwidths[] = {{"8bit/s", 1},         {"8Kbit/s", 1e3},    {"8Mbit/s", 1e6},
+                                                       {"100Gbit/s", 12.5e9}, {"3B/s", 3},         {"3KB/s", 3e3},
+                                                       {"3MB/s", 3e6},        {"12.5GB/s", 12.5e9}};
   for (const auto& [text, bytes_per_s] : bandwidths) {
     const ClusterSpec c = load(std::string("gpus 1\ninter-node bandwidth=") + text + "\n");
     EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, bytes_per_s) << text;
@@ -154,10 +152,8 @@ const BadCluster kBadClusters[] = {
     {"gpus 8\ngpus-per-node 0\n", 2, "gpus-per-node '0' is not a whole number from 1 to 1048576"},
     {"gpus 8\n# again\ngpus 16\n", 3, "'gpus' given twice (first on line 1)"},
     {"network 10gbe-tcp\nnetwork 10gbe-tcp\n", 2, "'network' given twice (first on line 1)"},
-    {"gpus 8\nnetwork 40gbe\n", 2,
-     "unknown network '40gbe' (known: 10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)"},
-    {"gpus 8\ninter-node latency=1us\ninter-node bandwidth=1GB/s\n", 3,
-     "'inter-node' given twice (first on line 2)"},
+    {"gpus 8\nnetwork 40gbe\n", 2, "unknown network '40gbe' (known: 10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)"},
+    {"gpus 8\ninter-node latency=1us\ninter-node bandwidth=1GB/s\n", 3, "'inter-node' given twice (first on line 2)"},
     {"intra-node\n", 1, "missing value; expected 'intra-node latency=T bandwidth=B'"},
     {"inter-node delay=5us\n", 1,
      "unknown key 'delay=5us' in 'inter-node'; expected 'inter-node latency=T bandwidth=B'"},
@@ -171,8 +167,7 @@ const BadCluster kBadClusters[] = {
     {"intra-node bandwidth=0GB/s\n", 1, "bandwidth '0GB/s' " + kBandwidth},
     {"intra-node bandwidth=infGB/s\n", 1, "bandwidth 'infGB/s' " + kBandwidth},
     // The rank is checked against gpus after the whole file, at its own line.
-    {"straggler rank=3 slowdown=1.5\ngpus 3\n", 1,
-     "straggler rank 3 is out of range: 'gpus 3' has ranks 0 to 2"},
+    {"straggler rank=3 slowdown=1.5\ngpus 3\n", 1, "straggler rank 3 is out of range: 'gpus 3' has ranks 0 to 2"},
     {"gpus 8\nstraggler rank=-1 slowdown=2\n", 2,
      "straggler rank '-1' is not a whole number >= 0 (ranks count from 0)"},
     {"gpus 8\nstraggler rank=1 slowdown=0.5\n", 2,
@@ -203,8 +198,7 @@ TEST(ClusterFileErrors, UnreadableFileNamesPathAndReason) {
     load_cluster_file(missing);
     FAIL() << "no error";
   } catch (const ClusterError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              missing + ": cannot read cluster file: No such file or directory");
+    EXPECT_EQ(std::string(e.what()), missing + ": cannot read cluster file: No such file or directory");
   }
 }
 

@@ -25,7 +25,7 @@
 namespace murmur::sim::runtime {
 namespace {
 
-constexpr double kLatency = 1.0 / 1024;      // s
+constexpr double kLatency = 1.0 / 1024;              // s
 constexpr double kBandwidth = 1024.0 * 1024 * 1024;  // B/s: 4 MiB in 1/256 s
 
 ClusterSpec cluster(int gpus, int per_node) {
@@ -109,7 +109,7 @@ TEST(SimNetwork, TwoSendersOnOneNicTakeTwiceTheSerialization) {
   EXPECT_EQ(x, y);  // different senders: in parallel
   EXPECT_EQ(fan_in.arrive(0, 2, bytes, x), serial + kLatency);
   EXPECT_EQ(fan_in.arrive(1, 2, bytes, y), 2 * serial + kLatency);  // node 2's NIC takes one after the other
-  EXPECT_EQ(model.depart(2, 2, bytes, 3.0), 3.0);  // to oneself: free
+  EXPECT_EQ(model.depart(2, 2, bytes, 3.0), 3.0);                   // to oneself: free
   EXPECT_EQ(model.inter_node_bytes(), 5 * bytes);
   EXPECT_EQ(model.intra_node_bytes(), bytes);
   EXPECT_EQ(model.messages(), 6u);
@@ -338,8 +338,8 @@ TEST(GossipRun, DpsgdIterationTimeIsComputePlusOrMaxOfTheRound) {
     bool overlap;
     double iteration;
   };
-  for (const Case& c : {Case{1.0 / 64, false, 1.0 / 64 + round}, Case{1.0 / 64, true, 1.0 / 64},
-                        Case{1.0 / 512, true, round}}) {
+  for (const Case& c :
+       {Case{1.0 / 64, false, 1.0 / 64 + round}, Case{1.0 / 64, true, 1.0 / 64}, Case{1.0 / 512, true, round}}) {
     GossipSetup s = setup("dpsgd", 2, 1, c.compute);
     s.options.topology = "ring";
     s.options.overlap = c.overlap;
@@ -448,8 +448,8 @@ TEST(GossipRun, DISABLED_ThousandPeers) {
     s.iterations = 18;
     s.warmup_iterations = 2;
     const auto r = run_gossip(s);
-    std::printf("1024 peers, exponential %s, 20 iterations: %.2f s host, %llu hand-offs, %.4f s/iteration\n",
-                algorithm, r.host_seconds, static_cast<unsigned long long>(r.thread_switches), r.iteration_s);
+    std::printf("1024 peers, exponential %s, 20 iterations: %.2f s host, %llu hand-offs, %.4f s/iteration\n", algorithm,
+                r.host_seconds, static_cast<unsigned long long>(r.thread_switches), r.iteration_s);
   }
 }
 

@@ -67,10 +67,9 @@ TEST_P(BertProfile, HasPretrainingTensors) {
   EXPECT_DOUBLE_EQ(p.single_gpu_samples_per_s, c.samples_per_s);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Builtins, BertProfile,
-    testing::Values(BertCase{"bert-base", 110'111'042, 12, 768, 109'482'240, 64, 212.8},
-                    BertCase{"bert-large", 336'232'258, 24, 1024, 335'141'888, 8, 49}));
+INSTANTIATE_TEST_SUITE_P(Builtins, BertProfile,
+                         testing::Values(BertCase{"bert-base", 110'111'042, 12, 768, 109'482'240, 64, 212.8},
+                                         BertCase{"bert-large", 336'232'258, 24, 1024, 335'141'888, 8, 49}));
 
 TEST(BuiltinProfile, TimesAddUpToSingleGpuThroughput) {
   for (const auto& name : builtin_profile_names()) {
@@ -93,8 +92,7 @@ TEST(BuiltinProfile, UnknownNameListsTheBuiltins) {
     builtin_profile("vgg16");
     FAIL() << "no error";
   } catch (const ProfileError& e) {
-    EXPECT_STREQ(e.what(),
-                 "unknown built-in profile 'vgg16' (known: resnet50, bert-base, bert-large)");
+    EXPECT_STREQ(e.what(), "unknown built-in profile 'vgg16' (known: resnet50, bert-base, bert-large)");
   }
 }
 
@@ -122,8 +120,7 @@ std::size_t index_of(const ModelProfile& p, const std::string& name) {
 TEST(BuiltinProfile, ResNet50BackwardIsHeavyAtHighResolution) {
   const ModelProfile p = builtin_profile("resnet50");
   const auto ready = ready_fraction(p);
-  for (std::size_t i = 1; i < ready.size(); ++i)
-    EXPECT_GT(ready[i - 1], ready[i]) << p.layers[i].name;
+  for (std::size_t i = 1; i < ready.size(); ++i) EXPECT_GT(ready[i - 1], ready[i]) << p.layers[i].name;
   EXPECT_LT(ready[index_of(p, "fc.weight")], 0.01);
   EXPECT_LT(ready[index_of(p, "layer4.0.conv1.weight")], 0.2);
   EXPECT_GT(1 - ready[index_of(p, "layer3.0.conv1.weight")], 0.5);
@@ -171,8 +168,7 @@ TEST(ProfileFile, ExampleLoads) {
 // A file holding `text` in the test's temporary directory, one per process
 // (ctest runs the cases in parallel).
 std::string temp_file(const std::string& text) {
-  const std::string path =
-      testing::TempDir() + "murmur-sim-" + std::to_string(getpid()) + ".profile";
+  const std::string path = testing::TempDir() + "murmur-sim-" + std::to_string(getpid()) + ".profile";
   std::ofstream(path) << text;
   return path;
 }
@@ -207,8 +203,7 @@ struct BadProfile {
 };
 
 const std::string kHead = "model m\nbatch 8\nsamples-per-s 100\n";  // lines 1 to 3
-const std::string kUsage =
-    "expected 'layer NAME params=N flops=F' or 'layer NAME params=N forward-ms=A backward-ms=B'";
+const std::string kUsage = "expected 'layer NAME params=N flops=F' or 'layer NAME params=N forward-ms=A backward-ms=B'";
 
 const BadProfile kBadProfiles[] = {
     {kHead + "layers a params=1 flops=1\n", 4,
@@ -231,28 +226,22 @@ const BadProfile kBadProfiles[] = {
     {kHead + "layer a params=1 flops=1 size=3\n", 4,
      "unknown key 'size=' in layer 'a'; known: params=, flops=, forward-ms=, backward-ms="},
     {kHead + "layer a params=1 flops=2 flops=3\n", 4, "'flops=' given twice in layer 'a'"},
-    {kHead + "layer a params=1.5 flops=1\n", 4,
-     "params '1.5' is not a whole number from 1 to 1099511627776"},
+    {kHead + "layer a params=1.5 flops=1\n", 4, "params '1.5' is not a whole number from 1 to 1099511627776"},
     {kHead + "layer a params=3 flops=0\n", 4, "flops is 0; it must be above 0"},
-    {kHead + "layer a params=3 flops=1e3x\n", 4,
-     "flops '1e3x' is not a number; expected e.g. 120.5"},
-    {kHead + "layer a params=3 forward-ms=-1 backward-ms=1\n", 4,
-     "forward-ms is -1; it must be above 0"},
+    {kHead + "layer a params=3 flops=1e3x\n", 4, "flops '1e3x' is not a number; expected e.g. 120.5"},
+    {kHead + "layer a params=3 forward-ms=-1 backward-ms=1\n", 4, "forward-ms is -1; it must be above 0"},
     {kHead + "layer a flops=1\n", 4, "layer 'a' has no params=N; " + kUsage},
     {kHead + "layer a params=1 flops=1\n# note\nlayer a params=2 flops=1\n", 6,
      "layer 'a' given twice (first on line 4)"},
-    {kHead + "layer a params=1\n", 4,
-     "layer 'a' has no time; give flops=F or forward-ms=A backward-ms=B"},
-    {kHead + "layer a params=1 forward-ms=1\n", 4,
-     "layer 'a' gives forward-ms= without backward-ms=; give both"},
+    {kHead + "layer a params=1\n", 4, "layer 'a' has no time; give flops=F or forward-ms=A backward-ms=B"},
+    {kHead + "layer a params=1 forward-ms=1\n", 4, "layer 'a' gives forward-ms= without backward-ms=; give both"},
     {kHead + "layer a params=1 flops=1 backward-ms=1\n", 4,
      "layer 'a' gives flops= and forward-ms=/backward-ms=; give one"},
     {kHead + "layer a params=1 flops=1\nlayer b params=1 forward-ms=1 backward-ms=2\n", 5,
      "layer 'b' gives forward-ms=/backward-ms= but the layer on line 4 gives flops=; "
      "a profile uses one kind for all its layers"},
     {"batch 8\nlayer a params=1 flops=1\n", 2, "no 'model NAME' line; name the model"},
-    {"model m\nlayer a params=1 flops=1\n\n", 3,
-     "no 'batch N' line; give the per-GPU batch the times are for"},
+    {"model m\nlayer a params=1 flops=1\n\n", 3, "no 'batch N' line; give the per-GPU batch the times are for"},
     {kHead, 3, "no 'layer' lines; list the gradient tensors in forward order"},
     {"model m\nbatch 8\nlayer a params=1 flops=1\n", 3,
      "layers give flops= but there is no 'samples-per-s X' line to turn FLOPs into seconds"},
@@ -282,8 +271,7 @@ TEST(ProfileFileErrors, UnreadableFileNamesPathAndReason) {
     load_profile_file(missing);
     FAIL() << "no error";
   } catch (const ProfileError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              missing + ": cannot read profile file: No such file or directory");
+    EXPECT_EQ(std::string(e.what()), missing + ": cannot read profile file: No such file or directory");
   }
   EXPECT_THROW(load_profile_file(testing::TempDir()), ProfileError);
 }

@@ -72,7 +72,7 @@ TEST(MurmurSimCli, PaperTableCoversEveryModelNetworkMethodAndGpuCount) {
   EXPECT_EQ(models, (std::set<std::string>{"resnet50", "bert-base", "bert-large"}));
   EXPECT_EQ(networks, (std::set<std::string>{"10gbe-tcp", "100gb-ib-rdma", "100gbe-tcp"}));
   EXPECT_EQ(methods, (std::set<std::string>{"BSP-A2A", "WFBP-A2A", "MG-WFBP", "ByteScheduler-A2A", "BSP-PS", "WFBP-PS",
-                                             "ByteScheduler-PS"}));
+                                            "ByteScheduler-PS"}));
   EXPECT_EQ(gpus, (std::set<std::string>{"1", "4", "8", "16", "32"}));
   EXPECT_EQ(rows, 3 * 3 * 7 * 5);
   EXPECT_NE(r.err.find("rows simulated in"), std::string::npos) << r.err;

@@ -104,7 +104,8 @@ TEST(PaperMethods, BspAllReduceInsideOneNodeIsTheRingFormula) {
   const ModelProfile profile = builtin_profile("resnet50");
   const PaperConstants& k = calibrated_constants();
   const MethodPrediction p = predict_paper_method(PaperMethod::kBspA2A, profile, cluster(4, "10gbe-tcp"), k);
-  const double ring = k.horovod_op_s + 6 * k.intra_ring_step_s + 1.5 * profile.gradient_bytes() / k.intra_ring_bandwidth_Bps;
+  const double ring =
+      k.horovod_op_s + 6 * k.intra_ring_step_s + 1.5 * profile.gradient_bytes() / k.intra_ring_bandwidth_Bps;
   EXPECT_NEAR(p.iteration_s, profile.iteration_s() + ring, 1e-12);
   EXPECT_NEAR(p.samples_per_s, 4 * 64 / p.iteration_s, 1e-9);
 }
@@ -112,7 +113,8 @@ TEST(PaperMethods, BspAllReduceInsideOneNodeIsTheRingFormula) {
 TEST(PaperMethods, FasterNetworksNeverSlowAMethodDown) {
   const ModelProfile profile = builtin_profile("bert-base");
   for (PaperMethod m : paper_methods()) {
-    const double slow = predict_paper_method(m, profile, cluster(32, "10gbe-tcp"), calibrated_constants()).samples_per_s;
+    const double slow =
+        predict_paper_method(m, profile, cluster(32, "10gbe-tcp"), calibrated_constants()).samples_per_s;
     const double fast =
         predict_paper_method(m, profile, cluster(32, "100gb-ib-rdma"), calibrated_constants()).samples_per_s;
     EXPECT_GE(fast, slow * 0.999) << paper_method_name(m);

@@ -25,7 +25,7 @@ struct Decision {
   std::uint64_t round;
   double ratio;
   int period;
-  bool agreed;  // false: a reaction between agreements
+  bool agreed;              // false: a reaction between agreements
   double dropped_link_Bps;  // the estimate of the link to the other end of 0 <-> 1 (0: none)
 };
 
@@ -126,10 +126,11 @@ TEST_F(SchedulerLinkDrop, BothEndsFollowTheDropAndTheRecoveryWithin20Rounds) {
     std::printf("rank %d while slow:%s\n", rank, while_slow.c_str());
     const Decision& at_reaction = ds[std::min(reacted, ds.size() - 1)];
     const Decision& at_return = ds[std::min(relaxed, ds.size() - 1)];
-    std::printf("rank %d: drop after round %zu: %s at round %zu (ratio %g H %d); recovery after round %zu: "
-                "back at round %zu (ratio %g H %d)\n",
-                rank, drop, reacted < ds.size() ? "reacted" : "never", reacted, at_reaction.ratio, at_reaction.period,
-                recover, relaxed, at_return.ratio, at_return.period);
+    std::printf(
+        "rank %d: drop after round %zu: %s at round %zu (ratio %g H %d); recovery after round %zu: "
+        "back at round %zu (ratio %g H %d)\n",
+        rank, drop, reacted < ds.size() ? "reacted" : "never", reacted, at_reaction.ratio, at_reaction.period, recover,
+        relaxed, at_return.ratio, at_return.period);
     // And it stays near there: the link is as fast as before. (At this
     // budget's edge the ratio moves between neighbouring rungs: measured
     // times cross the hysteresis band, and a held one-size link explores.)

@@ -29,7 +29,8 @@ class SimTraining : public ::testing::Test {
   }
   void SetUp() override {
     if (data_ == nullptr)
-      GTEST_SKIP() << peer::data::default_fashion_mnist_dir() << " is absent: install Debian's dataset-fashion-mnist package";
+      GTEST_SKIP() << peer::data::default_fashion_mnist_dir()
+                   << " is absent: install Debian's dataset-fashion-mnist package";
   }
   static const peer::data::FashionMnist& fashion_mnist() { return *data_; }
   static inline peer::data::FashionMnist* data_ = nullptr;
@@ -48,7 +49,7 @@ TrainingSetup small_setup() {
   t.training.model = "logreg";
   t.training.train_examples = 1000;  // 16 steps of 64 per epoch, the last short
   t.training.epochs = 2;
-  t.training.evals_per_epoch = 3;    // every 5 steps and at the epoch's end
+  t.training.evals_per_epoch = 3;  // every 5 steps and at the epoch's end
   t.compute_s = 0.01;
   return t;
 }

@@ -21,9 +21,15 @@ LocalJob::LocalJob(const std::string& program, int size, const std::vector<std::
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
   for (int rank = 0; rank < size; ++rank) {
     Subprocess::Options options;
-    options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program, "--rank", std::to_string(rank),
-                    "--size", std::to_string(size), "--rendezvous-port", std::to_string(server_->port()),
-                    "--token", "test-token"};
+    options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program,
+                    "--rank",
+                    std::to_string(rank),
+                    "--size",
+                    std::to_string(size),
+                    "--rendezvous-port",
+                    std::to_string(server_->port()),
+                    "--token",
+                    "test-token"};
     options.argv.insert(options.argv.end(), args.begin(), args.end());
     options.stdout_path = dir_ + "/rank" + std::to_string(rank) + ".out";
     options.stderr_path = "=stdout";
@@ -63,8 +69,8 @@ bool LocalJob::wait_for_output(int rank, const std::string& text, std::chrono::s
 
 std::string LocalJob::describe(int rank, const std::optional<int>& status) const {
   return "rank " + std::to_string(rank) + " " +
-         (status ? Subprocess::describe_status(*status) : std::string("did not finish in time")) +
-         "; its output:\n" + output(rank);
+         (status ? Subprocess::describe_status(*status) : std::string("did not finish in time")) + "; its output:\n" +
+         output(rank);
 }
 
 }  // namespace murmur::testing

@@ -84,8 +84,7 @@ void Link::start_write() {
   header.payload_hash = wire::hash64(op.data + op.offset, chunk);
   send_header_ = wire::encode_frame(header);
   writing_ = true;
-  const std::array<net::const_buffer, 2> buffers = {net::buffer(send_header_),
-                                                    net::buffer(op.data + op.offset, chunk)};
+  const std::array<net::const_buffer, 2> buffers = {net::buffer(send_header_), net::buffer(op.data + op.offset, chunk)};
   net::async_write(*socket_, buffers,
                    [this, chunk](const boost::system::error_code& ec, std::size_t) { on_write(ec, chunk); });
 }
@@ -166,9 +165,8 @@ void Link::on_header(const boost::system::error_code& ec) {
              header->offset != incoming_.next_offset) {
     return fail_link("bad message: frame (tag " + std::to_string(header->tag) + ", offset " +
                      std::to_string(header->offset) + " of " + std::to_string(header->total) +
-                     ") does not continue the message in progress (tag " + std::to_string(incoming_.tag) +
-                     ", offset " + std::to_string(incoming_.next_offset) + " of " +
-                     std::to_string(incoming_.total) + ")");
+                     ") does not continue the message in progress (tag " + std::to_string(incoming_.tag) + ", offset " +
+                     std::to_string(incoming_.next_offset) + " of " + std::to_string(incoming_.total) + ")");
   }
   if (header->chunk == 0) return finish_incoming();  // a 0-byte message
   start_read_payload(header->chunk, header->payload_hash);
@@ -236,9 +234,8 @@ void Link::on_payload(const boost::system::error_code& ec, std::uint64_t chunk, 
   }
   if (incoming_.request || incoming_.discard) incoming_.temp.reset();
   if (wire::hash64(landed, chunk) != payload_hash) {
-    return fail_link("bad message: payload checksum mismatch in tag " + std::to_string(incoming_.tag) +
-                     " at offset " + std::to_string(incoming_.next_offset) + " (" + std::to_string(chunk) +
-                     " bytes)");
+    return fail_link("bad message: payload checksum mismatch in tag " + std::to_string(incoming_.tag) + " at offset " +
+                     std::to_string(incoming_.next_offset) + " (" + std::to_string(chunk) + " bytes)");
   }
   incoming_.next_offset += chunk;
   if (incoming_.next_offset == incoming_.total) return finish_incoming();

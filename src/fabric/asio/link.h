@@ -88,10 +88,10 @@ class Link final {
     Tag tag = 0;
     std::uint64_t total = 0;
     std::uint64_t next_offset = 0;
-    RequestPtr request;                     // null: unexpected or discarded
-    unsigned char* target = nullptr;        // user buffer or temp
-    HeldBuffer temp;                        // unexpected messages only
-    bool discard = false;                   // consumed after a size mismatch
+    RequestPtr request;               // null: unexpected or discarded
+    unsigned char* target = nullptr;  // user buffer or temp
+    HeldBuffer temp;                  // unexpected messages only
+    bool discard = false;             // consumed after a size mismatch
   };
 
   void start_write();

@@ -78,7 +78,7 @@ class AsioTransport final : public Transport {
   std::string address_;
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<std::unique_ptr<net::steady_timer>> retry_timers_;
-  bool closing_ = false;        // io thread only
+  bool closing_ = false;          // io thread only
   bool dialing_stopped_ = false;  // io thread only
 
   std::mutex mutex_;  // guards connected_; leaf lock
@@ -143,8 +143,8 @@ void AsioTransport::close_all() {
 
 void AsioTransport::check_peer(int peer, const char* call) const {
   if (peer < 0 || peer >= options_.size) {
-    throw FabricError(std::string("asio: ") + call + " to rank " + std::to_string(peer) +
-                      " outside a group of size " + std::to_string(options_.size));
+    throw FabricError(std::string("asio: ") + call + " to rank " + std::to_string(peer) + " outside a group of size " +
+                      std::to_string(options_.size));
   }
 }
 
@@ -158,18 +158,17 @@ void AsioTransport::accept_next() {
     } else {
       auto shared = std::make_shared<tcp::socket>(std::move(socket));
       auto hello = std::make_shared<wire::HandshakeBytes>();
-      net::async_read(*shared, net::buffer(*hello),
-                      [this, shared, hello](const boost::system::error_code& read_ec, std::size_t) {
-                        if (closing_) return;
-                        if (read_ec) {
-                          boost::system::error_code ignored;
-                          fabric_log().warn("asio rank {}: rejected connection from {}: handshake not received: {}",
-                                            options_.rank, shared->remote_endpoint(ignored).address().to_string(),
-                                            read_ec.message());
-                          return;
-                        }
-                        on_hello(shared, hello);
-                      });
+      net::async_read(
+          *shared, net::buffer(*hello), [this, shared, hello](const boost::system::error_code& read_ec, std::size_t) {
+            if (closing_) return;
+            if (read_ec) {
+              boost::system::error_code ignored;
+              fabric_log().warn("asio rank {}: rejected connection from {}: handshake not received: {}", options_.rank,
+                                shared->remote_endpoint(ignored).address().to_string(), read_ec.message());
+              return;
+            }
+            on_hello(shared, hello);
+          });
     }
     accept_next();
   });
@@ -236,41 +235,45 @@ void AsioTransport::dial(int peer, std::string host, std::string port) {
     });
     retry_timers_.push_back(std::move(timer));
   };
-  attempt->resolver.async_resolve(host, port, [this, attempt, peer, retry](const boost::system::error_code& ec,
-                                                                             tcp::resolver::results_type results) {
-    if (closing_) return;
-    if (ec) return retry("resolve: " + ec.message());
-    net::async_connect(attempt->socket, results, [this, attempt, peer, retry](const boost::system::error_code& ec,
-                                                                               const tcp::endpoint&) {
-      if (closing_) return;
-      if (ec) return retry("connect: " + ec.message());
-      attempt->hello = wire::encode_handshake({.rank = options_.rank, .size = options_.size, .target = peer});
-      net::async_write(attempt->socket, net::buffer(attempt->hello), [this, attempt, peer, retry](
-                                                                         const boost::system::error_code& ec, std::size_t) {
+  attempt->resolver.async_resolve(
+      host, port,
+      [this, attempt, peer, retry](const boost::system::error_code& ec, tcp::resolver::results_type results) {
         if (closing_) return;
-        if (ec) return retry("handshake: " + ec.message());
-        net::async_read(attempt->socket, net::buffer(attempt->reply), [this, attempt, peer, retry](
-                                                                           const boost::system::error_code& ec, std::size_t) {
-          if (closing_) return;
-          if (ec) return retry("handshake reply: " + ec.message());
-          std::string why;
-          const auto hs = wire::decode_handshake(attempt->reply, &why);
-          if (hs && (hs->rank != peer || hs->size != options_.size || hs->target != options_.rank)) {
-            why = "answered as rank " + std::to_string(hs->rank) + " of " + std::to_string(hs->size);
-          }
-          if (!why.empty()) {
-            fabric_log().warn("asio rank {}: bad handshake reply from rank {} ({}): {}", options_.rank, peer,
-                              links_[peer]->host(), why);
-            return retry(why);
-          }
-          if (links_[peer]->connected() || links_[peer]->failed()) return;
-          set_socket_options(attempt->socket);
-          links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)));
-          on_connected(peer);
-        });
+        if (ec) return retry("resolve: " + ec.message());
+        net::async_connect(
+            attempt->socket, results,
+            [this, attempt, peer, retry](const boost::system::error_code& ec, const tcp::endpoint&) {
+              if (closing_) return;
+              if (ec) return retry("connect: " + ec.message());
+              attempt->hello = wire::encode_handshake({.rank = options_.rank, .size = options_.size, .target = peer});
+              net::async_write(
+                  attempt->socket, net::buffer(attempt->hello),
+                  [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
+                    if (closing_) return;
+                    if (ec) return retry("handshake: " + ec.message());
+                    net::async_read(
+                        attempt->socket, net::buffer(attempt->reply),
+                        [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
+                          if (closing_) return;
+                          if (ec) return retry("handshake reply: " + ec.message());
+                          std::string why;
+                          const auto hs = wire::decode_handshake(attempt->reply, &why);
+                          if (hs && (hs->rank != peer || hs->size != options_.size || hs->target != options_.rank)) {
+                            why = "answered as rank " + std::to_string(hs->rank) + " of " + std::to_string(hs->size);
+                          }
+                          if (!why.empty()) {
+                            fabric_log().warn("asio rank {}: bad handshake reply from rank {} ({}): {}", options_.rank,
+                                              peer, links_[peer]->host(), why);
+                            return retry(why);
+                          }
+                          if (links_[peer]->connected() || links_[peer]->failed()) return;
+                          set_socket_options(attempt->socket);
+                          links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)));
+                          on_connected(peer);
+                        });
+                  });
+            });
       });
-    });
-  });
 }
 
 void AsioTransport::on_connected(int peer) {
@@ -288,8 +291,8 @@ void AsioTransport::connect(const std::vector<PeerInfo>& peers) {
                       std::to_string(options_.size));
   }
   for (int r = 0; r < options_.size; ++r) {
-    if (peers[r].rank != r) throw FabricError("asio: connect: peers[" + std::to_string(r) + "] has rank " +
-                                              std::to_string(peers[r].rank));
+    if (peers[r].rank != r)
+      throw FabricError("asio: connect: peers[" + std::to_string(r) + "] has rank " + std::to_string(peers[r].rank));
   }
   // Lower ranks dial higher ones; each side waits for size-1 links.
   net::post(io_, [this, peers] {
@@ -317,7 +320,8 @@ void AsioTransport::connect(const std::vector<PeerInfo>& peers) {
       if (link->connected() || link->failed()) continue;
       if (!missing.empty()) missing += ", ";
       missing += "rank " + std::to_string(link->rank()) + " (" + link->host() + ")";
-      link->fail(std::make_exception_ptr(PeerError(link->rank(), link->host(), "not connected within the connect timeout")));
+      link->fail(
+          std::make_exception_ptr(PeerError(link->rank(), link->host(), "not connected within the connect timeout")));
     }
     missing_promise.set_value(missing);
   });

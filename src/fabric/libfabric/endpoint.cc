@@ -31,8 +31,7 @@ InfoPtr make_hints(const std::string& provider) {
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_TAGGED | FI_DIRECTED_RECV;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
-  hints->domain_attr->mr_mode =
-      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
   // Sends between two endpoints match receives in posting order: chunks of a
   // message, and messages on one tag, arrive in order.
@@ -65,8 +64,7 @@ InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
   } else {
     ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &info);
     if (ret != 0) {
-      throw FabricError("libfabric provider '" + provider +
-                        "' is not available: " + fi_error_text("fi_getinfo", ret));
+      throw FabricError("libfabric provider '" + provider + "' is not available: " + fi_error_text("fi_getinfo", ret));
     }
   }
   InfoPtr list(info);
@@ -142,8 +140,7 @@ std::string choose_provider(const TransportOptions& options) {
   tune_rxm_for_tcp(options, asked);
   if (asked == "tcp" || asked == "shm" || asked == "verbs") return asked;
   if (asked != "auto") {
-    throw FabricError("unknown libfabric provider '" + asked +
-                      "' (expected tcp, shm, verbs or auto)");
+    throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, shm, verbs or auto)");
   }
   if (verbs_available()) return "verbs";
   return options.peers_on_this_host ? "shm" : "tcp";
@@ -153,8 +150,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     : provider(which), info(get_info(options, which)) {
   provider_name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : which;
   const auto mr_mode = static_cast<std::uint64_t>(info->domain_attr->mr_mode);
-  register_memory = (mr_mode & FI_MR_LOCAL) != 0 || (mr_mode & FI_MR_ALLOCATED) != 0 ||
-                    (info->mode & FI_LOCAL_MR) != 0;
+  register_memory = (mr_mode & FI_MR_LOCAL) != 0 || (mr_mode & FI_MR_ALLOCATED) != 0 || (info->mode & FI_LOCAL_MR) != 0;
   mr_prov_key = (mr_mode & FI_MR_PROV_KEY) != 0;
   mr_endpoint = (mr_mode & FI_MR_ENDPOINT) != 0;
   cq_data_size = info->domain_attr->cq_data_size;
@@ -190,13 +186,13 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     if (ret == 0 && fd >= 0) {
       wait_fd = fd;
     } else {
-      fabric_log().info("libfabric {}: CQ offers no wait fd ({}); polling with back-off",
-                        provider_name, fi_error_text("fi_control(FI_GETWAIT)", ret));
+      fabric_log().info("libfabric {}: CQ offers no wait fd ({}); polling with back-off", provider_name,
+                        fi_error_text("fi_control(FI_GETWAIT)", ret));
       cq.reset();
     }
   } else {
-    fabric_log().info("libfabric {}: CQ refuses FI_WAIT_FD ({}); polling with back-off",
-                      provider_name, fi_error_text("fi_cq_open", ret));
+    fabric_log().info("libfabric {}: CQ refuses FI_WAIT_FD ({}); polling with back-off", provider_name,
+                      fi_error_text("fi_cq_open", ret));
   }
   if (!cq) {
     cq_attr.wait_obj = FI_WAIT_NONE;
@@ -224,8 +220,8 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
       "libfabric endpoint: provider {} fabric {} domain {} mr_mode {:#x} (register: {}) "
       "cq_data_size {} max_msg_size {} wait {}",
       provider_name, info->fabric_attr->name ? info->fabric_attr->name : "?",
-      info->domain_attr->name ? info->domain_attr->name : "?", mr_mode, register_memory,
-      cq_data_size, max_msg_size, wait_fd >= 0 ? "fd" : "poll");
+      info->domain_attr->name ? info->domain_attr->name : "?", mr_mode, register_memory, cq_data_size, max_msg_size,
+      wait_fd >= 0 ? "fd" : "poll");
 }
 
 }  // namespace murmur::fabric::libfabric

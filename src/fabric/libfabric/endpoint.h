@@ -27,8 +27,8 @@ struct Endpoint {
   // Opens everything; throws FabricError naming the provider and the call.
   Endpoint(const TransportOptions& options, const std::string& provider);
 
-  std::string provider;       // what was asked: tcp, shm, verbs
-  std::string provider_name;  // what libfabric gave: e.g. "tcp;ofi_rxm"
+  std::string provider;          // what was asked: tcp, shm, verbs
+  std::string provider_name;     // what libfabric gave: e.g. "tcp;ofi_rxm"
   bool register_memory = false;  // mr_mode asks for local registration
   bool mr_prov_key = false;
   bool mr_endpoint = false;

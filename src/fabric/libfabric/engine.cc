@@ -37,14 +37,11 @@ bool link_lost(int err) {
   }
 }
 
-std::size_t chunk_count(std::size_t total, std::size_t chunk) {
-  return total == 0 ? 1 : (total + chunk - 1) / chunk;
-}
+std::size_t chunk_count(std::size_t total, std::size_t chunk) { return total == 0 ? 1 : (total + chunk - 1) / chunk; }
 
 }  // namespace
 
-Engine::Engine(Endpoint& endpoint, std::size_t chunk_bytes,
-               std::function<void(int, std::exception_ptr)> on_peer_failed)
+Engine::Engine(Endpoint& endpoint, std::size_t chunk_bytes, std::function<void(int, std::exception_ptr)> on_peer_failed)
     : endpoint_(endpoint),
       chunk_bytes_(std::max<std::size_t>(1, std::min(chunk_bytes, endpoint.max_msg_size))),
       on_peer_failed_(std::move(on_peer_failed)) {
@@ -69,8 +66,7 @@ void Engine::set_peers(std::vector<PeerInfo> peers, std::vector<fi_addr_t> addre
 }
 
 std::exception_ptr Engine::peer_error(int peer, const std::string& reason) const {
-  const std::string host =
-      peer >= 0 && static_cast<std::size_t>(peer) < peers_.size() ? peers_[peer].host : "?";
+  const std::string host = peer >= 0 && static_cast<std::size_t>(peer) < peers_.size() ? peers_[peer].host : "?";
   return std::make_exception_ptr(PeerError(peer, host, reason));
 }
 
@@ -97,8 +93,7 @@ void Engine::register_buffer(Operation& op) {
   if (!endpoint_.register_memory || op.capacity == 0 || op.mr) return;
   // TODO(perf): a small registration cache keyed by (address, length).
   fid_mr* mr = nullptr;
-  fi_check(fi_mr_reg(endpoint_.domain.get(), op.data, op.capacity,
-                     op.is_send() ? FI_SEND : FI_RECV, 0,
+  fi_check(fi_mr_reg(endpoint_.domain.get(), op.data, op.capacity, op.is_send() ? FI_SEND : FI_RECV, 0,
                      endpoint_.mr_prov_key ? 0 : next_mr_key_++, 0, &mr, nullptr),
            "fi_mr_reg");
   op.mr = Fid<fid_mr>(mr, "mr");
@@ -199,8 +194,7 @@ bool Engine::post(ChunkContext& ctx) {
 
 bool Engine::posted(ChunkContext& ctx, const char* call, ssize_t ret) {
   Operation& op = *ctx.op;
-  fabric_log().trace("libfabric: {} chunk {} peer {} tag {} -> {}", call, ctx.index, op.peer,
-                     op.tag, ret);
+  fabric_log().trace("libfabric: {} chunk {} peer {} tag {} -> {}", call, ctx.index, op.peer, op.tag, ret);
   if (ret == -FI_EAGAIN) return false;
   if (ret != 0) {
     fail_op(op, peer_error(op.peer, fi_error_text(call, ret)));
@@ -267,16 +261,15 @@ bool Engine::read_cq() {
       return true;
     }
     for (ssize_t i = 0; i < n; ++i) {
-      on_completion(*static_cast<ChunkContext*>(entries[i].op_context), entries[i].len,
-                    entries[i].flags, entries[i].data);
+      on_completion(*static_cast<ChunkContext*>(entries[i].op_context), entries[i].len, entries[i].flags,
+                    entries[i].data);
     }
     any = true;
     if (n < kBatch) return any;
   }
 }
 
-void Engine::on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags,
-                           std::uint64_t data) {
+void Engine::on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags, std::uint64_t data) {
   Operation& op = *ctx.op;
   fabric_log().trace("libfabric: completed {} chunk {} peer {} tag {} len {} flags {:#x} data {}",
                      op.is_send() ? "send" : "receive", ctx.index, op.peer, op.tag, len, flags, data);
@@ -324,9 +317,10 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
   ctx.posted = false;
   --op.in_flight;
   ++op.completed;
-  fabric_log().debug("libfabric: CQ error on {} chunk {} of peer {} tag {}: {} ({}) (len {} olen {} flags {:#x} data {})",
-                     op.is_send() ? "send" : "receive", ctx.index, op.peer, op.tag,
-                     fi_strerror(entry.err < 0 ? -entry.err : entry.err), entry.err, entry.len, entry.olen, entry.flags, entry.data);
+  fabric_log().debug(
+      "libfabric: CQ error on {} chunk {} of peer {} tag {}: {} ({}) (len {} olen {} flags {:#x} data {})",
+      op.is_send() ? "send" : "receive", ctx.index, op.peer, op.tag,
+      fi_strerror(entry.err < 0 ? -entry.err : entry.err), entry.err, entry.len, entry.olen, entry.flags, entry.data);
   // shm in libfabric 1.17 reports some errors negated (-FI_ETRUNC).
   const int err = entry.err < 0 ? -entry.err : entry.err;
   if (err == FI_ECANCELED || op.error) return maybe_retire(op);
@@ -340,12 +334,9 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
     return;
   }
   char text[256] = {};
-  const char* what = fi_cq_strerror(endpoint_.cq.get(), entry.prov_errno, entry.err_data, text,
-                                    sizeof(text));
-  const std::string call = op.is_send() ? (ctx.index == 0 ? "fi_tsenddata" : "fi_tsend")
-                                        : "fi_trecv";
-  auto error = peer_error(op.peer, call + ": " + (what ? what : fi_strerror(err)) + " (" +
-                                       fi_strerror(err) + ")");
+  const char* what = fi_cq_strerror(endpoint_.cq.get(), entry.prov_errno, entry.err_data, text, sizeof(text));
+  const std::string call = op.is_send() ? (ctx.index == 0 ? "fi_tsenddata" : "fi_tsend") : "fi_trecv";
+  auto error = peer_error(op.peer, call + ": " + (what ? what : fi_strerror(err)) + " (" + fi_strerror(err) + ")");
   if (link_lost(err)) {
     // fail_peer retires `op` (its last chunk just came back): not a field
     // of it may be read afterwards.
@@ -372,10 +363,8 @@ void Engine::maybe_retire(Operation& op) {
     op.reported = true;
     if (op.overflow) {
       op.request->fail(peer_error(
-          op.peer, "message of " + std::to_string(op.total) +
-                       " bytes does not fit the receive buffer of " +
-                       std::to_string(op.capacity) + " bytes (tag " + std::to_string(op.tag) +
-                       "); it was dropped"));
+          op.peer, "message of " + std::to_string(op.total) + " bytes does not fit the receive buffer of " +
+                       std::to_string(op.capacity) + " bytes (tag " + std::to_string(op.tag) + "); it was dropped"));
     } else {
       op.request->complete(op.total);
     }

@@ -33,8 +33,7 @@ class Engine {
  public:
   // `on_peer_failed` tells the front that the engine itself declared a peer
   // failed (a broken link), so that later requests fail at once.
-  Engine(Endpoint& endpoint, std::size_t chunk_bytes,
-         std::function<void(int, std::exception_ptr)> on_peer_failed);
+  Engine(Endpoint& endpoint, std::size_t chunk_bytes, std::function<void(int, std::exception_ptr)> on_peer_failed);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
@@ -69,8 +68,7 @@ class Engine {
   bool post(ChunkContext& ctx);  // false on -FI_EAGAIN
   bool posted(ChunkContext& ctx, const char* call, ssize_t ret);
   bool read_cq();
-  void on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags,
-                     std::uint64_t data);
+  void on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags, std::uint64_t data);
   void on_error(const fi_cq_err_entry& entry);
   void on_first_chunk(Operation& op, std::size_t total);
   void start_next_receive(int peer, Tag tag);

@@ -19,8 +19,7 @@ class Fid {
   Fid(T* handle, const char* what) : handle_(handle), what_(what) {}
   Fid(const Fid&) = delete;
   Fid& operator=(const Fid&) = delete;
-  Fid(Fid&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)), what_(other.what_) {}
+  Fid(Fid&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)), what_(other.what_) {}
   Fid& operator=(Fid&& other) noexcept {
     if (this != &other) {
       reset();

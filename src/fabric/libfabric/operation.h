@@ -28,24 +28,24 @@ struct ChunkContext {
   fi_context2 context{};  // first member: libfabric returns its address
   Operation* op = nullptr;
   std::size_t index = 0;
-  bool posted = false;    // handed to libfabric, completion not yet read
+  bool posted = false;  // handed to libfabric, completion not yet read
 };
 
 struct Operation {
   RequestPtr request;
   int peer = -1;
   Tag tag = 0;
-  char* data = nullptr;       // the caller's buffer
-  std::size_t capacity = 0;   // send: message size; receive: buffer size
-  std::size_t total = 0;      // message size (receive: known after chunk 0)
-  std::size_t chunks = 1;     // known count (receive: 1 until chunk 0 is done)
-  std::size_t completed = 0;  // chunks whose completion was read
-  std::size_t in_flight = 0;  // chunks posted and not yet completed
-  bool overflow = false;      // receive: message larger than capacity
-  bool reported = false;      // request completed or failed
-  std::exception_ptr error;   // first failure
+  char* data = nullptr;                // the caller's buffer
+  std::size_t capacity = 0;            // send: message size; receive: buffer size
+  std::size_t total = 0;               // message size (receive: known after chunk 0)
+  std::size_t chunks = 1;              // known count (receive: 1 until chunk 0 is done)
+  std::size_t completed = 0;           // chunks whose completion was read
+  std::size_t in_flight = 0;           // chunks posted and not yet completed
+  bool overflow = false;               // receive: message larger than capacity
+  bool reported = false;               // request completed or failed
+  std::exception_ptr error;            // first failure
   std::vector<ChunkContext> contexts;  // resized only when none is in flight
-  Fid<fid_mr> mr;             // when the provider's mr_mode asks for it
+  Fid<fid_mr> mr;                      // when the provider's mr_mode asks for it
   void* desc = nullptr;
   std::list<std::unique_ptr<Operation>>::iterator self;  // in Engine::ops_
 

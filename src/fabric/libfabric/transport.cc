@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -39,8 +39,7 @@ using Command = std::variant<std::unique_ptr<Operation>, FailPeer>;
 // The state shared by the public handle and the progress thread. The thread
 // holds a reference so that, if it is stuck inside the provider (see
 // shutdown()), the endpoint it is using is never freed under it.
-class LibfabricTransport final : public Transport,
-                                 public std::enable_shared_from_this<LibfabricTransport> {
+class LibfabricTransport final : public Transport, public std::enable_shared_from_this<LibfabricTransport> {
  public:
   explicit LibfabricTransport(const TransportOptions& options)
       : options_(options),
@@ -127,18 +126,16 @@ class LibfabricTransport final : public Transport,
 
   void connect(const std::vector<PeerInfo>& peers) override {
     if (static_cast<int>(peers.size()) != options_.size) {
-      throw FabricError("connect: got " + std::to_string(peers.size()) +
-                        " peers for a group of size " + std::to_string(options_.size));
+      throw FabricError("connect: got " + std::to_string(peers.size()) + " peers for a group of size " +
+                        std::to_string(options_.size));
     }
     MURMUR_CHECK(!connected_.load());
     std::vector<fi_addr_t> addresses(peers.size(), FI_ADDR_NOTAVAIL);
     for (std::size_t r = 0; r < peers.size(); ++r) {
       MURMUR_CHECK_EQ(peers[r].rank, static_cast<int>(r));
-      const int ret = fi_av_insert(endpoint_.av.get(), peers[r].address.data(), 1,
-                                   &addresses[r], 0, nullptr);
+      const int ret = fi_av_insert(endpoint_.av.get(), peers[r].address.data(), 1, &addresses[r], 0, nullptr);
       if (ret != 1) {
-        throw PeerError(peers[r].rank, peers[r].host,
-                        fi_error_text("fi_av_insert", ret < 0 ? ret : -FI_EADDRNOTAVAIL));
+        throw PeerError(peers[r].rank, peers[r].host, fi_error_text("fi_av_insert", ret < 0 ? ret : -FI_EADDRNOTAVAIL));
       }
     }
     // The progress thread starts only now: until then this thread alone
@@ -168,11 +165,10 @@ class LibfabricTransport final : public Transport,
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
     auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
     if (bytes > engine_.max_message_bytes()) {
-      request->fail(std::make_exception_ptr(FabricError(
-          "isend: message of " + std::to_string(bytes) + " bytes exceeds the " +
-          std::to_string(engine_.max_message_bytes()) + " bytes that provider " +
-          endpoint_.provider_name + " can announce in " +
-          std::to_string(endpoint_.cq_data_size) + " bytes of CQ data")));
+      request->fail(std::make_exception_ptr(
+          FabricError("isend: message of " + std::to_string(bytes) + " bytes exceeds the " +
+                      std::to_string(engine_.max_message_bytes()) + " bytes that provider " + endpoint_.provider_name +
+                      " can announce in " + std::to_string(endpoint_.cq_data_size) + " bytes of CQ data")));
       return request;
     }
     return submit(std::move(request), peer, tag, const_cast<void*>(data), bytes);
@@ -248,13 +244,15 @@ class LibfabricTransport final : public Transport,
       if (watchdog_cv_.wait_for(lock, kStallTimeout, [this] { return stopping_; })) return;
       if (progress_turns_.load() != turns) continue;
       lock.unlock();
-      fabric_log().error("libfabric: progress on provider {} has been stuck for {} ms since a peer failed; "
-                         "failing every peer of rank {}",
-                         endpoint_.provider, std::chrono::duration_cast<std::chrono::milliseconds>(kStallTimeout).count(),
-                         options_.rank);
+      fabric_log().error(
+          "libfabric: progress on provider {} has been stuck for {} ms since a peer failed; "
+          "failing every peer of rank {}",
+          endpoint_.provider, std::chrono::duration_cast<std::chrono::milliseconds>(kStallTimeout).count(),
+          options_.rank);
       for (int peer = 0; peer < options_.size; ++peer) {
-        fail_outstanding(peer, engine_.peer_error(peer, "progress stuck inside libfabric provider " + endpoint_.provider +
-                                                            " after another peer failed; this endpoint is unusable"));
+        fail_outstanding(peer,
+                         engine_.peer_error(peer, "progress stuck inside libfabric provider " + endpoint_.provider +
+                                                      " after another peer failed; this endpoint is unusable"));
       }
       lock.lock();
       progress_stuck_ = true;
@@ -337,9 +335,7 @@ class LibfabricTransport final : public Transport,
       }
       // Bounded waits while work is in flight guard against a provider that
       // needs progress without signalling its fd; idle waits are long.
-      const auto max_wait = engine_.has_pending_posts() ? 1000us
-                            : engine_.idle()            ? 200000us
-                                                        : 20000us;
+      const auto max_wait = engine_.has_pending_posts() ? 1000us : engine_.idle() ? 200000us : 20000us;
       waiter_.wait(max_wait);
     }
   }

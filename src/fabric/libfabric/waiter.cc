@@ -16,14 +16,11 @@
 namespace murmur::fabric::libfabric {
 namespace {
 
-[[noreturn]] void throw_errno(const char* call) {
-  throw FabricError(std::string(call) + ": " + std::strerror(errno));
-}
+[[noreturn]] void throw_errno(const char* call) { throw FabricError(std::string(call) + ": " + std::strerror(errno)); }
 
 }  // namespace
 
-Waiter::Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd)
-    : fabric_(fabric), cq_(cq), cq_fd_(cq_fd) {
+Waiter::Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd) : fabric_(fabric), cq_(cq), cq_fd_(cq_fd) {
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw_errno("eventfd");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);

@@ -53,9 +53,7 @@ class Client::Impl {
   void fail_connect(std::exception_ptr error);
   void notify(const MemberLost& lost);
   void stop_io();
-  std::string server() const {
-    return options_.server_host + ":" + std::to_string(options_.server_port);
-  }
+  std::string server() const { return options_.server_host + ":" + std::to_string(options_.server_port); }
   std::string me() const { return "rendezvous client rank " + std::to_string(options_.rank); }
 
   ClientOptions options_;
@@ -78,8 +76,7 @@ class Client::Impl {
   std::thread thread_;  // last: started once everything above exists
 };
 
-Client::Impl::Impl(ClientOptions options)
-    : options_(std::move(options)), heartbeat_timer_(io_) {
+Client::Impl::Impl(ClientOptions options) : options_(std::move(options)), heartbeat_timer_(io_) {
   asio::co_spawn(io_, run(), asio::detached);
   thread_ = std::thread([this] { io_.run(); });
 
@@ -175,7 +172,8 @@ asio::awaitable<void> Client::Impl::run() {
     }
     const auto message = wire::decode_server(*body, options_.max_message_bytes);
     const auto* welcome = std::get_if<wire::Welcome>(&message);
-    if (welcome == nullptr) throw FabricError(me() + ": rendezvous server " + server() + " answered Hello with something else");
+    if (welcome == nullptr)
+      throw FabricError(me() + ": rendezvous server " + server() + " answered Hello with something else");
     if (!welcome->ok) {
       throw FabricError("rendezvous server " + server() + " refused rank " + std::to_string(options_.rank) + ": " +
                         welcome->refused);
@@ -296,8 +294,7 @@ wire::Response Client::Impl::call(wire::Request q, Clock::duration wait_for, con
   if (!cv_.wait_until(lock, Clock::now() + wait_for, [&] { return call->done; })) {
     pending_.erase(q.id);
     throw FabricError(me() + ": " + what + ": no answer from rendezvous server " + server() + " within " +
-                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait_for).count()) +
-                      " ms");
+                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait_for).count()) + " ms");
   }
   if (call->error) std::rethrow_exception(call->error);
   if (call->response.kind == wire::Response::Kind::error) {

@@ -21,8 +21,7 @@ std::string describe(const asio::ip::tcp::socket& socket) {
 }
 }  // namespace
 
-Connection::Connection(asio::ip::tcp::socket socket)
-    : socket_(std::move(socket)), remote_(describe(socket_)) {}
+Connection::Connection(asio::ip::tcp::socket socket) : socket_(std::move(socket)), remote_(describe(socket_)) {}
 
 asio::awaitable<std::optional<std::vector<std::uint64_t>>> Connection::read_frame(std::size_t max_bytes) {
   std::array<unsigned char, wire::kPrefixBytes> prefix{};
@@ -39,8 +38,8 @@ asio::awaitable<std::optional<std::vector<std::uint64_t>>> Connection::read_fram
                                std::uint32_t(prefix[2]) << 16 | std::uint32_t(prefix[3]) << 24;
   // Checked before allocating: a hostile 4 GiB prefix costs nothing.
   if (length > max_bytes) {
-    throw FrameError("length prefix " + std::to_string(length) + " exceeds the limit of " +
-                     std::to_string(max_bytes) + " bytes");
+    throw FrameError("length prefix " + std::to_string(length) + " exceeds the limit of " + std::to_string(max_bytes) +
+                     " bytes");
   }
   if (length == 0) throw FrameError("empty message (length prefix 0)");
 

@@ -115,9 +115,9 @@ class Server::Impl {
     Pending pending;
     std::uint32_t count;
   };
-  std::map<std::string, std::vector<Gathering>> gathers_;  // prefix -> clients in gather()
+  std::map<std::string, std::vector<Gathering>> gathers_;   // prefix -> clients in gather()
   std::map<std::string, std::map<int, Pending>> barriers_;  // name -> rank -> arrival
-  std::thread thread_;  // last: started once everything above exists
+  std::thread thread_;                                      // last: started once everything above exists
 };
 
 Server::Impl::Impl(ServerOptions options) : options_(std::move(options)), acceptor_(io_) {
@@ -281,8 +281,8 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
   world_size_ = hello.size;
   s->watchdog.cancel();  // re-arm with the heartbeat timeout
   send(s, wire::Welcome{});
-  rendezvous_log().info("rendezvous server: rank {} joined from {} ({} of {})", s->rank, s->who(),
-                        members_.size(), world_size_);
+  rendezvous_log().info("rendezvous server: rank {} joined from {} ({} of {})", s->rank, s->who(), members_.size(),
+                        world_size_);
   return true;
 }
 
@@ -292,7 +292,9 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Request& q) {
     return false;
   }
   switch (q.op) {
-    case wire::Op::set: do_set(s, q); break;
+    case wire::Op::set:
+      do_set(s, q);
+      break;
     case wire::Op::get: {
       wire::Response r;
       r.id = q.id;
@@ -305,11 +307,20 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Request& q) {
       send(s, r);
       break;
     }
-    case wire::Op::wait: do_wait(s, q); break;
-    case wire::Op::barrier: do_barrier(s, q); break;
-    case wire::Op::gather: do_gather(s, q); break;
-    case wire::Op::members: members_response(s, q.id); break;
-    case wire::Op::heartbeat: break;  // last_seen is already updated
+    case wire::Op::wait:
+      do_wait(s, q);
+      break;
+    case wire::Op::barrier:
+      do_barrier(s, q);
+      break;
+    case wire::Op::gather:
+      do_gather(s, q);
+      break;
+    case wire::Op::members:
+      members_response(s, q.id);
+      break;
+    case wire::Op::heartbeat:
+      break;  // last_seen is already updated
     case wire::Op::leave: {
       wire::Response ok;
       ok.id = q.id;
@@ -531,8 +542,8 @@ void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool lef
     it = it->second.empty() ? gathers_.erase(it) : std::next(it);
   }
   // No barrier can complete without it any more.
-  const std::string why = "rank " + std::to_string(s->rank) + " (" + s->host + ") " +
-                          (left_cleanly ? "left" : "was lost: " + reason);
+  const std::string why =
+      "rank " + std::to_string(s->rank) + " (" + s->host + ") " + (left_cleanly ? "left" : "was lost: " + reason);
   for (auto& [name, arrived] : barriers_) {
     for (auto& [rank, p] : arrived) {
       p.timer->cancel();

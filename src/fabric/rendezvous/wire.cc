@@ -15,14 +15,22 @@ static_assert(kProtocolVersion == cw::PROTOCOL_VERSION, "wire.h and rendezvous.c
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::set: return "set";
-    case Op::get: return "get";
-    case Op::wait: return "wait";
-    case Op::barrier: return "barrier";
-    case Op::members: return "members";
-    case Op::heartbeat: return "heartbeat";
-    case Op::leave: return "leave";
-    case Op::gather: return "gather";
+    case Op::set:
+      return "set";
+    case Op::get:
+      return "get";
+    case Op::wait:
+      return "wait";
+    case Op::barrier:
+      return "barrier";
+    case Op::members:
+      return "members";
+    case Op::heartbeat:
+      return "heartbeat";
+    case Op::leave:
+      return "leave";
+    case Op::gather:
+      return "gather";
   }
   return "?";
 }
@@ -33,9 +41,7 @@ capnp::Data::Reader as_data(const std::string& s) {
   return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
 }
 std::string to_string(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
-std::string to_string(capnp::Data::Reader d) {
-  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
-}
+std::string to_string(capnp::Data::Reader d) { return std::string(reinterpret_cast<const char*>(d.begin()), d.size()); }
 
 std::vector<std::byte> frame(capnp::MessageBuilder& builder) {
   kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
@@ -89,10 +95,17 @@ Request read_request(cw::Request::Reader r) {
       out.count = r.getGather().getCount();
       out.timeout_ms = r.getGather().getTimeoutMs();
       break;
-    case cw::Request::MEMBERS: out.op = Op::members; break;
-    case cw::Request::HEARTBEAT: out.op = Op::heartbeat; break;
-    case cw::Request::LEAVE: out.op = Op::leave; break;
-    default: throw DecodeError("request of unknown kind " + std::to_string(int(r.which())));
+    case cw::Request::MEMBERS:
+      out.op = Op::members;
+      break;
+    case cw::Request::HEARTBEAT:
+      out.op = Op::heartbeat;
+      break;
+    case cw::Request::LEAVE:
+      out.op = Op::leave;
+      break;
+    default:
+      throw DecodeError("request of unknown kind " + std::to_string(int(r.which())));
   }
   return out;
 }
@@ -120,7 +133,9 @@ std::vector<std::byte> encode(const ClientMessage& message) {
         kv.setValue(as_data(q.value));
         break;
       }
-      case Op::get: r.setGet(q.key); break;
+      case Op::get:
+        r.setGet(q.key);
+        break;
       case Op::wait: {
         auto kt = r.initWait();
         kt.setKey(q.key);
@@ -140,9 +155,15 @@ std::vector<std::byte> encode(const ClientMessage& message) {
         g.setTimeoutMs(q.timeout_ms);
         break;
       }
-      case Op::members: r.setMembers(); break;
-      case Op::heartbeat: r.setHeartbeat(); break;
-      case Op::leave: r.setLeave(); break;
+      case Op::members:
+        r.setMembers();
+        break;
+      case Op::heartbeat:
+        r.setHeartbeat();
+        break;
+      case Op::leave:
+        r.setLeave();
+        break;
     }
   }
   return frame(builder);
@@ -162,10 +183,18 @@ std::vector<std::byte> encode(const ServerMessage& message) {
     auto r = root.initResponse();
     r.setId(q->id);
     switch (q->kind) {
-      case Response::Kind::ok: r.setOk(); break;
-      case Response::Kind::value: r.setValue(as_data(q->text)); break;
-      case Response::Kind::not_found: r.setNotFound(); break;
-      case Response::Kind::error: r.setError(q->text); break;
+      case Response::Kind::ok:
+        r.setOk();
+        break;
+      case Response::Kind::value:
+        r.setValue(as_data(q->text));
+        break;
+      case Response::Kind::not_found:
+        r.setNotFound();
+        break;
+      case Response::Kind::error:
+        r.setError(q->text);
+        break;
       case Response::Kind::members: {
         auto list = r.initMembers(static_cast<unsigned>(q->members.size()));
         for (unsigned i = 0; i < q->members.size(); ++i) {
@@ -198,11 +227,12 @@ ClientMessage decode_client(std::span<const std::uint64_t> body, std::size_t max
     switch (root.which()) {
       case cw::ClientMessage::HELLO: {
         auto h = root.getHello();
-        return Hello{h.getVersion(), to_string(h.getToken()), h.getRank(), h.getSize(),
-                     to_string(h.getHost())};
+        return Hello{h.getVersion(), to_string(h.getToken()), h.getRank(), h.getSize(), to_string(h.getHost())};
       }
-      case cw::ClientMessage::REQUEST: return read_request(root.getRequest());
-      default: throw DecodeError("client message of unknown kind " + std::to_string(int(root.which())));
+      case cw::ClientMessage::REQUEST:
+        return read_request(root.getRequest());
+      default:
+        throw DecodeError("client message of unknown kind " + std::to_string(int(root.which())));
     }
   } catch (const kj::Exception& e) {
     throw DecodeError(std::string("malformed capnp message: ") + e.getDescription().cStr());
@@ -224,12 +254,16 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
         Response out;
         out.id = r.getId();
         switch (r.which()) {
-          case cw::Response::OK: out.kind = Response::Kind::ok; break;
+          case cw::Response::OK:
+            out.kind = Response::Kind::ok;
+            break;
           case cw::Response::VALUE:
             out.kind = Response::Kind::value;
             out.text = to_string(r.getValue());
             break;
-          case cw::Response::NOT_FOUND: out.kind = Response::Kind::not_found; break;
+          case cw::Response::NOT_FOUND:
+            out.kind = Response::Kind::not_found;
+            break;
           case cw::Response::ERROR:
             out.kind = Response::Kind::error;
             out.text = to_string(r.getError());
@@ -242,7 +276,8 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
             out.kind = Response::Kind::values;
             for (auto v : r.getValues()) out.values.push_back(to_string(v));
             break;
-          default: throw DecodeError("response of unknown kind " + std::to_string(int(r.which())));
+          default:
+            throw DecodeError("response of unknown kind " + std::to_string(int(r.which())));
         }
         return out;
       }
@@ -250,7 +285,8 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
         auto m = root.getMemberLost();
         return MemberLost{m.getRank(), to_string(m.getHost()), to_string(m.getReason()), m.getLeftCleanly()};
       }
-      default: throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));
+      default:
+        throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));
     }
   } catch (const kj::Exception& e) {
     throw DecodeError(std::string("malformed capnp message: ") + e.getDescription().cStr());

@@ -36,8 +36,8 @@ const char* op_name(Op op);
 struct Request {
   std::uint64_t id = 0;
   Op op = Op::heartbeat;
-  std::string key;    // set, get, wait, barrier (its name), gather (the prefix)
-  std::string value;  // set
+  std::string key;               // set, get, wait, barrier (its name), gather (the prefix)
+  std::string value;             // set
   std::uint64_t timeout_ms = 0;  // wait, barrier, gather
   std::uint32_t count = 0;       // gather
 };

@@ -71,10 +71,10 @@ double parse_rate(std::string_view text) {
   auto [value, unit] = split_number(text);
   if (unit.ends_with("/s")) unit.remove_suffix(2);
   if (value == 0 && unit.empty()) return 0;
-  static constexpr std::array<std::pair<std::string_view, double>, 5> kBits{{
-      {"bit", 1.0 / 8}, {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"tbit", 1e12 / 8}}};
-  static constexpr std::array<std::pair<std::string_view, double>, 6> kBytes{{
-      {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}}};
+  static constexpr std::array<std::pair<std::string_view, double>, 5> kBits{
+      {{"bit", 1.0 / 8}, {"kbit", 1e3 / 8}, {"mbit", 1e6 / 8}, {"gbit", 1e9 / 8}, {"tbit", 1e12 / 8}}};
+  static constexpr std::array<std::pair<std::string_view, double>, 6> kBytes{
+      {{"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}}};
   const std::string unit_lower = lower(unit);
   for (const auto& [name, scale] : kBits) {
     if (unit_lower == name) return value * scale;
@@ -109,14 +109,22 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
   auto [value, unit] = split_number(text);
   double scale = 0;
   const std::string u = lower(unit);
-  if (u == "ns") scale = 1;
-  else if (u == "us") scale = 1e3;
-  else if (u == "ms") scale = 1e6;
-  else if (u == "s") scale = 1e9;
-  else if (u == "min") scale = 60e9;
-  else if (u.empty() && value == 0) scale = 1;
-  else if (u.empty()) throw ProfileError("missing unit (expected ns, us, ms, s, min)");
-  else throw ProfileError(fmt::format("unknown unit '{}' (expected ns, us, ms, s, min)", unit));
+  if (u == "ns")
+    scale = 1;
+  else if (u == "us")
+    scale = 1e3;
+  else if (u == "ms")
+    scale = 1e6;
+  else if (u == "s")
+    scale = 1e9;
+  else if (u == "min")
+    scale = 60e9;
+  else if (u.empty() && value == 0)
+    scale = 1;
+  else if (u.empty())
+    throw ProfileError("missing unit (expected ns, us, ms, s, min)");
+  else
+    throw ProfileError(fmt::format("unknown unit '{}' (expected ns, us, ms, s, min)", unit));
   const double ns = value * scale;
   // ~292 years fits in int64 nanoseconds; anything near that is a typo.
   if (ns > 1e17) throw ProfileError(fmt::format("duration '{}' is too large", trim(text)));
@@ -129,7 +137,7 @@ LinkProfile parse_link_profile(std::string_view spec) {
   bool seen_lat = false, seen_bw = false, seen_jitter = false;
   std::string_view rest = trim(spec);
   if (rest.empty()) throw ProfileError("empty link profile (expected a name such as 10gbe, or lat=..,bw=..)");
-  for (bool first = true; ; first = false) {
+  for (bool first = true;; first = false) {
     const std::size_t comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
     if (item.empty()) throw ProfileError(fmt::format("{}empty item", context));
@@ -137,9 +145,10 @@ LinkProfile parse_link_profile(std::string_view spec) {
     if (eq == std::string_view::npos) {
       auto base = named(item);
       if (!base) {
-        throw ProfileError(fmt::format("{}unknown profile '{}' (expected 10gbe, 100gbe, ib-hdr100, wan, none, "
-                                       "loopback, or items like lat=50us,bw=10gbit,jitter=5us)",
-                                       context, item));
+        throw ProfileError(
+            fmt::format("{}unknown profile '{}' (expected 10gbe, 100gbe, ib-hdr100, wan, none, "
+                        "loopback, or items like lat=50us,bw=10gbit,jitter=5us)",
+                        context, item));
       }
       if (!first) {
         throw ProfileError(
@@ -179,8 +188,7 @@ LinkProfile parse_link_profile(std::string_view spec) {
 std::string to_string(const LinkProfile& profile) {
   const std::string bw =
       profile.bytes_per_second > 0 ? fmt::format("{:.6g}mbit", profile.bytes_per_second * 8 / 1e6) : "unlimited";
-  return fmt::format("lat={},bw={},jitter={}", format_duration(profile.latency), bw,
-                     format_duration(profile.jitter));
+  return fmt::format("lat={},bw={},jitter={}", format_duration(profile.latency), bw, format_duration(profile.jitter));
 }
 
 }  // namespace murmur::fabric::shaper

@@ -53,8 +53,7 @@ class ShapedTransportImpl final : public ShapedTransport {
     wake_.notify_all();
     timer_.join();
     for (auto& pending : leftover) {
-      pending.outer->fail(std::make_exception_ptr(
-          PeerError(pending.peer, host_of(pending.peer), "transport closed")));
+      pending.outer->fail(std::make_exception_ptr(PeerError(pending.peer, host_of(pending.peer), "transport closed")));
     }
     // inner_ is destroyed last (declared first) and fails what it holds.
   }
@@ -155,7 +154,7 @@ class ShapedTransportImpl final : public ShapedTransport {
     Clock::time_point free_at{};   // when the link finishes serialising
     Clock::time_point last_due{};  // hand-over time of the latest send
     std::uint64_t bytes_shaped = 0;
-    std::exception_ptr failed;     // set by fail_peer
+    std::exception_ptr failed;  // set by fail_peer
   };
   struct Pending {
     int peer;
@@ -230,9 +229,9 @@ class ShapedTransportImpl final : public ShapedTransport {
   // Lock order: mutex_ is a leaf; it is never held while calling inner_ or
   // completing a Request.
   mutable std::mutex mutex_;
-  std::condition_variable wake_;  // timer: a new earliest send, or stop
-  std::vector<Link> links_;        // by destination rank
-  std::vector<std::string> hosts_; // by rank, from connect()
+  std::condition_variable wake_;    // timer: a new earliest send, or stop
+  std::vector<Link> links_;         // by destination rank
+  std::vector<std::string> hosts_;  // by rank, from connect()
   std::mt19937_64 rng_;
   std::map<Key, Pending> queue_;
   std::uint64_t next_seq_ = 0;

@@ -48,7 +48,7 @@ class ShapedTransport : public Transport {
 // Wraps `inner`. `config` edges name ranks of inner's group; `seed` drives
 // the jitter (runs with equal seeds and equal send sequences see the same
 // delays). name() reads "shaped(<inner name>)".
-std::unique_ptr<Transport> make_shaped_transport(std::unique_ptr<Transport> inner,
-                                                 ShaperConfig config, std::uint64_t seed);
+std::unique_ptr<Transport> make_shaped_transport(std::unique_ptr<Transport> inner, ShaperConfig config,
+                                                 std::uint64_t seed);
 
 }  // namespace murmur::fabric::shaper

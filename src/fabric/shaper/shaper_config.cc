@@ -99,9 +99,12 @@ ShaperRule parse_statement(Cursor& cursor) {
 
 bool matches(const ShaperRule& rule, int src, int dst) {
   switch (rule.scope) {
-    case ShaperRule::Scope::kDefault: return false;
-    case ShaperRule::Scope::kEdge: return (rule.a == src && rule.b == dst) || (rule.a == dst && rule.b == src);
-    case ShaperRule::Scope::kDirectedEdge: return rule.a == src && rule.b == dst;
+    case ShaperRule::Scope::kDefault:
+      return false;
+    case ShaperRule::Scope::kEdge:
+      return (rule.a == src && rule.b == dst) || (rule.a == dst && rule.b == src);
+    case ShaperRule::Scope::kDirectedEdge:
+      return rule.a == src && rule.b == dst;
   }
   return false;
 }

@@ -47,8 +47,8 @@ struct ScheduledRule {
 
 struct ShaperConfig {
   LinkProfile default_profile;
-  std::vector<ShaperRule> edges;         // initial overrides, in order
-  std::vector<ScheduledRule> schedule;   // sorted by `at`, stable
+  std::vector<ShaperRule> edges;        // initial overrides, in order
+  std::vector<ScheduledRule> schedule;  // sorted by `at`, stable
 
   // The profile of src -> dst in force `since_start` after creation.
   LinkProfile profile_at(int src, int dst, Clock::duration since_start) const;

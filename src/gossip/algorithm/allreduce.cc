@@ -136,8 +136,7 @@ class TopkAllreduce final : public RoundAlgorithm {
       from.push_back(k);
     }
     for (int k = 0; k < p; ++k)
-      if (k != me)
-        requests.push_back(traffic_.send(k, tag(Phase::kTopkAllgather, round), inbox_[me]));
+      if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kTopkAllgather, round), inbox_[me]));
     traffic_.wait_all(requests, options_.timeout_s);
     for (std::size_t i = 0; i < from.size(); ++i) inbox_[from[i]]->resize(requests[i]->bytes());
     update_.assign(n, 0.0f);

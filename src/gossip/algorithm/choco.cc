@@ -35,8 +35,7 @@ class Choco final : public RoundAlgorithm {
       throw std::invalid_argument("choco: topology '" + topology.name() +
                                   "' is time-varying; CHOCO's public copies need a static graph");
     if (!(o.gamma > 0 && o.gamma <= 1)) throw std::invalid_argument("choco: gamma must be in (0, 1]");
-    for (std::size_t k = 0; k < hood_.in.size(); ++k)
-      decoders_.push_back(make_compressor(spec_, Feedback::kNone));
+    for (std::size_t k = 0; k < hood_.in.size(); ++k) decoders_.push_back(make_compressor(spec_, Feedback::kNone));
     if (spec_.sparse() && o.max_ratio > 0) {
       max_ratio_ = std::min(1.0, o.max_ratio);
       capacity_ = make_compressor(spec_.with_ratio(max_ratio_), Feedback::kNone);
@@ -95,8 +94,7 @@ class Choco final : public RoundAlgorithm {
       inbox_[k]->resize(inbox_cap);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kChoco, round), inbox_[k]));
     }
-    for (const auto& l : outs)
-      requests.push_back(traffic_.send(l.peer, tag(Phase::kChoco, round), message_));
+    for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kChoco, round), message_));
     // Decode our own message while the others travel.
     q_.resize(n);
     self_decoder_->decode(*message_, q_);
@@ -128,11 +126,11 @@ class Choco final : public RoundAlgorithm {
 
   void add_stats(AlgorithmStats& s) const override { s.residual_norm = residual_norm_.load(); }
 
-  const Neighbourhood hood_;  // the static graph as this rank sees it
-  const CompressorSpec spec_;          // parsed once; sparse(): the ratio can be tuned
-  double max_ratio_ = 0;               // 0: the ratio cannot grow past the configured one
-  double pending_ratio_ = 0;           // set_ratio -> next begin_round
-  double after_trial_ratio_ = 0;       // the round after a trial round (set_ratio's trial_ratio)
+  const Neighbourhood hood_;              // the static graph as this rank sees it
+  const CompressorSpec spec_;             // parsed once; sparse(): the ratio can be tuned
+  double max_ratio_ = 0;                  // 0: the ratio cannot grow past the configured one
+  double pending_ratio_ = 0;              // set_ratio -> next begin_round
+  double after_trial_ratio_ = 0;          // the round after a trial round (set_ratio's trial_ratio)
   std::unique_ptr<Compressor> capacity_;  // sizes receive buffers for max_ratio_
   std::unique_ptr<Compressor> encoder_;
   std::unique_ptr<Compressor> self_decoder_;

@@ -115,8 +115,8 @@ class Communicator {
 // For implementations of wait_all: its timeout rule. Calls `fail_peer` once
 // for each peer with a request still pending, in rank order, with the
 // PeerError "no completion within <t> s (stalled or unreachable peer)".
-inline void fail_stalled_peers(const Communicator& comm, std::span<const fabric::RequestPtr> requests,
-                               double timeout_s, const std::function<void(int, std::exception_ptr)>& fail_peer) {
+inline void fail_stalled_peers(const Communicator& comm, std::span<const fabric::RequestPtr> requests, double timeout_s,
+                               const std::function<void(int, std::exception_ptr)>& fail_peer) {
   std::set<int> stalled;
   for (const auto& r : requests)
     if (!r->test()) stalled.insert(r->peer());

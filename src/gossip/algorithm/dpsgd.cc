@@ -38,8 +38,7 @@ class Dpsgd final : public RoundAlgorithm {
       inbox_[k]->resize(n);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kDpsgd, round), inbox_[k]));
     }
-    for (const auto& l : outs)
-      requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), snapshot_));
+    for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), snapshot_));
     traffic_.wait_all(requests, options_.timeout_s);
     for (std::size_t k = 0; k < ins.size(); ++k) check_size(requests[k], n);
     // Accumulated in double: the weights are not exact in float, and the

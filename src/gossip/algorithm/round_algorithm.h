@@ -86,10 +86,10 @@ class RoundAlgorithm : public Algorithm {
 
   const std::string name_;
   const bool overlap_;
-  std::atomic<int> period_;         // written on the caller thread, read anywhere
-  int steps_since_round_ = 0;       // caller thread only
+  std::atomic<int> period_;             // written on the caller thread, read anywhere
+  int steps_since_round_ = 0;           // caller thread only
   std::function<void()> before_round_;  // caller thread only
-  bool measure_mixing_ = false;     // caller thread only: set by the first retune()
+  bool measure_mixing_ = false;         // caller thread only: set by the first retune()
   // Values of params sampled for the consensus signal (complete_round), in
   // runs of kSampleRun neighbours spread evenly over a larger model. 512
   // runs estimate an RMS to a few percent (neighbours are correlated; the
@@ -99,9 +99,9 @@ class RoundAlgorithm : public Algorithm {
   // all of it cache misses.
   static constexpr std::size_t kMixingSamples = 8192;
   static constexpr std::size_t kSampleRun = 16;  // one 64-byte cache line of floats
-  std::vector<float> before_end_;   // caller thread only: sampled params before end_round
-  std::vector<float> after_end_;    // caller thread only: sampled params after the last end_round
-  std::uint64_t steps_at_end_ = 0;  // caller thread only: stats_.steps then
+  std::vector<float> before_end_;                // caller thread only: sampled params before end_round
+  std::vector<float> after_end_;                 // caller thread only: sampled params after the last end_round
+  std::uint64_t steps_at_end_ = 0;               // caller thread only: stats_.steps then
   std::atomic<double> mixing_rms_{0};
   std::atomic<double> local_step_rms_{0};
   std::uint64_t next_round_ = 0;  // caller thread only

@@ -68,8 +68,7 @@ class Sgp final : public RoundAlgorithm {
       inbox_[k]->resize(bytes);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kSgp, round), inbox_[k]));
     }
-    for (const auto& l : outs)
-      requests.push_back(traffic_.send(l.peer, tag(Phase::kSgp, round), out_));
+    for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kSgp, round), out_));
     traffic_.wait_all(requests, options_.timeout_s);
     result_.assign(xs, xs + n);
     double w = w_share;

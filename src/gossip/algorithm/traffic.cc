@@ -80,9 +80,10 @@ std::shared_ptr<Traffic::PendingSend> Traffic::expect_receipt(int peer, fabric::
     }
   }
   if (warn)
-    gossip_log().warn("rank {} ({}) has not answered {} messages with receipts; timing its sends to it without them "
-                      "(does its schedule set receipts = 0?)",
-                      peer, comm_.host(peer), kMaxPendingReceipts);
+    gossip_log().warn(
+        "rank {} ({}) has not answered {} messages with receipts; timing its sends to it without them "
+        "(does its schedule set receipts = 0?)",
+        peer, comm_.host(peer), kMaxPendingReceipts);
   if (full) return nullptr;
   auto pending = std::make_shared<PendingSend>();
   pending->peer = peer;
@@ -118,7 +119,7 @@ std::shared_ptr<Traffic::PendingSend> Traffic::expect_receipt(int peer, fabric::
 }
 
 fabric::RequestPtr Traffic::send_bytes(int peer, fabric::Tag tag, std::span<const std::byte> data,
-                                      std::shared_ptr<const void> owner) {
+                                       std::shared_ptr<const void> owner) {
   MURMUR_CHECK(owner != nullptr);
   std::shared_ptr<PendingSend> pending;
   if (receipts_ && !is_receipt_tag(tag)) pending = expect_receipt(peer, tag);
@@ -151,7 +152,7 @@ std::vector<TransferSample> Traffic::take_send_samples() {
 }
 
 fabric::RequestPtr Traffic::recv_bytes(int peer, fabric::Tag tag, std::span<std::byte> buffer,
-                                      std::shared_ptr<const void> owner) {
+                                       std::shared_ptr<const void> owner) {
   MURMUR_CHECK(owner != nullptr);
   const double posted = comm_.now();
   auto request = comm_.irecv(peer, tag, buffer);

@@ -109,8 +109,8 @@ class Traffic {
     std::mutex mutex;  // leaf lock
     std::map<int, LinkStats> links;
     std::deque<TransferSample> sends;
-    Communicator* clock = nullptr;  // null once the Traffic is gone
-    std::map<int, std::size_t> receipts_awaited;  // by peer
+    Communicator* clock = nullptr;                                       // null once the Traffic is gone
+    std::map<int, std::size_t> receipts_awaited;                         // by peer
     std::unordered_map<const fabric::Request*, ReceiveTiming> receives;  // until their receipt is sent
     std::set<int> warned;  // peers warned about once (a malformed receipt, or none answered)
   };

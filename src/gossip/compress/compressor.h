@@ -118,8 +118,8 @@ enum class Feedback {
 struct CompressorSpec {
   enum class Kind { kIdentity, kFp16, kBf16, kSign, kQsgd, kTopk, kRandk, kPowersgd };
   Kind kind = Kind::kIdentity;
-  double ratio = 1;     // kTopk, kRandk: in (0, 1]
-  unsigned param = 0;   // kQsgd: levels 1..127; kPowersgd: rank 1..64
+  double ratio = 1;    // kTopk, kRandk: in (0, 1]
+  unsigned param = 0;  // kQsgd: levels 1..127; kPowersgd: rank 1..64
 
   // topk and randk: the ratio of values sent can be changed (with_ratio).
   bool sparse() const { return kind == Kind::kTopk || kind == Kind::kRandk; }

@@ -51,7 +51,8 @@ class Half final : public Compressor {
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return brain_ ? kernels::cpu::f32_to_bf16(s, b, in.data(), dst, in.size())
                     : kernels::cpu::f32_to_f16(s, b, in.data(), dst, in.size());
-    }), name().c_str(), "f32_to_half");
+    }),
+                      name().c_str(), "f32_to_half");
     if (!aligned) std::memcpy(body, tmp_.data(), 2 * in.size());
     return w.size();
   }
@@ -65,7 +66,8 @@ class Half final : public Compressor {
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return brain_ ? kernels::cpu::bf16_to_f32(s, b, src, out.data(), out.size())
                     : kernels::cpu::f16_to_f32(s, b, src, out.data(), out.size());
-    }), codec.c_str(), "half_to_f32");
+    }),
+                      codec.c_str(), "half_to_f32");
   }
 
   bool brain_;

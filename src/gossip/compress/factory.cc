@@ -32,8 +32,8 @@ unsigned parse_int(std::string_view spec, std::string_view arg, unsigned lo, uns
   unsigned v = 0;
   const auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), v);
   if (ec != std::errc() || end != arg.data() + arg.size() || v < lo || v > hi)
-    bad(spec, std::string(what) + " '" + std::string(arg) + "' is not an integer in [" + std::to_string(lo) +
-                  ", " + std::to_string(hi) + "]");
+    bad(spec, std::string(what) + " '" + std::string(arg) + "' is not an integer in [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]");
   return v;
 }
 
@@ -66,14 +66,22 @@ CompressorSpec parse_spec(std::string_view spec) {
 std::unique_ptr<Compressor> make_bare(const CompressorSpec& spec) {
   using Kind = CompressorSpec::Kind;
   switch (spec.kind) {
-    case Kind::kIdentity: return make_identity();
-    case Kind::kFp16: return make_fp16();
-    case Kind::kBf16: return make_bf16();
-    case Kind::kSign: return make_sign();
-    case Kind::kQsgd: return make_qsgd(spec.param);
-    case Kind::kTopk: return make_topk(spec.ratio);
-    case Kind::kRandk: return make_randk(spec.ratio);
-    case Kind::kPowersgd: return make_powersgd(spec.param);
+    case Kind::kIdentity:
+      return make_identity();
+    case Kind::kFp16:
+      return make_fp16();
+    case Kind::kBf16:
+      return make_bf16();
+    case Kind::kSign:
+      return make_sign();
+    case Kind::kQsgd:
+      return make_qsgd(spec.param);
+    case Kind::kTopk:
+      return make_topk(spec.ratio);
+    case Kind::kRandk:
+      return make_randk(spec.ratio);
+    case Kind::kPowersgd:
+      return make_powersgd(spec.param);
   }
   MURMUR_CHECK(false);
   return nullptr;
@@ -91,12 +99,18 @@ CompressorSpec CompressorSpec::with_ratio(double new_ratio) const {
 
 std::string CompressorSpec::text() const {
   switch (kind) {
-    case Kind::kIdentity: return "identity";
-    case Kind::kFp16: return "fp16";
-    case Kind::kBf16: return "bf16";
-    case Kind::kSign: return "sign";
-    case Kind::kQsgd: return "qsgd:" + std::to_string(param);
-    case Kind::kPowersgd: return "powersgd:" + std::to_string(param);
+    case Kind::kIdentity:
+      return "identity";
+    case Kind::kFp16:
+      return "fp16";
+    case Kind::kBf16:
+      return "bf16";
+    case Kind::kSign:
+      return "sign";
+    case Kind::kQsgd:
+      return "qsgd:" + std::to_string(param);
+    case Kind::kPowersgd:
+      return "powersgd:" + std::to_string(param);
     case Kind::kTopk:
     case Kind::kRandk: {
       // %.9g keeps small ratios exact where std::to_string's six decimals
@@ -128,8 +142,8 @@ void expect_ok(kernels::Status s, const char* codec, const char* kernel) {
   if (s == kernels::Status::kMalformed)
     throw MalformedMessage(std::string("compressor ") + codec + ": malformed message (" + kernel + ": " +
                            kernels::to_string(s) + ")");
-  throw std::logic_error(std::string("compressor ") + codec + ": kernel " + kernel + " failed: " +
-                         kernels::to_string(s));
+  throw std::logic_error(std::string("compressor ") + codec + ": kernel " + kernel +
+                         " failed: " + kernels::to_string(s));
 }
 
 std::size_t count_for_ratio(double ratio, std::size_t n) {

@@ -18,7 +18,9 @@
 namespace murmur::gossip {
 namespace {
 
-struct Shape { std::size_t rows, cols, rank; };
+struct Shape {
+  std::size_t rows, cols, rank;
+};
 
 class PowerSgd final : public Compressor {
  public:
@@ -33,8 +35,8 @@ class PowerSgd final : public Compressor {
       cols = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(std::sqrt(double(n)))));
       rows = std::max<std::size_t>(1, (n + cols - 1) / cols);
     } else if (rows * cols != n) {
-      throw std::invalid_argument(name_ + ": EncodeParams shape " + std::to_string(rows) + "x" +
-                                  std::to_string(cols) + " does not hold " + std::to_string(n) + " elements");
+      throw std::invalid_argument(name_ + ": EncodeParams shape " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                  " does not hold " + std::to_string(n) + " elements");
     }
     return {rows, cols, std::min<std::size_t>({rank_, rows, cols})};
   }
@@ -67,7 +69,8 @@ class PowerSgd final : public Compressor {
     p_.resize(s.rows * s.rank);
     detail::expect_ok(scratch_.call([&](void* sc, std::size_t& b) {
       return kernels::cpu::powersgd_factor(sc, b, m, s.rows, s.cols, s.rank, p_.data(), q_.data());
-    }), name_.c_str(), "powersgd_factor");
+    }),
+                      name_.c_str(), "powersgd_factor");
     wire::Writer w(out);
     w.header(wire::Codec::kPowerSgd, 0, n);
     w.put<std::uint32_t>(static_cast<std::uint32_t>(s.rows));
@@ -84,13 +87,12 @@ class PowerSgd final : public Compressor {
     r.header(wire::Codec::kPowerSgd, n);
     const std::size_t rows = r.get<std::uint32_t>(), cols = r.get<std::uint32_t>(), rank = r.get<std::uint32_t>();
     if (rows == 0 || cols == 0 || rows * cols < n || (rows - 1) * cols >= std::max<std::size_t>(n, 1))
-      wire::malformed(name_.c_str(), "shape " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                         " does not fit " + std::to_string(n) + " elements");
+      wire::malformed(name_.c_str(), "shape " + std::to_string(rows) + "x" + std::to_string(cols) + " does not fit " +
+                                         std::to_string(n) + " elements");
     if (rank == 0 || rank > 64 || rank > std::min(rows, cols))
       wire::malformed(name_.c_str(), "rank " + std::to_string(rank) + " out of range");
     // Both factors must be in the message before anything is allocated.
-    if (r.left() != 4 * rank * (rows + cols))
-      wire::malformed(name_.c_str(), "factor bytes do not match the shape");
+    if (r.left() != 4 * rank * (rows + cols)) wire::malformed(name_.c_str(), "factor bytes do not match the shape");
     const float* pf = wire::aligned_in<float>(r.take(4 * rows * rank), rows * rank, p_in_);
     const float* qf = wire::aligned_in<float>(r.take(4 * cols * rank), cols * rank, q_in_);
     r.finish();
@@ -101,7 +103,8 @@ class PowerSgd final : public Compressor {
     }
     detail::expect_ok(scratch_.call([&](void* sc, std::size_t& b) {
       return kernels::cpu::powersgd_expand(sc, b, pf, qf, rows, cols, rank, dst);
-    }), name_.c_str(), "powersgd_expand");
+    }),
+                      name_.c_str(), "powersgd_expand");
     if (dst != out.data()) std::memcpy(out.data(), dst, out.size_bytes());
   }
 

@@ -30,7 +30,8 @@ class Qsgd final : public Compressor {
     const std::uint64_t seed = detail::next_seed(counter_, p);
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return kernels::cpu::qsgd_encode(s, b, in.data(), in.size(), s_, seed, &norm, packed);
-    }), name_.c_str(), "qsgd_encode");
+    }),
+                      name_.c_str(), "qsgd_encode");
     std::memcpy(norm_at, &norm, 4);
     return w.size();
   }
@@ -40,11 +41,13 @@ class Qsgd final : public Compressor {
     if (s != s_) wire::malformed(name_.c_str(), "encoded with " + std::to_string(s) + " levels");
     const float norm = r.get<float>();
     if (!std::isfinite(norm) || norm < 0) wire::malformed(name_.c_str(), "norm is negative or not finite");
-    const auto* packed = reinterpret_cast<const std::uint8_t*>(r.take(kernels::packed_bytes(out.size(), kernels::qsgd_bits(s_))));
+    const auto* packed =
+        reinterpret_cast<const std::uint8_t*>(r.take(kernels::packed_bytes(out.size(), kernels::qsgd_bits(s_))));
     r.finish();
     detail::expect_ok(scratch_.call([&](void* sc, std::size_t& b) {
       return kernels::cpu::qsgd_decode(sc, b, packed, out.size(), s_, norm, out.data());
-    }), name_.c_str(), "qsgd_decode");
+    }),
+                      name_.c_str(), "qsgd_decode");
   }
 
   unsigned s_;
@@ -59,7 +62,9 @@ class Sign final : public Compressor {
   bool biased() const override { return true; }
 
  private:
-  std::size_t max_bytes(std::size_t n, const EncodeParams&) const override { return wire::kHeaderBytes + 4 + (n + 7) / 8; }
+  std::size_t max_bytes(std::size_t n, const EncodeParams&) const override {
+    return wire::kHeaderBytes + 4 + (n + 7) / 8;
+  }
   std::size_t do_encode(std::span<const float> in, std::span<std::byte> out, const EncodeParams&) override {
     wire::Writer w(out);
     w.header(wire::Codec::kSign, 0, in.size());
@@ -68,7 +73,8 @@ class Sign final : public Compressor {
     float scale = 0;
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return kernels::cpu::sign_encode(s, b, in.data(), in.size(), &scale, bits);
-    }), "sign", "sign_encode");
+    }),
+                      "sign", "sign_encode");
     std::memcpy(scale_at, &scale, 4);
     return w.size();
   }
@@ -81,7 +87,8 @@ class Sign final : public Compressor {
     r.finish();
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return kernels::cpu::sign_decode(s, b, bits, out.size(), scale, out.data());
-    }), "sign", "sign_decode");
+    }),
+                      "sign", "sign_decode");
   }
 
   detail::Scratch scratch_;

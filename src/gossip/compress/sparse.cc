@@ -39,7 +39,8 @@ class Sparse : public Compressor {
   void scatter_into(const float* vals, std::size_t k, std::span<float> out) {
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return kernels::cpu::scatter(s, b, idx_.data(), vals, k, out.data(), out.size());
-    }), name_.c_str(), "scatter");
+    }),
+                      name_.c_str(), "scatter");
   }
   std::string name_;
   detail::Scratch scratch_;
@@ -74,7 +75,8 @@ class TopK final : public Sparse {
     const std::uint64_t seed = detail::next_seed(counter_, p);
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return kernels::cpu::topk_select(s, b, in.data(), n, k, seed, idx_.data(), vals_.data());
-    }), name_.c_str(), "topk_select");
+    }),
+                      name_.c_str(), "topk_select");
     const std::size_t varint = kernels::cpu::delta_varint_bytes(idx_.data(), k);
     const std::size_t bitmap = kernels::cpu::bitmap_bytes(n);
     const bool use_bitmap = bitmap < varint;
@@ -146,7 +148,8 @@ class RandK final : public Sparse {
     idx_.resize(k);
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return kernels::cpu::randk_indices(s, b, n, k, seed, idx_.data());
-    }), name_.c_str(), "randk_indices");
+    }),
+                      name_.c_str(), "randk_indices");
   }
 
   std::size_t do_encode(std::span<const float> in, std::span<std::byte> out, const EncodeParams& p) override {
@@ -160,7 +163,8 @@ class RandK final : public Sparse {
     vals_.resize(k);
     detail::expect_ok(scratch_.call([&](void* s, std::size_t& b) {
       return kernels::cpu::gather(s, b, in.data(), idx_.data(), k, vals_.data());
-    }), name_.c_str(), "gather");
+    }),
+                      name_.c_str(), "gather");
     std::memcpy(w.take(4 * k), vals_.data(), 4 * k);
     return w.size();
   }

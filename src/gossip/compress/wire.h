@@ -14,7 +14,14 @@
 namespace murmur::gossip::wire {
 
 enum class Codec : std::uint8_t {
-  kIdentity = 1, kFp16 = 2, kBf16 = 3, kQsgd = 4, kSign = 5, kTopK = 6, kRandK = 7, kPowerSgd = 8,
+  kIdentity = 1,
+  kFp16 = 2,
+  kBf16 = 3,
+  kQsgd = 4,
+  kSign = 5,
+  kTopK = 6,
+  kRandK = 7,
+  kPowerSgd = 8,
 };
 
 inline constexpr std::size_t kHeaderBytes = 8;
@@ -35,7 +42,10 @@ class Writer {
     pos_ += bytes;
     return p;
   }
-  template <typename T> void put(T v) { std::memcpy(take(sizeof(T)), &v, sizeof(T)); }
+  template <typename T>
+  void put(T v) {
+    std::memcpy(take(sizeof(T)), &v, sizeof(T));
+  }
   void header(Codec c, std::uint8_t param, std::size_t n) {
     if (n > 0xffffffffu) throw std::length_error("compressor: tensors above 2^32 - 1 elements are not supported");
     put<std::uint8_t>(static_cast<std::uint8_t>(c));
@@ -56,13 +66,14 @@ class Reader {
   Reader(std::span<const std::byte> in, const char* codec) : in_(in), codec_(codec) {}
   const std::byte* take(std::size_t bytes) {
     if (bytes > in_.size() - pos_)
-      malformed(codec_, "needs " + std::to_string(bytes) + " bytes at offset " + std::to_string(pos_) +
-                            " of a " + std::to_string(in_.size()) + "-byte message");
+      malformed(codec_, "needs " + std::to_string(bytes) + " bytes at offset " + std::to_string(pos_) + " of a " +
+                            std::to_string(in_.size()) + "-byte message");
     const std::byte* p = in_.data() + pos_;
     pos_ += bytes;
     return p;
   }
-  template <typename T> T get() {
+  template <typename T>
+  T get() {
     T v;
     std::memcpy(&v, take(sizeof(T)), sizeof(T));
     return v;
@@ -77,7 +88,8 @@ class Reader {
       malformed(codec_, "codec id " + std::to_string(codec) + ", expected " + std::to_string(static_cast<int>(c)));
     if (zero != 0) malformed(codec_, "reserved header bits set");
     if (n != n_expected)
-      malformed(codec_, "carries " + std::to_string(n) + " elements, the receiver expects " + std::to_string(n_expected));
+      malformed(codec_,
+                "carries " + std::to_string(n) + " elements, the receiver expects " + std::to_string(n_expected));
     return param;
   }
   void align4() { take(pad4(pos_) - pos_); }

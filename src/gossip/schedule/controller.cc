@@ -126,8 +126,7 @@ void ScheduleController::on_step(double compute_seconds) {
   ScheduleProposal mine;
   mine.period = policy_.propose_period(in);
   mine.consensus = in.consensus_distance;
-  mine.least_aggressive =
-      ratio_ >= policy_.bounds().max_ratio && algorithm_.period() <= policy_.bounds().min_period;
+  mine.least_aggressive = ratio_ >= policy_.bounds().max_ratio && algorithm_.period() <= policy_.bounds().min_period;
   const auto proposals = gather_(mine);
   MURMUR_CHECK(!proposals.empty());
   const ScheduleAgreement agreed = agree(proposals);

@@ -174,7 +174,8 @@ LinkEstimator::RunFit LinkEstimator::fits_run(const Sample& s) const {
   const double run_line = latency + s.bytes * std::max(ref->seconds - latency, 0.0) / ref->bytes;
   if (!(run_line > 0)) return RunFit::kUnknown;
   if (std::max(run_line, old_line) < kDistinctLines * std::min(run_line, old_line)) return RunFit::kUnknown;
-  if (std::abs(s.seconds - run_line) <= options_.change_min_s && std::abs(s.seconds - old_line) <= options_.change_min_s)
+  if (std::abs(s.seconds - run_line) <= options_.change_min_s &&
+      std::abs(s.seconds - old_line) <= options_.change_min_s)
     return RunFit::kUnknown;
   const double t = std::max(s.seconds, 1e-9);
   return std::abs(std::log(t / run_line)) < std::abs(std::log(t / old_line)) ? RunFit::kRunLine : RunFit::kOldFit;
@@ -205,8 +206,8 @@ void LinkEstimator::restart_from_run(double now) {
     if (s.seq >= first) merged.push_back(s);
   merged.insert(merged.end(), run_.begin(), run_.end());
   std::sort(merged.begin(), merged.end(), [](const Sample& a, const Sample& b) { return a.seq < b.seq; });
-  const bool latency_moved = std::any_of(run_.begin(), run_.end(),
-                                         [&](const Sample& s) { return s.bytes <= options_.small_message_bytes; });
+  const bool latency_moved =
+      std::any_of(run_.begin(), run_.end(), [&](const Sample& s) { return s.bytes <= options_.small_message_bytes; });
   window_.assign(merged.begin(), merged.end());
   while (window_.size() > options_.window) window_.pop_front();
   if (latency_moved) {

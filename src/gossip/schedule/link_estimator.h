@@ -43,13 +43,13 @@
 namespace murmur::gossip::schedule {
 
 struct LinkEstimatorOptions {
-  std::size_t window = 16;            // samples in the fit, >= 2
-  double probe_interval_s = 1.0;      // needs_probe() after this long without a sample
-  double change_factor = 3.0;         // a sample off the prediction by more than this is a suspect...
-  double change_min_s = 50e-6;        // ...and by more than this many seconds (OS jitter on tiny messages)
-  std::size_t change_run = 3;         // suspects in a row that make a change, 1..window
-  std::size_t suspect_run = 1;        // slower suspects in a row before suspect_bandwidth_Bps shows, 1..change_run
-  double small_message_bytes = 256;   // at most this size a message measures latency (a probe)
+  std::size_t window = 16;           // samples in the fit, >= 2
+  double probe_interval_s = 1.0;     // needs_probe() after this long without a sample
+  double change_factor = 3.0;        // a sample off the prediction by more than this is a suspect...
+  double change_min_s = 50e-6;       // ...and by more than this many seconds (OS jitter on tiny messages)
+  std::size_t change_run = 3;        // suspects in a row that make a change, 1..window
+  std::size_t suspect_run = 1;       // slower suspects in a row before suspect_bandwidth_Bps shows, 1..change_run
+  double small_message_bytes = 256;  // at most this size a message measures latency (a probe)
 };
 
 struct LinkEstimate {
@@ -60,12 +60,12 @@ struct LinkEstimate {
   // probe pinned the latency: latency and bandwidth are then not separable
   // and the bandwidth is a lower bound (bytes / whole time).
   bool line_identified = false;
-  std::uint64_t observed = 0;                // samples ever observed (suspects included)
-  std::uint64_t changes = 0;                 // changes detected so far
+  std::uint64_t observed = 0;  // samples ever observed (suspects included)
+  std::uint64_t changes = 0;   // changes detected so far
   // Samples set aside by observe_with_receipt: slow only by the receiver's
   // lateness. Counted in `observed` too.
   std::uint64_t late_receiver = 0;
-  std::optional<double> last_change_time;    // `now` of the sample that completed the last change
+  std::optional<double> last_change_time;  // `now` of the sample that completed the last change
   // While a run of at least suspect_run slower suspects is pending (a
   // change not yet confirmed): the bandwidth its largest message implies,
   // bytes / (seconds - latency_s). 0 otherwise: no such run (or a shorter
@@ -135,7 +135,7 @@ class LinkEstimator {
   // a busy link's window fills with model messages, and the fit still needs
   // them to pin the latency.
   std::deque<Sample> small_;
-  std::vector<Sample> run_;           // suspects in a row
+  std::vector<Sample> run_;  // suspects in a row
   Verdict run_direction_ = Verdict::kUnjudged;
   std::uint64_t next_seq_ = 0;
   std::optional<double> last_sample_time_;

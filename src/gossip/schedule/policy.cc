@@ -97,8 +97,8 @@ void AdaptivePolicy::update_guard(const ScheduleInputs& in) {
     } else if (in_use > 0) {
       period_cap_ = period_;
       floor_rung_ = in_use - 1;
-      guard_note_ = fmt::format("{}: step back, floor ratio {:.4g}, period cap held at {}", why,
-                                ladder_[floor_rung_], period_cap_);
+      guard_note_ = fmt::format("{}: step back, floor ratio {:.4g}, period cap held at {}", why, ladder_[floor_rung_],
+                                period_cap_);
     } else {
       guard_note_ = why + ": already least aggressive, nothing to step back";
       return;
@@ -117,8 +117,8 @@ void AdaptivePolicy::update_guard(const ScheduleInputs& in) {
                               ladder_[floor_rung_]);
   } else if (period_cap_ < bounds_.max_period) {
     period_cap_ = std::min(bounds_.max_period, period_cap_ * 2);
-    guard_note_ = fmt::format("guard: {} calm rounds, period cap released to {}", bounds_.guard_release_rounds,
-                              period_cap_);
+    guard_note_ =
+        fmt::format("guard: {} calm rounds, period cap released to {}", bounds_.guard_release_rounds, period_cap_);
   }
 }
 
@@ -157,9 +157,9 @@ int AdaptivePolicy::propose_period(const ScheduleInputs& in) {
       const int fit = need(1);
       wish = fit != 0 ? fit : period_cap_;
       if (fit == 0)
-        period_note_ = fmt::format("slowest link at floor ratio {:.4g} needs {} > budget {} even at period {}",
-                                   ladder_[floor_rung_], seconds(slowest), seconds(period_cap_ * per_step),
-                                   period_cap_);
+        period_note_ =
+            fmt::format("slowest link at floor ratio {:.4g} needs {} > budget {} even at period {}",
+                        ladder_[floor_rung_], seconds(slowest), seconds(period_cap_ * per_step), period_cap_);
     }
     if (wish != period_ && period_note_.empty())
       period_note_ = fmt::format("period {} -> {}: slowest link at floor ratio {:.4g} needs {}, budget {}", period_,
@@ -296,11 +296,11 @@ ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_per
       if (prev == link_rung_.end())
         append(links_note, fmt::format("link {}: no estimate, ratio {:.4g}", l.peer, ladder_[rungs[l.peer]]));
     } else if (moved) {
-      append(links_note, fmt::format("link {}: ratio {} -> {:.4g} ({} at {:.3g} MB/s + {} latency, budget {})", l.peer,
-                                     prev == link_rung_.end() ? std::string("none")
-                                                              : fmt::format("{:.4g}", ladder_[prev->second]),
-                                     ladder_[rungs[l.peer]], seconds(link_seconds(in, l, ladder_[rungs[l.peer]])),
-                                     l.bandwidth_Bps / 1e6, seconds(l.latency_s), seconds(budget)));
+      append(links_note,
+             fmt::format("link {}: ratio {} -> {:.4g} ({} at {:.3g} MB/s + {} latency, budget {})", l.peer,
+                         prev == link_rung_.end() ? std::string("none") : fmt::format("{:.4g}", ladder_[prev->second]),
+                         ladder_[rungs[l.peer]], seconds(link_seconds(in, l, ladder_[rungs[l.peer]])),
+                         l.bandwidth_Bps / 1e6, seconds(l.latency_s), seconds(budget)));
     }
   }
   d.ratio = in.links.empty() ? ladder_[0] : ladder_[uniform];

@@ -46,16 +46,16 @@
 namespace murmur::gossip::schedule {
 
 struct ScheduleBounds {
-  double min_ratio = 0.001;          // most aggressive compression, in (0, 1]
-  double max_ratio = 1.0;            // least aggressive (1 = uncompressed)
-  int min_period = 1;                // H bounds, >= 1
+  double min_ratio = 0.001;  // most aggressive compression, in (0, 1]
+  double max_ratio = 1.0;    // least aggressive (1 = uncompressed)
+  int min_period = 1;        // H bounds, >= 1
   int max_period = 16;
-  double consensus_guard = 2.0;      // step back when distance > guard * reference; 0: guard off
-  double budget_fraction = 0.8;      // share of the overlapped compute that comm may take, (0, 1]
-  double hysteresis = 0.25;          // relative band around the budget, [0, 1)
-  int guard_cooldown_rounds = 5;     // rounds between two step backs (the distance lags)
-  int guard_release_rounds = 20;     // calm rounds in a row before one step back is undone
-  int explore_rounds = 20;           // rounds a ratio is held on a one-size link before one round at 2x the bytes; 0: never
+  double consensus_guard = 2.0;   // step back when distance > guard * reference; 0: guard off
+  double budget_fraction = 0.8;   // share of the overlapped compute that comm may take, (0, 1]
+  double hysteresis = 0.25;       // relative band around the budget, [0, 1)
+  int guard_cooldown_rounds = 5;  // rounds between two step backs (the distance lags)
+  int guard_release_rounds = 20;  // calm rounds in a row before one step back is undone
+  int explore_rounds = 20;  // rounds a ratio is held on a one-size link before one round at 2x the bytes; 0: never
 };
 
 // MURMUR_CHECKs the ranges in ScheduleBounds' comments (a file or flag is
@@ -83,16 +83,16 @@ struct LinkView {
 };
 
 struct ScheduleInputs {
-  std::uint64_t round = 0;          // recorded, not used
-  std::vector<LinkView> links;      // this rank's outgoing links, one per peer
-  double compute_s_per_step = 0;    // <= 0: unknown
-  std::size_t parameters = 0;       // values per message before compression
-  double bytes_per_kept_value = 6;  // wire cost of one kept value (4 B value + index)
-  double bytes_per_dense_value = 4; // wire cost of one value uncompressed
-  double header_bytes = 16;         // per message
-  bool per_link = true;             // false: the algorithm sends one message to all (choco)
-  double consensus_distance = -1;   // < 0: not measured this round
-  double consensus_reference = -1;  // the integrator's baseline for the distance; <= 0: none (no guard)
+  std::uint64_t round = 0;           // recorded, not used
+  std::vector<LinkView> links;       // this rank's outgoing links, one per peer
+  double compute_s_per_step = 0;     // <= 0: unknown
+  std::size_t parameters = 0;        // values per message before compression
+  double bytes_per_kept_value = 6;   // wire cost of one kept value (4 B value + index)
+  double bytes_per_dense_value = 4;  // wire cost of one value uncompressed
+  double header_bytes = 16;          // per message
+  bool per_link = true;              // false: the algorithm sends one message to all (choco)
+  double consensus_distance = -1;    // < 0: not measured this round
+  double consensus_reference = -1;   // the integrator's baseline for the distance; <= 0: none (no guard)
 };
 
 // Bytes of one message at `ratio`: header + min(ceil(ratio * n) * kept, n * dense).
@@ -109,15 +109,15 @@ struct ScheduleDecision {
   std::map<int, double> link_predicted_s;  // t(ratio) per peer
   // Step 6: ratios to use for the next round only, then the ones above
   // again (a measurement at a second size, not a choice). 0 / absent: none.
-  double explore_ratio = 0;                // the shared ratio's (per_link false)
+  double explore_ratio = 0;                  // the shared ratio's (per_link false)
   std::map<int, double> explore_link_ratio;  // by peer (per_link true)
-  double predicted_comm_s = 0;             // the slowest link's t
-  double compute_budget_s = 0;             // period * compute_s_per_step (before budget_fraction)
-  double floor_ratio = 0;                  // the most aggressive ratio the guard allows now
-  int period_cap = 1;                      // the largest H the guard allows now
-  bool guard_stepped_back = false;         // this round
-  bool changed = false;                    // period or some link ratio differs from the last decision
-  std::string reason;                      // why, in words, with the numbers
+  double predicted_comm_s = 0;               // the slowest link's t
+  double compute_budget_s = 0;               // period * compute_s_per_step (before budget_fraction)
+  double floor_ratio = 0;                    // the most aggressive ratio the guard allows now
+  int period_cap = 1;                        // the largest H the guard allows now
+  bool guard_stepped_back = false;           // this round
+  bool changed = false;                      // period or some link ratio differs from the last decision
+  std::string reason;                        // why, in words, with the numbers
 };
 
 class AdaptivePolicy {
@@ -153,11 +153,11 @@ class AdaptivePolicy {
   std::size_t maybe_explore(const ScheduleInputs& in, int key, std::size_t rung, bool one_size, std::string& note);
 
   const ScheduleBounds bounds_;
-  const std::vector<double> ladder_;     // descending, ladder_[0] = max_ratio
-  std::size_t floor_rung_;               // most aggressive rung allowed (guard)
-  int period_cap_;                       // largest period allowed (guard)
-  int period_;                           // last agreed period
-  std::map<int, std::size_t> link_rung_; // last choice per peer
+  const std::vector<double> ladder_;      // descending, ladder_[0] = max_ratio
+  std::size_t floor_rung_;                // most aggressive rung allowed (guard)
+  int period_cap_;                        // largest period allowed (guard)
+  int period_;                            // last agreed period
+  std::map<int, std::size_t> link_rung_;  // last choice per peer
   // Decisions in a row each link (peer; -1: the shared ratio) has been
   // below max_ratio while measured at one size: docs/scheduler.md, rule 5.
   std::map<int, int> held_one_size_;

@@ -117,8 +117,7 @@ const Knob kKnobs[] = {
 
 // Pairs that must be ordered: first <= second.
 const std::pair<const char*, const char*> kOrdered[] = {
-    {"min_ratio", "max_ratio"}, {"min_period", "max_period"}, {"change_run", "window"},
-    {"suspect_run", "change_run"}};
+    {"min_ratio", "max_ratio"}, {"min_period", "max_period"}, {"change_run", "window"}, {"suspect_run", "change_run"}};
 
 // Reports a fault at `where` (a line, or an item of the flag); never returns.
 using Fail = std::function<void(int where, const std::string& reason)>;
@@ -239,8 +238,7 @@ ScheduleConfig parse_schedule_flag(const std::string& spec) {
   }
   const std::string_view head = s.substr(0, s.find(':'));
   if (head != "adaptive") {
-    refuse(head == "fixed" ? "fixed takes no settings"
-                           : "expected fixed, adaptive, adaptive:key=value,... or @file");
+    refuse(head == "fixed" ? "fixed takes no settings" : "expected fixed, adaptive, adaptive:key=value,... or @file");
   }
   std::vector<std::string_view> items;
   if (s.size() > head.size()) {

@@ -51,7 +51,7 @@ struct ScheduleConfig {
   // receipts), so that a late receiver is not taken for a slow link
   // (LinkEstimator::observe_with_receipt). Every rank must agree.
   bool receipts = true;
-  std::string source = "adaptive"; // the flag or "@path" it came from, for the record
+  std::string source = "adaptive";  // the flag or "@path" it came from, for the record
 };
 
 // One knob, as listed by `--schedule help`-style output and docs/scheduler.md.

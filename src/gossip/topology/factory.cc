@@ -10,8 +10,7 @@ namespace murmur::gossip {
 
 const std::vector<std::string>& generator_names() {
   static const std::vector<std::string> names{
-      "ring",  "exponential", "one-peer-exponential", "erdos-renyi", "random",
-      "torus", "hypercube",   "star",                 "complete"};
+      "ring", "exponential", "one-peer-exponential", "erdos-renyi", "random", "torus", "hypercube", "star", "complete"};
   return names;
 }
 

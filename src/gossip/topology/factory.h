@@ -12,12 +12,12 @@
 namespace murmur::gossip {
 
 struct TopologySpec {
-  std::string kind;        // a name from generator_names()
-  int nodes = 16;          // n
+  std::string kind;           // a name from generator_names()
+  int nodes = 16;             // n
   double probability = 0.25;  // erdos-renyi p
-  int degree = 4;          // random-regular d
-  std::uint64_t seed = 1;  // erdos-renyi, random-regular
-  int rows = 0;            // torus; 0: from nodes
+  int degree = 4;             // random-regular d
+  std::uint64_t seed = 1;     // erdos-renyi, random-regular
+  int rows = 0;               // torus; 0: from nodes
   int cols = 0;
 };
 

@@ -9,8 +9,8 @@ namespace murmur::gossip {
 namespace {
 void require_nodes(const char* what, int n, int at_least) {
   if (n < at_least) {
-    throw TopologyError(std::string(what) + " needs at least " + std::to_string(at_least) +
-                        " nodes, got " + std::to_string(n));
+    throw TopologyError(std::string(what) + " needs at least " + std::to_string(at_least) + " nodes, got " +
+                        std::to_string(n));
   }
 }
 
@@ -46,8 +46,8 @@ std::pair<int, int> torus_shape(int n) {
 
 Graph torus(int rows, int cols) {
   if (rows < 1 || cols < 1 || static_cast<long>(rows) * cols < 2) {
-    throw TopologyError("torus needs rows >= 1, cols >= 1 and at least 2 nodes, got " +
-                        std::to_string(rows) + " x " + std::to_string(cols));
+    throw TopologyError("torus needs rows >= 1, cols >= 1 and at least 2 nodes, got " + std::to_string(rows) + " x " +
+                        std::to_string(cols));
   }
   Graph g(rows * cols, false);
   for (int r = 0; r < rows; ++r) {
@@ -62,8 +62,7 @@ Graph torus(int rows, int cols) {
 
 Graph hypercube(int n) {
   if (n < 2 || (n & (n - 1)) != 0) {
-    throw TopologyError("hypercube needs a power of two nodes (2, 4, 8, ...), got " +
-                        std::to_string(n));
+    throw TopologyError("hypercube needs a power of two nodes (2, 4, 8, ...), got " + std::to_string(n));
   }
   Graph g(n, false);
   for (int i = 0; i < n; ++i) {

@@ -59,9 +59,12 @@ double column_stochastic_error(const Matrix& w) {
 
 std::string to_string(WeightScheme scheme) {
   switch (scheme) {
-    case WeightScheme::kGiven: return "given";
-    case WeightScheme::kMetropolisHastings: return "metropolis-hastings";
-    case WeightScheme::kPushSum: return "push-sum";
+    case WeightScheme::kGiven:
+      return "given";
+    case WeightScheme::kMetropolisHastings:
+      return "metropolis-hastings";
+    case WeightScheme::kPushSum:
+      return "push-sum";
   }
   return "?";
 }
@@ -73,9 +76,12 @@ WeightScheme default_scheme(const Graph& g) {
 
 Matrix mixing_matrix(const Graph& g, WeightScheme scheme) {
   switch (scheme) {
-    case WeightScheme::kGiven: return given_weights(g);
-    case WeightScheme::kMetropolisHastings: return metropolis_hastings(g);
-    case WeightScheme::kPushSum: return push_sum(g);
+    case WeightScheme::kGiven:
+      return given_weights(g);
+    case WeightScheme::kMetropolisHastings:
+      return metropolis_hastings(g);
+    case WeightScheme::kPushSum:
+      return push_sum(g);
   }
   MURMUR_CHECK(false);
 }
@@ -86,8 +92,9 @@ void check_scheme_fits(const Graph& g, WeightScheme scheme) {
   if (scheme == WeightScheme::kMetropolisHastings && g.directed())
     throw TopologyError("Metropolis-Hastings weights need an undirected graph; use push-sum");
   if (scheme == WeightScheme::kGiven && !g.weighted())
-    throw TopologyError("the graph carries no weights on some edges; use metropolis-hastings "
-                        "or push-sum weights");
+    throw TopologyError(
+        "the graph carries no weights on some edges; use metropolis-hastings "
+        "or push-sum weights");
 }
 
 double degree(const Graph& g, int node) { return static_cast<double>(g.out(node).size()); }
@@ -95,9 +102,12 @@ double degree(const Graph& g, int node) { return static_cast<double>(g.out(node)
 // W(i, j) on an edge j -> i.
 double edge_weight(const Graph& g, int i, const Link& from_j, WeightScheme scheme) {
   switch (scheme) {
-    case WeightScheme::kMetropolisHastings: return 1.0 / (1.0 + std::max(degree(g, i), degree(g, from_j.peer)));
-    case WeightScheme::kPushSum: return 1.0 / (1.0 + degree(g, from_j.peer));  // j keeps and sends equal shares
-    case WeightScheme::kGiven: return from_j.weight;  // j's value reaching i; symmetric when undirected
+    case WeightScheme::kMetropolisHastings:
+      return 1.0 / (1.0 + std::max(degree(g, i), degree(g, from_j.peer)));
+    case WeightScheme::kPushSum:
+      return 1.0 / (1.0 + degree(g, from_j.peer));  // j keeps and sends equal shares
+    case WeightScheme::kGiven:
+      return from_j.weight;  // j's value reaching i; symmetric when undirected
   }
   MURMUR_CHECK(false);
 }
@@ -131,9 +141,7 @@ MixingRow mixing_row(const Graph& g, int node, WeightScheme scheme) {
   return row;
 }
 
-Neighbourhood neighbourhood(const Graph& g, int node) {
-  return {g.in(node), g.out(node), mixing_row(g, node)};
-}
+Neighbourhood neighbourhood(const Graph& g, int node) { return {g.in(node), g.out(node), mixing_row(g, node)}; }
 
 namespace {
 

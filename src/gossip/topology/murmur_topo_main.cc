@@ -30,12 +30,12 @@ std::string generator_list() {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"Builds a gossip topology (a generator or a .topo file, see "
-               "docs/topology-format.md) and prints each node's neighbours and mixing "
-               "weights, the degrees, the diameter and the spectral gap 1 - |lambda_2|.",
-               "murmur-topo"};
-  app.footer("Generators: " + generator_list() +
-             "\nExit status: 0 ok, 1 refused graph file, 2 usage error.");
+  CLI::App app{
+      "Builds a gossip topology (a generator or a .topo file, see "
+      "docs/topology-format.md) and prints each node's neighbours and mixing "
+      "weights, the degrees, the diameter and the spectral gap 1 - |lambda_2|.",
+      "murmur-topo"};
+  app.footer("Generators: " + generator_list() + "\nExit status: 0 ok, 1 refused graph file, 2 usage error.");
   app.get_formatter()->column_width(34);
 
   murmur::gossip::TopologySpec spec;
@@ -45,17 +45,13 @@ int run(int argc, char** argv) {
   bool json = false;
   app.add_option("topology", what, "generator name or path of a .topo file")->required();
   app.add_option("-n,--nodes", spec.nodes, "number of nodes")->capture_default_str();
-  app.add_option("-p,--probability", spec.probability, "edge probability (erdos-renyi)")
-      ->capture_default_str();
-  app.add_option("-d,--degree", spec.degree, "degree (random: random regular)")
-      ->capture_default_str();
+  app.add_option("-p,--probability", spec.probability, "edge probability (erdos-renyi)")->capture_default_str();
+  app.add_option("-d,--degree", spec.degree, "degree (random: random regular)")->capture_default_str();
   app.add_option("--seed", spec.seed, "random seed (erdos-renyi, random)")->capture_default_str();
-  app.add_option("--rows", spec.rows, "torus rows (0: the squarest shape for -n)")
-      ->capture_default_str();
+  app.add_option("--rows", spec.rows, "torus rows (0: the squarest shape for -n)")->capture_default_str();
   app.add_option("--cols", spec.cols, "torus columns (0: from -n)")->capture_default_str();
   app.add_option("--round", round, "round of a time-varying topology")->capture_default_str();
-  app.add_option("--dot", dot_path, "also write the graph as Graphviz DOT to FILE")
-      ->capture_default_str();
+  app.add_option("--dot", dot_path, "also write the graph as Graphviz DOT to FILE")->capture_default_str();
   app.add_flag("--json", json, "print JSON instead of text")->capture_default_str();
 
   try {

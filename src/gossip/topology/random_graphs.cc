@@ -81,12 +81,10 @@ Graph erdos_renyi(int n, double p, std::uint64_t seed) {
 }
 
 Graph random_regular(int n, int degree, std::uint64_t seed) {
-  const std::string what =
-      "random " + std::to_string(degree) + "-regular graph on " + std::to_string(n) + " nodes";
+  const std::string what = "random " + std::to_string(degree) + "-regular graph on " + std::to_string(n) + " nodes";
   if (n < 2) throw TopologyError(what + ": needs at least 2 nodes");
   if (degree < 1 || degree >= n) {
-    throw TopologyError(what + ": the degree must be between 1 and n - 1 = " +
-                        std::to_string(n - 1));
+    throw TopologyError(what + ": the degree must be between 1 and n - 1 = " + std::to_string(n - 1));
   }
   if ((static_cast<long>(n) * degree) % 2 != 0) {
     throw TopologyError(what + " cannot exist: n * degree must be even");

@@ -54,8 +54,8 @@ TopologyReport analyse(const Topology& topology, std::uint64_t round) {
 
 void print_text(std::ostream& out, const TopologyReport& r) {
   const Graph& g = r.graph;
-  out << "topology: " << r.name << ", " << g.size() << " nodes, "
-      << (g.directed() ? "directed" : "undirected") << ", " << g.edge_count() << " edges";
+  out << "topology: " << r.name << ", " << g.size() << " nodes, " << (g.directed() ? "directed" : "undirected") << ", "
+      << g.edge_count() << " edges";
   if (r.time_varying) {
     out << ", time-varying (round " << r.round << ", period " << r.period << ")";
   } else {
@@ -82,8 +82,7 @@ void print_text(std::ostream& out, const TopologyReport& r) {
       << (r.diameter ? fmt::format("{}", *r.diameter)
                      : std::string(g.directed() ? "infinite (not strongly connected)" : "infinite (not connected)"))
       << "\n";
-  out << "spectral gap: " << num(r.spectral_gap, 12) << " (|lambda_2| = " << num(r.lambda2, 12)
-      << ")\n";
+  out << "spectral gap: " << num(r.spectral_gap, 12) << " (|lambda_2| = " << num(r.lambda2, 12) << ")\n";
   if (r.period_spectral_gap) {
     out << "spectral gap over one period: " << num(*r.period_spectral_gap, 12) << "\n";
   }
@@ -130,8 +129,7 @@ void print_dot(std::ostream& out, const TopologyReport& r) {
   const Graph& g = r.graph;
   const char* arrow = g.directed() ? " -> " : " -- ";
   out << (g.directed() ? "digraph" : "graph") << " " << dot_string(r.name) << " {\n";
-  out << "  // " << to_string(r.scheme) << " weights; spectral gap " << num(r.spectral_gap, 12)
-      << "\n";
+  out << "  // " << to_string(r.scheme) << " weights; spectral gap " << num(r.spectral_gap, 12) << "\n";
   for (int i = 0; i < g.size(); ++i) {
     out << "  " << i << " [label=\"" << i << "\\nself " << num(r.weights(i, i), 4) << "\"];\n";
   }
@@ -139,8 +137,10 @@ void print_dot(std::ostream& out, const TopologyReport& r) {
     for (const Link& l : g.out(i)) {
       if (!g.directed() && l.peer < i) continue;
       out << "  " << i << arrow << l.peer << " [label=\"" << num(sent(r, i, l.peer), 4);
-      if (!l.label.empty()) out << " " << l.label << "\", class=" << dot_string(l.label);
-      else out << "\"";
+      if (!l.label.empty())
+        out << " " << l.label << "\", class=" << dot_string(l.label);
+      else
+        out << "\"";
       out << "];\n";
     }
   }

@@ -146,9 +146,8 @@ double second_eigenvalue_modulus(const Matrix& w) {
   if (is_symmetric(w)) {
     std::vector<double> values = symmetric_eigenvalues(w);
     // Drop the eigenvalue nearest 1 (the consensus direction).
-    auto perron = std::min_element(values.begin(), values.end(), [](double x, double y) {
-      return std::abs(x - 1.0) < std::abs(y - 1.0);
-    });
+    auto perron = std::min_element(values.begin(), values.end(),
+                                   [](double x, double y) { return std::abs(x - 1.0) < std::abs(y - 1.0); });
     values.erase(perron);
     double worst = 0.0;
     for (double v : values) worst = std::max(worst, std::abs(v));

@@ -23,9 +23,7 @@ class Parser {
  public:
   explicit Parser(std::string path) : path_(std::move(path)) {}
 
-  [[noreturn]] void fail(int line, const std::string& reason) const {
-    throw TopologyError(path_, line, reason);
-  }
+  [[noreturn]] void fail(int line, const std::string& reason) const { throw TopologyError(path_, line, reason); }
 
   // The words of one line that carries something.
   void parse_line(const std::vector<std::string>& t, int line) {
@@ -59,11 +57,11 @@ class Parser {
     }
     if (g.weighted()) check_sums(g);
     if (auto lost = unreachable_node(g)) {
-      fail(nodes_line_, g.directed() ? fmt::format("graph is not strongly connected: node {} and node 0 do not "
-                                                   "reach each other both ways",
-                                                   *lost)
-                                     : fmt::format("graph is not connected: node {} cannot be reached from node 0",
-                                                   *lost));
+      fail(nodes_line_, g.directed()
+                            ? fmt::format("graph is not strongly connected: node {} and node 0 do not "
+                                          "reach each other both ways",
+                                          *lost)
+                            : fmt::format("graph is not connected: node {} cannot be reached from node 0", *lost));
     }
     return std::move(*graph_);
   }
@@ -167,14 +165,13 @@ class Parser {
       const double self = g.self_weight(i);
       const std::string whose =
           g.directed() ? fmt::format("the weights node {} sends", i) : fmt::format("the weights of node {}", i);
-      const std::string rule = g.directed()
-                                   ? "each column of a push-sum matrix must sum to 1"
-                                   : "each row of the mixing matrix must sum to 1";
+      const std::string rule = g.directed() ? "each column of a push-sum matrix must sum to 1"
+                                            : "each row of the mixing matrix must sum to 1";
       if (!std::isnan(self)) {
         const double sum = off + self;
         if (std::abs(sum - 1.0) > kSumTolerance) {
-          fail(self_line_of_[i], fmt::format("{} (self included) sum to {:.12g}, not 1; {} within 1e-9", whose, sum,
-                                             rule));
+          fail(self_line_of_[i],
+               fmt::format("{} (self included) sum to {:.12g}, not 1; {} within 1e-9", whose, sum, rule));
         }
       } else if (off > 1.0 + kSumTolerance) {
         fail(last_line_of_[i], fmt::format("{} sum to {:.12g}, above 1; {} within 1e-9", whose, off, rule));

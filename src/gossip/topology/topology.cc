@@ -10,8 +10,8 @@ namespace murmur::gossip {
 
 namespace {
 void insert_sorted(std::vector<Link>& links, Link link) {
-  auto pos = std::lower_bound(links.begin(), links.end(), link.peer,
-                              [](const Link& l, int peer) { return l.peer < peer; });
+  auto pos =
+      std::lower_bound(links.begin(), links.end(), link.peer, [](const Link& l, int peer) { return l.peer < peer; });
   links.insert(pos, std::move(link));
 }
 }  // namespace
@@ -26,8 +26,7 @@ Graph::Graph(int nodes, bool directed)
 
 std::uint64_t Graph::key(int a, int b) const {
   if (!directed_ && a > b) std::swap(a, b);
-  return static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(size()) +
-         static_cast<std::uint64_t>(b);
+  return static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(size()) + static_cast<std::uint64_t>(b);
 }
 
 void Graph::add_edge(int a, int b, double weight, std::string label) {
@@ -76,7 +75,6 @@ double Graph::self_weight(int node) const {
   return self_[node];
 }
 
-StaticTopology::StaticTopology(std::string name, Graph graph)
-    : name_(std::move(name)), graph_(std::move(graph)) {}
+StaticTopology::StaticTopology(std::string name, Graph graph) : name_(std::move(name)), graph_(std::move(graph)) {}
 
 }  // namespace murmur::gossip

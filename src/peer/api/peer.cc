@@ -93,8 +93,7 @@ class Peer::Impl {
     group_ = fabric::Group::join(group_options);
     communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
     scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s));
-    schedule_gather_ =
-        std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/", to_ms(config_.timeout_s));
+    schedule_gather_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/", to_ms(config_.timeout_s));
 
     gossip::AlgorithmOptions options = gossip::algorithm_options(gossip_options, schedule);
     options.channel = kGossipChannel;
@@ -241,8 +240,6 @@ class Peer::Impl {
     return sum / env_.world_size;
   }
 
-
-
   void averaged_model(float* out) {
     start();
     tensors_.gather();
@@ -278,8 +275,8 @@ class Peer::Impl {
       for (const auto& [rank, link] : g.links) {
         s.bytes_sent += link.bytes_sent;
         s.bytes_received += link.bytes_received;
-        s.links.push_back({rank, group_->peers()[rank].host, link.bytes_sent, link.bytes_received,
-                           link.messages_sent, link.messages_received});
+        s.links.push_back({rank, group_->peers()[rank].host, link.bytes_sent, link.bytes_received, link.messages_sent,
+                           link.messages_received});
       }
     }
     if (collective_) {
@@ -338,11 +335,11 @@ class Peer::Impl {
   std::unique_ptr<gossip::Topology> topology_;
   std::unique_ptr<gossip::Algorithm> gossip_;
   std::unique_ptr<gossip::Algorithm> collective_;
-  bool started_ = false;   // the layout check passed (caller thread)
+  bool started_ = false;  // the layout check passed (caller thread)
   bool finished_ = false;
-  std::exception_ptr failed_;  // sticky, see guarded()
-  std::atomic<std::uint64_t> steps_{0};   // read by stats() on any thread
-  std::atomic<double> ratio_now_{1.0};    // likewise
+  std::exception_ptr failed_;            // sticky, see guarded()
+  std::atomic<std::uint64_t> steps_{0};  // read by stats() on any thread
+  std::atomic<double> ratio_now_{1.0};   // likewise
   std::unique_ptr<peer::ScalarGather> scalars_;
   std::unique_ptr<peer::ScalarGather> schedule_gather_;  // its own sequence, used by schedule_agreement_ only
   std::unique_ptr<peer::ScheduleAgreement> schedule_agreement_;
@@ -360,15 +357,27 @@ void Peer::add_tensor(const std::string& name, float* data, std::size_t count, M
   impl_->add_tensor(name, data, count, kind);
 }
 std::size_t Peer::parameter_count() const { return impl_->parameter_count(); }
-void Peer::step() { impl_->guarded([&] { impl_->step(); }); }
-void Peer::flush() { impl_->guarded([&] { impl_->flush(); }); }
-void Peer::finish() { impl_->guarded([&] { impl_->finish(); }); }
+void Peer::step() {
+  impl_->guarded([&] { impl_->step(); });
+}
+void Peer::flush() {
+  impl_->guarded([&] { impl_->flush(); });
+}
+void Peer::finish() {
+  impl_->guarded([&] { impl_->finish(); });
+}
 void Peer::average(float* data, std::size_t count, MemoryKind kind) {
   impl_->guarded([&] { impl_->average(data, count, kind); });
 }
-double Peer::average(double value) { return impl_->guarded([&] { return impl_->average(value); }); }
-void Peer::averaged_model(float* out) { impl_->guarded([&] { impl_->averaged_model(out); }); }
-double Peer::consensus_distance() { return impl_->guarded([&] { return impl_->consensus_distance(); }); }
+double Peer::average(double value) {
+  return impl_->guarded([&] { return impl_->average(value); });
+}
+void Peer::averaged_model(float* out) {
+  impl_->guarded([&] { impl_->averaged_model(out); });
+}
+double Peer::consensus_distance() {
+  return impl_->guarded([&] { return impl_->consensus_distance(); });
+}
 PeerStats Peer::stats() const { return impl_->stats(); }
 
 }  // namespace murmur

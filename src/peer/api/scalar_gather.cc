@@ -64,8 +64,8 @@ std::vector<std::vector<double>> ScalarGather::collect(std::uint64_t sequence, s
     const std::string& reply = replies[static_cast<std::size_t>(r)];
     auto theirs = parse_scalar_list(reply, count);
     if (!theirs) {
-      throw std::runtime_error("rank " + std::to_string(r) + " (" + group_.peers()[r].host + ") contributed '" +
-                               reply + "' to " + what + ", not " + std::to_string(count) + " finite number(s)");
+      throw std::runtime_error("rank " + std::to_string(r) + " (" + group_.peers()[r].host + ") contributed '" + reply +
+                               "' to " + what + ", not " + std::to_string(count) + " finite number(s)");
     }
     gathered.push_back(std::move(*theirs));
   }

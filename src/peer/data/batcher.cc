@@ -16,8 +16,7 @@ namespace {
 // Only 256 pixel values exist: a table is exact and faster than arithmetic.
 constexpr std::array<float, 256> kNormalized = [] {
   std::array<float, 256> table{};
-  for (int p = 0; p < 256; ++p)
-    table[p] = static_cast<float>((p / 255.0 - double{kPixelMean}) / double{kPixelStd});
+  for (int p = 0; p < 256; ++p) table[p] = static_cast<float>((p / 255.0 - double{kPixelMean}) / double{kPixelStd});
   return table;
 }();
 
@@ -27,11 +26,9 @@ void normalize_pixels(const std::uint8_t* pixels, std::size_t count, float* out)
   for (std::size_t i = 0; i < count; ++i) out[i] = kNormalized[pixels[i]];
 }
 
-Batcher::Batcher(const ImageDataset& data, std::vector<std::uint32_t> indices, int batch_size,
-                 std::uint64_t seed)
+Batcher::Batcher(const ImageDataset& data, std::vector<std::uint32_t> indices, int batch_size, std::uint64_t seed)
     : data_(data), indices_(std::move(indices)), batch_size_(batch_size), seed_(seed) {
-  if (batch_size < 1)
-    throw std::invalid_argument("batch size " + std::to_string(batch_size) + ": must be >= 1");
+  if (batch_size < 1) throw std::invalid_argument("batch size " + std::to_string(batch_size) + ": must be >= 1");
   MURMUR_CHECK_EQ(data.pixels.size(), data.size() * data.features());
   for (std::uint32_t i : indices_) MURMUR_CHECK_LT(std::size_t{i}, data.size());
   order_.reserve(indices_.size());
@@ -55,17 +52,14 @@ bool Batcher::next(Batch& batch) {
   batch.y.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t example = order_[position_ + i];
-    normalize_pixels(data_.pixels.data() + example * features, features,
-                     batch.x.data() + i * features);
+    normalize_pixels(data_.pixels.data() + example * features, features, batch.x.data() + i * features);
     batch.y[i] = data_.labels[example];
   }
   position_ += n;
   return true;
 }
 
-int Batcher::steps_per_epoch() const {
-  return static_cast<int>((order_.size() + batch_size_ - 1) / batch_size_);
-}
+int Batcher::steps_per_epoch() const { return static_cast<int>((order_.size() + batch_size_ - 1) / batch_size_); }
 
 void fill_batch(const ImageDataset& data, std::size_t first, int count, Batch& batch) {
   MURMUR_CHECK_GE(count, 0);

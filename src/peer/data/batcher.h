@@ -34,8 +34,7 @@ class Batcher {
  public:
   // `indices` must be < data.size() (a bug otherwise: MURMUR_CHECK);
   // batch_size >= 1 (std::invalid_argument otherwise). Ready for epoch 0.
-  Batcher(const ImageDataset& data, std::vector<std::uint32_t> indices, int batch_size,
-          std::uint64_t seed);
+  Batcher(const ImageDataset& data, std::vector<std::uint32_t> indices, int batch_size, std::uint64_t seed);
 
   // Restarts at the beginning of `epoch` in an order fixed by (seed, epoch)
   // alone, not by the epochs run before: a peer resuming at epoch 7 sees the

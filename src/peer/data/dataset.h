@@ -16,15 +16,13 @@
 namespace murmur::peer::data {
 
 struct ImageDataset {
-  int rows = 0, cols = 0;            // 28 x 28 for Fashion-MNIST
+  int rows = 0, cols = 0;  // 28 x 28 for Fashion-MNIST
   int num_classes = 10;
   std::vector<std::uint8_t> pixels;  // size() * rows * cols, row-major per image
   std::vector<std::uint8_t> labels;  // size(), each < num_classes
 
   std::size_t size() const { return labels.size(); }
-  std::size_t features() const {
-    return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
-  }
+  std::size_t features() const { return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols); }
 };
 
 // A missing, malformed or inconsistent data file or directory. The message

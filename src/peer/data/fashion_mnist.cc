@@ -17,8 +17,7 @@ const char* const kHint =
 std::string require_file(const std::filesystem::path& dir, const std::string& name) {
   const std::filesystem::path path = dir / name;
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw DataError(path.string() + ": missing Fashion-MNIST file" + kHint);
+  if (!std::filesystem::exists(path, ec)) throw DataError(path.string() + ": missing Fashion-MNIST file" + kHint);
   return path.string();
 }
 
@@ -27,8 +26,8 @@ ImageDataset load_split(const std::filesystem::path& dir, const char* prefix) {
   const std::string labels = require_file(dir, std::string(prefix) + "-labels-idx1-ubyte.gz");
   ImageDataset set = load_idx_pair(images, labels, kFashionMnistClasses);
   if (set.rows != kFashionMnistSide || set.cols != kFashionMnistSide)
-    throw DataError(images + ": wrong dimensions: images are " + std::to_string(set.rows) +
-                    " x " + std::to_string(set.cols) + ", Fashion-MNIST's are 28 x 28");
+    throw DataError(images + ": wrong dimensions: images are " + std::to_string(set.rows) + " x " +
+                    std::to_string(set.cols) + ", Fashion-MNIST's are 28 x 28");
   return set;
 }
 
@@ -42,8 +41,7 @@ std::string default_fashion_mnist_dir() {
 FashionMnist load_fashion_mnist(const std::string& dir) {
   std::error_code ec;
   const auto status = std::filesystem::status(dir, ec);
-  if (!std::filesystem::exists(status))
-    throw DataError(dir + ": missing Fashion-MNIST directory" + kHint);
+  if (!std::filesystem::exists(status)) throw DataError(dir + ": missing Fashion-MNIST directory" + kHint);
   if (!std::filesystem::is_directory(status))
     throw DataError(dir + ": not a directory; expected the Fashion-MNIST directory" + kHint);
   FashionMnist set;

@@ -2,8 +2,8 @@
 
 #include <zlib.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -25,15 +25,12 @@ constexpr unsigned kGzBufferBytes = 256 * 1024;
 GzReader::GzReader(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   const auto status = std::filesystem::status(path_, ec);
-  if (!std::filesystem::exists(status))
-    throw DataError(path_ + ": no such file");
-  if (std::filesystem::is_directory(status))
-    throw DataError(path_ + ": is a directory, expected an IDX file");
+  if (!std::filesystem::exists(status)) throw DataError(path_ + ": no such file");
+  if (std::filesystem::is_directory(status)) throw DataError(path_ + ": is a directory, expected an IDX file");
   errno = 0;
   file_ = gzopen(path_.c_str(), "rb");
   if (file_ == nullptr)
-    throw DataError(path_ + ": cannot open: " +
-                    (errno != 0 ? std::strerror(errno) : "zlib out of memory"));
+    throw DataError(path_ + ": cannot open: " + (errno != 0 ? std::strerror(errno) : "zlib out of memory"));
   gzbuffer(handle(file_), kGzBufferBytes);
 }
 
@@ -41,8 +38,7 @@ GzReader::~GzReader() {
   if (file_ == nullptr) return;
   // Errors were reported by read(); closing a read handle only frees memory.
   const int rc = gzclose_r(handle(file_));
-  if (rc != Z_OK && rc != Z_BUF_ERROR)
-    murmur::peer_log().warn("{}: gzclose_r returned {}", path_, rc);
+  if (rc != Z_OK && rc != Z_BUF_ERROR) murmur::peer_log().warn("{}: gzclose_r returned {}", path_, rc);
 }
 
 std::size_t GzReader::read(void* out, std::size_t bytes) {
@@ -71,11 +67,10 @@ void GzReader::throw_if_stream_error() const {
   if (errnum == Z_OK) return;
   // zlib prefixes its messages with the path, which ours already start with.
   if (message.starts_with(path_ + ": ")) message.erase(0, path_.size() + 2);
-  if (errnum == Z_ERRNO)
-    throw DataError(path_ + ": read error: " + std::strerror(errno));
+  if (errnum == Z_ERRNO) throw DataError(path_ + ": read error: " + std::strerror(errno));
   if (errnum == Z_BUF_ERROR)
-    throw DataError(path_ + ": corrupt gzip stream: the compressed data ends early (" +
-                    message + "); the file is truncated, download or reinstall it");
+    throw DataError(path_ + ": corrupt gzip stream: the compressed data ends early (" + message +
+                    "); the file is truncated, download or reinstall it");
   throw DataError(path_ + ": corrupt gzip stream: " + message);
 }
 

@@ -26,13 +26,12 @@
 namespace murmur::peer::data {
 
 inline constexpr std::size_t kMaxIdxExamples = 100'000'000;
-inline constexpr int kMaxIdxSide = 1 << 15;            // rows, cols
+inline constexpr int kMaxIdxSide = 1 << 15;                // rows, cols
 inline constexpr std::size_t kMaxIdxImageBytes = 1 << 20;  // rows * cols
 
 // Labels must be below 10 (Fashion-MNIST's classes).
 ImageDataset load_idx_pair(const std::string& images_path, const std::string& labels_path);
 // Labels must be below num_classes (1..256; std::invalid_argument otherwise).
-ImageDataset load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                           int num_classes);
+ImageDataset load_idx_pair(const std::string& images_path, const std::string& labels_path, int num_classes);
 
 }  // namespace murmur::peer::data

@@ -57,8 +57,8 @@ std::vector<double> dirichlet(double alpha, int peers, std::mt19937_64& rng) {
 
 // Per class: shuffle its examples and cut them at the cumulative
 // proportions (Hsu et al. 2019; np.split(idx, cumsum(p) * n) in their code).
-Shards split_dirichlet(std::span<const std::uint8_t> labels, int num_classes, double alpha,
-                       int peers, std::mt19937_64& rng) {
+Shards split_dirichlet(std::span<const std::uint8_t> labels, int num_classes, double alpha, int peers,
+                       std::mt19937_64& rng) {
   std::vector<std::vector<std::uint32_t>> by_class(num_classes);
   for (std::size_t i = 0; i < labels.size(); ++i) {
     MURMUR_CHECK_LT(int{labels[i]}, num_classes);
@@ -74,8 +74,7 @@ Shards split_dirichlet(std::span<const std::uint8_t> labels, int num_classes, do
     for (int k = 0; k < peers; ++k) {
       cumulative += p[k];
       const std::size_t end =
-          k + 1 == peers ? members.size()
-                         : std::min(members.size(), static_cast<std::size_t>(cumulative * n));
+          k + 1 == peers ? members.size() : std::min(members.size(), static_cast<std::size_t>(cumulative * n));
       if (end > begin) shards[k].insert(shards[k].end(), members.begin() + begin, members.begin() + end);
       begin = std::max(begin, end);
     }
@@ -103,8 +102,7 @@ PartitionSpec parse_partition(const std::string& spec) {
   const char* last = spec.data() + spec.size();
   double alpha = 0;
   const auto [end, ec] = std::from_chars(first, last, alpha);
-  if (first == last || ec != std::errc() || end != last)
-    bad_spec(spec, "alpha is not a number");
+  if (first == last || ec != std::errc() || end != last) bad_spec(spec, "alpha is not a number");
   if (!(alpha > 0) || !std::isfinite(alpha)) bad_spec(spec, "alpha must be finite and > 0");
   return {PartitionSpec::Kind::kDirichlet, alpha};
 }
@@ -117,15 +115,12 @@ std::string describe(const PartitionSpec& spec) {
   return std::string(kDirichletPrefix) + std::string(buf, end);
 }
 
-std::vector<std::vector<std::uint32_t>> partition(const PartitionSpec& spec,
-                                                  std::span<const std::uint8_t> labels,
+std::vector<std::vector<std::uint32_t>> partition(const PartitionSpec& spec, std::span<const std::uint8_t> labels,
                                                   int num_classes, int peers, std::uint64_t seed) {
-  if (peers < 1)
-    throw std::invalid_argument("partition: " + std::to_string(peers) + " peers; need at least 1");
+  if (peers < 1) throw std::invalid_argument("partition: " + std::to_string(peers) + " peers; need at least 1");
   if (labels.size() < static_cast<std::size_t>(peers))
-    throw std::invalid_argument("partition: cannot give each of " + std::to_string(peers) +
-                                " peers an example: only " + std::to_string(labels.size()) +
-                                " examples");
+    throw std::invalid_argument("partition: cannot give each of " + std::to_string(peers) + " peers an example: only " +
+                                std::to_string(labels.size()) + " examples");
   MURMUR_CHECK_LE(labels.size(), std::size_t{UINT32_MAX});
   MURMUR_CHECK(num_classes >= 1 && num_classes <= 256);
   std::mt19937_64 rng(detail::mix_seed(seed, 0));

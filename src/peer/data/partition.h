@@ -35,8 +35,7 @@ std::string describe(const PartitionSpec& spec);
 // Throws std::invalid_argument when peers < 1, when there are fewer examples
 // than peers, or for a Dirichlet alpha that is not > 0. A label >=
 // num_classes is a bug (MURMUR_CHECK): loaders validate labels.
-std::vector<std::vector<std::uint32_t>> partition(const PartitionSpec& spec,
-                                                  std::span<const std::uint8_t> labels,
+std::vector<std::vector<std::uint32_t>> partition(const PartitionSpec& spec, std::span<const std::uint8_t> labels,
                                                   int num_classes, int peers, std::uint64_t seed);
 
 }  // namespace murmur::peer::data

@@ -23,15 +23,15 @@ inline std::uint64_t mix_seed(std::uint64_t seed, std::uint64_t stream) {
 inline std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
   const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;
   std::uint64_t r;
-  do r = rng(); while (r >= limit);
+  do r = rng();
+  while (r >= limit);
   return r % n;
 }
 
 // Fisher-Yates.
 template <typename T>
 void shuffle(std::span<T> items, std::mt19937_64& rng) {
-  for (std::size_t i = items.size(); i > 1; --i)
-    std::swap(items[i - 1], items[uniform_below(rng, i)]);
+  for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[uniform_below(rng, i)]);
 }
 
 }  // namespace murmur::peer::data::detail

@@ -62,9 +62,14 @@ void emit_event(const json& event, std::FILE* out) {
 }
 
 json to_json(const ProgressEvent& p) {
-  return json{{"event", "progress"}, {"rank", p.rank},   {"epoch", p.epoch},
-              {"epochs", p.epochs},  {"step", p.step},   {"steps", p.steps},
-              {"loss", number_or_null(p.loss)}, {"accuracy", number_or_null(p.accuracy)},
+  return json{{"event", "progress"},
+              {"rank", p.rank},
+              {"epoch", p.epoch},
+              {"epochs", p.epochs},
+              {"step", p.step},
+              {"steps", p.steps},
+              {"loss", number_or_null(p.loss)},
+              {"accuracy", number_or_null(p.accuracy)},
               {"bytes_sent", p.bytes_sent}};
 }
 

@@ -54,8 +54,8 @@ struct ProgressEvent {
 // The result keys murmur-run reads; the object itself may hold more.
 struct ResultEvent {
   int rank = 0;
-  double test_accuracy = 0;                  // NaN when absent or null
-  double average_model_test_accuracy = 0;    // NaN when null
+  double test_accuracy = 0;                // NaN when absent or null
+  double average_model_test_accuracy = 0;  // NaN when null
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   double wall_seconds = 0;

@@ -37,11 +37,10 @@ std::string live_progress_text(const std::vector<std::optional<events::ProgressE
     sent += p->bytes_sent;
   }
   if (!slowest) return "";
-  return fmt::format("epoch {}/{} step {}/{}  loss {}  accuracy {}  sent {:.1f} MB  ({}/{} peers)", slowest->epoch,
-                     slowest->epochs, slowest->step, slowest->steps,
-                     loss_n ? fmt::format("{:.4f}", loss_sum / loss_n) : "-",
-                     accuracy_n ? fmt::format("{:.4f}", accuracy_sum / accuracy_n) : "-", sent / 1e6, reporting,
-                     latest.size());
+  return fmt::format(
+      "epoch {}/{} step {}/{}  loss {}  accuracy {}  sent {:.1f} MB  ({}/{} peers)", slowest->epoch, slowest->epochs,
+      slowest->step, slowest->steps, loss_n ? fmt::format("{:.4f}", loss_sum / loss_n) : "-",
+      accuracy_n ? fmt::format("{:.4f}", accuracy_sum / accuracy_n) : "-", sent / 1e6, reporting, latest.size());
 }
 
 std::string plain_progress_text(const events::ProgressEvent& p) {

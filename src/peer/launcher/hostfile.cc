@@ -27,8 +27,8 @@ std::optional<std::string> parse_count(const std::string& text, int& out) {
 std::optional<std::string> check_host(const std::string& host) {
   if (host.empty()) return std::string("missing host name");
   for (char c : host) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '-' || c == '_' || c == '@';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+              c == '_' || c == '@';
     if (!ok) return fmt::format("bad host name '{}'", host);
   }
   return std::nullopt;
@@ -90,8 +90,7 @@ std::string describe(int line, const std::string& reason, const std::string& tex
 
 }  // namespace
 
-HostfileError::HostfileError(const std::string& source, int line, const std::string& reason,
-                             const std::string& text)
+HostfileError::HostfileError(const std::string& source, int line, const std::string& reason, const std::string& text)
     : ParseError(source, line, describe(line, reason, text)) {}
 
 std::vector<HostSlots> parse_hostfile(std::istream& in, const std::string& source) {
@@ -118,9 +117,12 @@ std::vector<HostSlots> parse_host_list(const std::string& list) {
     HostSlots entry;
     entry.line = item;
     std::optional<std::string> bad;
-    if (word.empty()) bad = "empty host";
-    else if (word.find_first_of(" \t") != std::string::npos) bad = "unexpected space (expected host or host:N)";
-    else bad = parse_host_word(word, entry);
+    if (word.empty())
+      bad = "empty host";
+    else if (word.find_first_of(" \t") != std::string::npos)
+      bad = "unexpected space (expected host or host:N)";
+    else
+      bad = parse_host_word(word, entry);
     if (bad) throw HostfileError("-H", item, *bad, raw);
     hosts.push_back(entry);
     if (comma == std::string::npos) break;

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -21,10 +21,10 @@
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "fabric/rendezvous/server.h"
+#include "peer/events/peer_events.h"
 #include "peer/launcher/console.h"
 #include "peer/launcher/job_plan.h"
 #include "peer/launcher/line_buffer.h"
-#include "peer/events/peer_events.h"
 #include "peer/launcher/report.h"
 #include "peer/launcher/signal_fd.h"
 
@@ -119,8 +119,8 @@ void Job::start_rendezvous() {
   token_ = options_.token.empty() ? random_token() : options_.token;
   server_options.token = token_;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
-  std::string host = all_local ? "127.0.0.1"
-                               : (options_.rendezvous_host.empty() ? local_host_name() : options_.rendezvous_host);
+  std::string host =
+      all_local ? "127.0.0.1" : (options_.rendezvous_host.empty() ? local_host_name() : options_.rendezvous_host);
   rendezvous_address_ = host + ":" + std::to_string(server_->port());
 }
 
@@ -151,8 +151,8 @@ bool Job::spawn(Peer& peer) {
     o.argv = options_.command;
     o.extra_env = environment(peer.place);
   } else {
-    auto line = remote_command_line(std::filesystem::current_path().string(), environment(peer.place),
-                                    options_.command);
+    auto line =
+        remote_command_line(std::filesystem::current_path().string(), environment(peer.place), options_.command);
     o.argv = expand_ssh_template(options_.ssh_template, peer.place.host, line);
   }
   try {
@@ -211,8 +211,8 @@ void Job::stop(Stop why, int signo) {
   int running = 0;
   for (const auto& p : peers_) running += p.process && p.process->running();
   if (why == Stop::kTimeout) {
-    console_.note(fmt::format("the job ran past --timeout {} s; stopping {} running peer(s)",
-                              options_.timeout_seconds, running));
+    console_.note(
+        fmt::format("the job ran past --timeout {} s; stopping {} running peer(s)", options_.timeout_seconds, running));
   } else if (why == Stop::kSignal) {
     const char* name = sigabbrev_np(signo);
     console_.note(fmt::format("got SIG{}; stopping {} running peer(s)", name ? name : std::to_string(signo), running));
@@ -299,8 +299,10 @@ void Job::poll_once(SignalFd& signals, std::optional<Clock::time_point> wake) {
   if (fds[0].revents) {
     bool child = false;
     while (int signo = signals.next()) {
-      if (signo == SIGCHLD) child = true;
-      else stop(Stop::kSignal, signo);
+      if (signo == SIGCHLD)
+        child = true;
+      else
+        stop(Stop::kSignal, signo);
     }
     if (child) reap();
   }
@@ -364,8 +366,7 @@ int Job::finish(Clock::time_point start) {
   if (stop_ == Stop::kFailure) {
     for (const auto& p : peers_) {
       if (!p.failure) continue;
-      std::string tail = p.last_stderr.empty() ? "no stderr output"
-                                               : "last stderr line: '" + p.last_stderr + "'";
+      std::string tail = p.last_stderr.empty() ? "no stderr output" : "last stderr line: '" + p.last_stderr + "'";
       // A peer that could not start has no output: its reason says it all.
       console_.note(p.process ? fmt::format("rank {} ({}): {}; {}", p.place.rank, p.place.host, *p.failure, tail)
                               : fmt::format("rank {} ({}): {}", p.place.rank, p.place.host, *p.failure));

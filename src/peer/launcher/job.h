@@ -24,17 +24,17 @@ namespace murmur::peer::launcher {
 
 struct LaunchOptions {
   int np = 1;
-  std::vector<HostSlots> hosts;   // empty: np peers on this host
-  std::string hosts_source;       // names the host list in messages
-  std::string profile;            // MURMUR_LINK_PROFILE; empty: not set
-  std::string summary_path;       // empty: no summary file
+  std::vector<HostSlots> hosts;  // empty: np peers on this host
+  std::string hosts_source;      // names the host list in messages
+  std::string profile;           // MURMUR_LINK_PROFILE; empty: not set
+  std::string summary_path;      // empty: no summary file
   std::string ssh_template = kDefaultSshTemplate;
   std::string rendezvous_host;    // advertised to remote peers; empty: this host's name
   double timeout_seconds = 0;     // whole job; 0: none
   double kill_grace_seconds = 3;  // SIGTERM, then SIGKILL after this
   std::string token;              // empty: a random one
   std::vector<std::string> command;
-  bool live_progress = false;     // one redrawn progress line (stdout is a terminal)
+  bool live_progress = false;  // one redrawn progress line (stdout is a terminal)
 };
 
 // murmur-run's exit statuses besides 128 + signal number.

@@ -13,10 +13,10 @@ namespace murmur::peer::launcher {
 
 struct Placement {
   int rank = 0;
-  std::string host;     // as named in the hostfile ("localhost" without one)
-  int local_rank = 0;   // index among the ranks on the same host name
-  int local_size = 1;   // ranks on the same host name
-  bool local = true;    // spawned here rather than through ssh
+  std::string host;    // as named in the hostfile ("localhost" without one)
+  int local_rank = 0;  // index among the ranks on the same host name
+  int local_size = 1;  // ranks on the same host name
+  bool local = true;   // spawned here rather than through ssh
 };
 
 // A request the hosts cannot satisfy (like mpirun's "not enough slots").

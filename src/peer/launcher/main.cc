@@ -69,16 +69,16 @@ void add_flags(CLI::App& app, CommandLine& cl) {
   app.add_option("--timeout", options.timeout_seconds, "stop the whole job after this many seconds; 0: never")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--kill-grace", options.kill_grace_seconds,
-                 "seconds between SIGTERM and SIGKILL when stopping peers")
+  app.add_option("--kill-grace", options.kill_grace_seconds, "seconds between SIGTERM and SIGKILL when stopping peers")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--token", options.token, "rendezvous token (MURMUR_TOKEN). Default: a random one");
   // The program and its arguments: everything after "--" (or after the first
   // word that is not one of ours).
   app.prefix_command();
-  app.footer("Exit status: 0 when every peer succeeded, 1 when a peer failed or could not start, 2 for bad\n"
-             "flags or hosts, 124 after --timeout, 128+N after signal N. See docs/launcher.md.");
+  app.footer(
+      "Exit status: 0 when every peer succeeded, 1 when a peer failed or could not start, 2 for bad\n"
+      "flags or hosts, 124 after --timeout, 128+N after signal N. See docs/launcher.md.");
 }
 
 // Parses the flags and takes the program to run from what follows them.
@@ -142,10 +142,11 @@ int launch(const CLI::App& app, CommandLine& cl) {
 
 int main(int argc, char** argv) {
   CommandLine cl;
-  CLI::App app{"murmur-run -np N [options] -- PROGRAM ARGS...\n"
-               "Starts a murmur job: N peers here or on the hosts given, a rendezvous for them, their output\n"
-               "prefixed by rank, progress, a result table and an optional JSON summary.",
-               "murmur-run"};
+  CLI::App app{
+      "murmur-run -np N [options] -- PROGRAM ARGS...\n"
+      "Starts a murmur job: N peers here or on the hosts given, a rendezvous for them, their output\n"
+      "prefixed by rank, progress, a result table and an optional JSON summary.",
+      "murmur-run"};
   add_flags(app, cl);
   if (auto stop = parse_command_line(app, argc, argv, cl)) return *stop;
   return launch(app, cl);

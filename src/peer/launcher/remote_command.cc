@@ -54,8 +54,10 @@ std::string shell_quote(std::string_view s) {
   if (plain) return std::string(s);
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out.push_back(c);
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out.push_back(c);
   }
   out.push_back('\'');
   return out;

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -41,7 +41,8 @@ std::uint64_t total_bytes(const std::vector<PeerRecord>& peers, const char* key)
   for (const auto& p : peers) {
     if (!p.result) continue;
     auto it = p.result->find(key);
-    if (it != p.result->end() && it->is_number_unsigned()) sum += it->get<std::uint64_t>();
+    if (it != p.result->end() && it->is_number_unsigned())
+      sum += it->get<std::uint64_t>();
     else if (it != p.result->end() && it->is_number() && it->get<double>() > 0)
       sum += static_cast<std::uint64_t>(it->get<double>());
   }
@@ -64,8 +65,8 @@ std::optional<double> average_model_accuracy(const std::vector<PeerRecord>& peer
 std::string format_result_table(const std::vector<PeerRecord>& peers, double wall_seconds) {
   std::size_t host_width = 4;
   for (const auto& p : peers) host_width = std::max(host_width, p.host.size());
-  std::string out = fmt::format("{:>4}  {:<{}}  {:>9}  {:>10}  {:>10}  {:>8}\n", "rank", "host", host_width,
-                                "test acc", "MB sent", "MB recv", "wall s");
+  std::string out = fmt::format("{:>4}  {:<{}}  {:>9}  {:>10}  {:>10}  {:>8}\n", "rank", "host", host_width, "test acc",
+                                "MB sent", "MB recv", "wall s");
   for (const auto& p : peers) {
     out += fmt::format("{:>4}  {:<{}}  {:>9}  {:>10}  {:>10}  {:>8}\n", p.rank, p.host, host_width,
                        cell(number(p, "test_accuracy"), "{:.4f}"), cell(number(p, "bytes_sent"), "{:.2f}", 1e6),
@@ -73,9 +74,9 @@ std::string format_result_table(const std::vector<PeerRecord>& peers, double wal
   }
   auto average = average_model_accuracy(peers);
   out += "average model test accuracy: " + (average ? fmt::format("{:.4f}", *average) : std::string("-")) + "\n";
-  out += fmt::format("total: {:.2f} MB sent, {:.2f} MB received by {} peers; wall time {:.2f} s\n",
-                     total(peers, "bytes_sent") / 1e6, total(peers, "bytes_received") / 1e6, peers.size(),
-                     wall_seconds);
+  out +=
+      fmt::format("total: {:.2f} MB sent, {:.2f} MB received by {} peers; wall time {:.2f} s\n",
+                  total(peers, "bytes_sent") / 1e6, total(peers, "bytes_received") / 1e6, peers.size(), wall_seconds);
   return out;
 }
 

@@ -54,8 +54,7 @@ class Conv3x3 final : public Layer {
       const float* dout_chunk = dout + std::size_t(b0) * pixels() * filters_;
       ops_.im2col3x3(in + std::size_t(b0) * in_.size(), nb, in_.rows, in_.cols, in_.channels, columns_);
       // dW (+)= dout^T columns: the first chunk overwrites, later ones add.
-      ops_.gemm(true, false, filters_, taps(), nb * pixels(), 1.0f, dout_chunk, columns_,
-                b0 == 0 ? 0.0f : 1.0f, dw_);
+      ops_.gemm(true, false, filters_, taps(), nb * pixels(), 1.0f, dout_chunk, columns_, b0 == 0 ? 0.0f : 1.0f, dw_);
       if (din == nullptr) continue;
       // The columns are spent: reuse them for d(columns) = dout W.
       ops_.gemm(false, false, nb * pixels(), taps(), filters_, 1.0f, dout_chunk, w_, 0.0f, columns_);

@@ -41,10 +41,10 @@ class CpuOps final : public Ops {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void synchronize() override {}
 
-  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-            const float* b, float beta, float* c) override {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                m, n, k, alpha, a, trans_a ? m : k, b, trans_b ? k : n, beta, c, n);
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+            float* c) override {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                a, trans_a ? m : k, b, trans_b ? k : n, beta, c, n);
   }
 
   void bias_add(float* y, const float* bias, std::size_t rows, std::size_t cols) override {
@@ -63,18 +63,18 @@ class CpuOps final : public Ops {
     std::size_t s = 0;
     check_kernel(k::relu_backward(this, s, y, dy, dx, n), "relu_backward");
   }
-  void im2col3x3(const float* image, std::size_t images, std::size_t rows, std::size_t cols,
-                 std::size_t channels, float* columns) override {
+  void im2col3x3(const float* image, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                 float* columns) override {
     std::size_t s = 0;
     check_kernel(k::im2col3x3(this, s, image, images, rows, cols, channels, columns), "im2col3x3");
   }
-  void col2im3x3(const float* columns, std::size_t images, std::size_t rows, std::size_t cols,
-                 std::size_t channels, float* image) override {
+  void col2im3x3(const float* columns, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                 float* image) override {
     std::size_t s = 0;
     check_kernel(k::col2im3x3(this, s, columns, images, rows, cols, channels, image), "col2im3x3");
   }
-  void maxpool2_forward(const float* x, std::size_t images, std::size_t rows, std::size_t cols,
-                        std::size_t channels, float* y, std::uint32_t* argmax) override {
+  void maxpool2_forward(const float* x, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                        float* y, std::uint32_t* argmax) override {
     std::size_t s = 0;
     check_kernel(k::maxpool2_forward(this, s, x, images, rows, cols, channels, y, argmax), "maxpool2_forward");
   }
@@ -83,16 +83,16 @@ class CpuOps final : public Ops {
     std::size_t s = 0;
     check_kernel(k::maxpool2_backward(this, s, dy, argmax, y_count, dx, x_count), "maxpool2_backward");
   }
-  void softmax_xent(const float* logits, const std::uint8_t* labels, std::size_t batch,
-                    std::size_t classes, float grad_scale, float* dlogits) override {
+  void softmax_xent(const float* logits, const std::uint8_t* labels, std::size_t batch, std::size_t classes,
+                    float grad_scale, float* dlogits) override {
     std::size_t s = 0;
-    check_kernel(k::softmax_xent(this, s, logits, labels, batch, classes, grad_scale, dlogits,
-                                 &loss_.loss_sum, &loss_.correct),
-                 "softmax_xent");
+    check_kernel(
+        k::softmax_xent(this, s, logits, labels, batch, classes, grad_scale, dlogits, &loss_.loss_sum, &loss_.correct),
+        "softmax_xent");
   }
   LossResult read_loss() override { return loss_; }
-  void sgd_momentum(float* params, const float* grads, float* momentum, std::size_t n, float learning_rate,
-                    float mu, float weight_decay, bool nesterov) override {
+  void sgd_momentum(float* params, const float* grads, float* momentum, std::size_t n, float learning_rate, float mu,
+                    float weight_decay, bool nesterov) override {
     std::size_t s = 0;
     check_kernel(k::sgd_momentum(this, s, params, grads, momentum, n, learning_rate, mu, weight_decay, nesterov),
                  "sgd_momentum");

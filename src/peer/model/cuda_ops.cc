@@ -19,8 +19,7 @@ namespace {
 namespace k = murmur::kernels::cuda;
 
 void check_cuda(cudaError_t err, const char* call) {
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(err));
+  if (err != cudaSuccess) throw std::runtime_error(std::string(call) + " failed: " + cudaGetErrorString(err));
 }
 
 void check_cublas(cublasStatus_t s, const char* call) {
@@ -107,10 +106,10 @@ class CudaOps final : public Ops {
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap
   // the operands, keep each one's transpose flag.
-  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b,
-            float beta, float* c) override {
-    check_cublas(cublasSgemm(blas_.handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                             n, m, k, &alpha, b, trans_b ? k : n, a, trans_a ? m : k, &beta, c, n),
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+            float* c) override {
+    check_cublas(cublasSgemm(blas_.handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n,
+                             m, k, &alpha, b, trans_b ? k : n, a, trans_a ? m : k, &beta, c, n),
                  "cublasSgemm");
   }
 
@@ -130,18 +129,18 @@ class CudaOps final : public Ops {
     std::size_t s = 0;
     check_kernel(k::relu_backward(this, s, y, dy, dx, n, stream()), "relu_backward");
   }
-  void im2col3x3(const float* image, std::size_t images, std::size_t rows, std::size_t cols,
-                 std::size_t channels, float* columns) override {
+  void im2col3x3(const float* image, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                 float* columns) override {
     std::size_t s = 0;
     check_kernel(k::im2col3x3(this, s, image, images, rows, cols, channels, columns, stream()), "im2col3x3");
   }
-  void col2im3x3(const float* columns, std::size_t images, std::size_t rows, std::size_t cols,
-                 std::size_t channels, float* image) override {
+  void col2im3x3(const float* columns, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                 float* image) override {
     std::size_t s = 0;
     check_kernel(k::col2im3x3(this, s, columns, images, rows, cols, channels, image, stream()), "col2im3x3");
   }
-  void maxpool2_forward(const float* x, std::size_t images, std::size_t rows, std::size_t cols,
-                        std::size_t channels, float* y, std::uint32_t* argmax) override {
+  void maxpool2_forward(const float* x, std::size_t images, std::size_t rows, std::size_t cols, std::size_t channels,
+                        float* y, std::uint32_t* argmax) override {
     std::size_t s = 0;
     check_kernel(k::maxpool2_forward(this, s, x, images, rows, cols, channels, y, argmax, stream()),
                  "maxpool2_forward");
@@ -154,22 +153,21 @@ class CudaOps final : public Ops {
   void softmax_xent(const float* logits, const std::uint8_t* labels, std::size_t batch, std::size_t classes,
                     float grad_scale, float* dlogits) override {
     std::size_t s = 0;
-    check_kernel(k::softmax_xent(this, s, logits, labels, batch, classes, grad_scale, dlogits, loss_sum_,
-                                 correct_, stream()),
-                 "softmax_xent");
-    check_cuda(cudaMemcpyAsync(pinned_.block, loss_sum_, 16, cudaMemcpyDeviceToHost, st()),
-               "cudaMemcpyAsync (loss)");
+    check_kernel(
+        k::softmax_xent(this, s, logits, labels, batch, classes, grad_scale, dlogits, loss_sum_, correct_, stream()),
+        "softmax_xent");
+    check_cuda(cudaMemcpyAsync(pinned_.block, loss_sum_, 16, cudaMemcpyDeviceToHost, st()), "cudaMemcpyAsync (loss)");
   }
   LossResult read_loss() override {
     synchronize();
     return LossResult{*pinned_.loss_sum, *pinned_.correct};
   }
-  void sgd_momentum(float* params, const float* grads, float* momentum, std::size_t n, float learning_rate,
-                    float mu, float weight_decay, bool nesterov) override {
+  void sgd_momentum(float* params, const float* grads, float* momentum, std::size_t n, float learning_rate, float mu,
+                    float weight_decay, bool nesterov) override {
     std::size_t s = 0;
-    check_kernel(k::sgd_momentum(this, s, params, grads, momentum, n, learning_rate, mu, weight_decay, nesterov,
-                                 stream()),
-                 "sgd_momentum");
+    check_kernel(
+        k::sgd_momentum(this, s, params, grads, momentum, n, learning_rate, mu, weight_decay, nesterov, stream()),
+        "sgd_momentum");
   }
 
   int conv_chunk(int max_batch) const override { return max_batch; }
@@ -195,8 +193,9 @@ std::unique_ptr<Ops> make_cuda_ops() {
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    throw std::runtime_error(std::string("device cuda asked for, but no CUDA device is usable here (cudaGetDeviceCount: ") +
-                             cudaGetErrorString(err) + ")");
+    throw std::runtime_error(
+        std::string("device cuda asked for, but no CUDA device is usable here (cudaGetDeviceCount: ") +
+        cudaGetErrorString(err) + ")");
   }
   if (count == 0) throw std::runtime_error("device cuda asked for, but no CUDA device is visible");
   return std::make_unique<CudaOps>();

@@ -86,7 +86,8 @@ double learning_rate_at(const LrScheduleSpec& s, long step) {
     return s.base * (0.1 + 0.9 * t);
   }
   switch (kind) {
-    case Kind::kNone: return s.base;
+    case Kind::kNone:
+      return s.base;
     case Kind::kCosine: {
       const long span = s.total_steps - s.warmup_steps;
       if (span <= 0) return 0.0;
@@ -94,7 +95,8 @@ double learning_rate_at(const LrScheduleSpec& s, long step) {
       t = t < 0 ? 0 : (t > 1 ? 1 : t);
       return s.base * 0.5 * (1.0 + std::cos(std::numbers::pi * t));
     }
-    case Kind::kStep: break;
+    case Kind::kStep:
+      break;
   }
   double lr = s.base;
   for (long m : d.milestones)

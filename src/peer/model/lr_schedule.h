@@ -26,8 +26,7 @@ struct LrScheduleSpec {
 
 // Checks the values and the decay string; std::invalid_argument naming the
 // bad value (and the accepted forms for a bad decay).
-LrScheduleSpec parse_lr_schedule(double base, long warmup_steps, long total_steps,
-                                 const std::string& decay);
+LrScheduleSpec parse_lr_schedule(double base, long warmup_steps, long total_steps, const std::string& decay);
 
 // The rate for a step (0-based). A spec that parse_lr_schedule would refuse
 // throws std::invalid_argument.

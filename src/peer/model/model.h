@@ -23,8 +23,8 @@
 namespace murmur::peer::model {
 
 struct StepResult {
-  double loss = 0;   // mean loss over the batch
-  int correct = 0;   // argmax predictions equal to the label
+  double loss = 0;  // mean loss over the batch
+  int correct = 0;  // argmax predictions equal to the label
 };
 
 struct EvalResult {

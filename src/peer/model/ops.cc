@@ -7,9 +7,7 @@
 
 namespace murmur::peer::model::detail {
 
-std::unique_ptr<Ops> make_ops(Device device) {
-  return device == Device::kCuda ? make_cuda_ops() : make_cpu_ops();
-}
+std::unique_ptr<Ops> make_ops(Device device) { return device == Device::kCuda ? make_cuda_ops() : make_cpu_ops(); }
 
 #if !defined(MURMUR_HAVE_CUDA)
 std::unique_ptr<Ops> make_cuda_ops() {

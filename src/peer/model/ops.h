@@ -37,8 +37,8 @@ class Ops {
 
   // Row-major C (m x n) = alpha * op(A) op(B) + beta * C, with op(A) m x k
   // and op(B) k x n; leading dimensions are the stored matrices' widths.
-  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-                    const float* b, float beta, float* c) = 0;
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, const float* b,
+                    float beta, float* c) = 0;
   // kernels/layers.h and kernels/sgd.h, without the scratch arguments.
   virtual void bias_add(float* y, const float* bias, std::size_t rows, std::size_t cols) = 0;
   virtual void bias_grad(const float* dy, std::size_t rows, std::size_t cols, float* db) = 0;
@@ -46,21 +46,20 @@ class Ops {
   virtual void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) = 0;
   virtual void im2col3x3(const float* image, std::size_t images, std::size_t rows, std::size_t cols,
                          std::size_t channels, float* columns) = 0;
-  virtual void col2im3x3(const float* columns, std::size_t images, std::size_t rows,
-                         std::size_t cols, std::size_t channels, float* image) = 0;
-  virtual void maxpool2_forward(const float* x, std::size_t images, std::size_t rows,
-                                std::size_t cols, std::size_t channels, float* y,
-                                std::uint32_t* argmax) = 0;
-  virtual void maxpool2_backward(const float* dy, const std::uint32_t* argmax, std::size_t y_count,
-                                 float* dx, std::size_t x_count) = 0;
+  virtual void col2im3x3(const float* columns, std::size_t images, std::size_t rows, std::size_t cols,
+                         std::size_t channels, float* image) = 0;
+  virtual void maxpool2_forward(const float* x, std::size_t images, std::size_t rows, std::size_t cols,
+                                std::size_t channels, float* y, std::uint32_t* argmax) = 0;
+  virtual void maxpool2_backward(const float* dy, const std::uint32_t* argmax, std::size_t y_count, float* dx,
+                                 std::size_t x_count) = 0;
   // labels: this device's memory. The sums go to a slot that read_loss()
   // returns, so a backward pass can be enqueued before anyone waits.
-  virtual void softmax_xent(const float* logits, const std::uint8_t* labels, std::size_t batch,
-                            std::size_t classes, float grad_scale, float* dlogits) = 0;
+  virtual void softmax_xent(const float* logits, const std::uint8_t* labels, std::size_t batch, std::size_t classes,
+                            float grad_scale, float* dlogits) = 0;
   // Waits for everything enqueued, then returns the last softmax_xent's sums.
   virtual LossResult read_loss() = 0;
-  virtual void sgd_momentum(float* params, const float* grads, float* momentum, std::size_t n,
-                            float learning_rate, float mu, float weight_decay, bool nesterov) = 0;
+  virtual void sgd_momentum(float* params, const float* grads, float* momentum, std::size_t n, float learning_rate,
+                            float mu, float weight_decay, bool nesterov) = 0;
 
   // Images per im2col pass: small on the CPU, so that the columns stay in
   // cache; the whole batch on a device.

@@ -28,8 +28,7 @@ class Relu final : public Layer {
 
 class MaxPool2 final : public Layer {
  public:
-  MaxPool2(Ops& ops, Shape in, int max_batch)
-      : ops_(ops), in_(in), out_{in.rows / 2, in.cols / 2, in.channels} {
+  MaxPool2(Ops& ops, Shape in, int max_batch) : ops_(ops), in_(in), out_{in.rows / 2, in.cols / 2, in.channels} {
     MURMUR_CHECK_GT(out_.size(), 0u);
     argmax_ = ops.allocate_array<std::uint32_t>(std::size_t(max_batch) * out_.size());
   }

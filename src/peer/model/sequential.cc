@@ -88,8 +88,7 @@ class SequentialModel final : public Model {
 
   EvalResult evaluate(const float* x, const std::uint8_t* labels, int batch) override {
     forward(x, labels, batch);
-    ops_->softmax_xent(act_.back(), labels_or(labels), std::size_t(batch), std::size_t(spec_.classes), 0.0f,
-                       nullptr);
+    ops_->softmax_xent(act_.back(), labels_or(labels), std::size_t(batch), std::size_t(spec_.classes), 0.0f, nullptr);
     const LossResult r = ops_->read_loss();
     return EvalResult{r.loss_sum, r.correct, batch};
   }
@@ -102,9 +101,9 @@ class SequentialModel final : public Model {
     MURMUR_CHECK(x != nullptr && labels != nullptr);
     for (int b = 0; b < batch; ++b)
       if (labels[b] >= spec_.classes)
-        throw std::invalid_argument("label " + std::to_string(labels[b]) + " at batch position " +
-                                    std::to_string(b) + " is not below model " + spec_.name + "'s " +
-                                    std::to_string(spec_.classes) + " classes");
+        throw std::invalid_argument("label " + std::to_string(labels[b]) + " at batch position " + std::to_string(b) +
+                                    " is not below model " + spec_.name + "'s " + std::to_string(spec_.classes) +
+                                    " classes");
     input_used_ = x;
     if (input_ != nullptr) {
       const std::size_t n = std::size_t(batch) * spec_.input_channels * spec_.input_rows * spec_.input_cols;

@@ -66,9 +66,12 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
                    std::to_string(c.parameters.size()) + " parameters");
   }
   static_assert(std::endian::native == std::endian::little, "checkpoints are written little-endian");
-  const nlohmann::json header = {{"rank", c.rank},   {"world_size", c.world_size},
-                                 {"model", c.model}, {"parameters", c.parameters.size()},
-                                 {"epoch", c.epoch}, {"step", c.step},
+  const nlohmann::json header = {{"rank", c.rank},
+                                 {"world_size", c.world_size},
+                                 {"model", c.model},
+                                 {"parameters", c.parameters.size()},
+                                 {"epoch", c.epoch},
+                                 {"step", c.step},
                                  {"momentum", !c.momentum.empty()}};
   const std::string header_text = header.dump();
   std::string bytes;

@@ -29,9 +29,9 @@ class CheckpointError : public std::runtime_error {
 struct Checkpoint {
   int rank = 0;
   int world_size = 1;
-  std::string model;        // the model spec, e.g. "mlp" or "cnn"
-  int epoch = 0;            // epochs completed
-  std::int64_t step = 0;    // optimizer steps completed
+  std::string model;      // the model spec, e.g. "mlp" or "cnn"
+  int epoch = 0;          // epochs completed
+  std::int64_t step = 0;  // optimizer steps completed
   std::vector<float> parameters;
   std::vector<float> momentum;  // empty or parameters.size()
 };

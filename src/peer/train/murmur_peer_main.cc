@@ -25,43 +25,64 @@ int main(int argc, char** argv) {
 
   auto* training = "Training";
   app.add_option("--model", o.model, "mlp, mlp:H1,H2,..., cnn or logreg")->capture_default_str()->group(training);
-  app.add_option("--device", o.device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))
-      ->capture_default_str()->group(training);
+  app.add_option("--device", o.device, "cpu, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str()
+      ->group(training);
   app.add_option("--data-dir", o.data_dir,
                  "Fashion-MNIST IDX .gz files (default: $MURMUR_DATA_DIR, else /usr/share/datasets/fashion-mnist)")
       ->group(training);
   app.add_option("--partition", o.partition, "iid or dirichlet:<alpha>")->capture_default_str()->group(training);
   app.add_option("--train-examples", o.train_examples, "cap each peer's shard (0: all)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(training);
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->group(training);
   app.add_option("--epochs", o.epochs)->check(CLI::Range(1, 100000))->capture_default_str()->group(training);
-  app.add_option("--batch", o.batch, "examples per step per peer")->check(CLI::Range(1, 4096))
-      ->capture_default_str()->group(training);
-  app.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str()
+  app.add_option("--batch", o.batch, "examples per step per peer")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str()
+      ->group(training);
+  app.add_option("--lr", o.lr, "peak learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
       ->group(training);
   app.add_option("--momentum", o.momentum)->check(CLI::Range(0.0, 1.0))->capture_default_str()->group(training);
-  app.add_option("--weight-decay", o.weight_decay)->check(CLI::NonNegativeNumber)->capture_default_str()
+  app.add_option("--weight-decay", o.weight_decay)
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
       ->group(training);
   app.add_flag("--nesterov", o.nesterov, "Nesterov momentum")->group(training);
   app.add_option("--warmup-epochs", o.warmup_epochs, "linear learning-rate warm-up")
-      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(training);
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->group(training);
   app.add_option("--lr-decay", o.lr_decay, "learning-rate decay after warm-up (docs/models.md)")
-      ->capture_default_str()->group(training);
+      ->capture_default_str()
+      ->group(training);
   app.add_option("--seed", o.seed, "model initialisation and shuffling")->capture_default_str()->group(training);
   app.add_option("--extra-compute-ms", o.extra_compute_ms,
                  "sleep this long per step, as an accelerator's compute would take with the CPU idle "
                  "(scheduler experiments on CPU hosts)")
-      ->check(CLI::Range(0.0, 60000.0))->capture_default_str()->group(training);
+      ->check(CLI::Range(0.0, 60000.0))
+      ->capture_default_str()
+      ->group(training);
   app.add_option("--blas-threads", blas_threads, "BLAS threads (0: $MURMUR_BLAS_THREADS, else 1)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str()->group(training);
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->group(training);
 
   auto* output = "Output";
   app.add_option("--metrics", o.metrics, "JSON-lines metrics file; {rank} becomes the rank")->group(output);
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "write rank-N.ckpt after every epoch")->group(output);
   app.add_flag("--resume", o.resume, "start from the checkpoints in --checkpoint-dir")->group(output);
   app.add_option("--log-every", o.log_every, "steps between step metrics and progress events")
-      ->check(CLI::Range(1, 1000000))->capture_default_str()->group(output);
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str()
+      ->group(output);
   app.add_option("--evals-per-epoch", o.evals_per_epoch, "test-set evaluations per epoch (time-to-accuracy curves)")
-      ->check(CLI::Range(1, 1000))->capture_default_str()->group(output);
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str()
+      ->group(output);
 
   auto* job = "Job (default: from murmur-run, Slurm or Open MPI)";
   app.add_option("--rank", p.rank, "this peer's rank")->group(job);
@@ -70,12 +91,18 @@ int main(int argc, char** argv) {
   app.add_flag("--host-rendezvous", p.host_rendezvous, "rank 0 serves the rendezvous at --rendezvous")->group(job);
   app.add_option("--token", p.token, "cluster token ($MURMUR_TOKEN)")->group(job);
   app.add_option("--link-profile", p.link_profile, "emulated links, e.g. 10gbe ($MURMUR_LINK_PROFILE)")->group(job);
-  app.add_option("--backend", p.backend, "libfabric or asio")->check(CLI::IsMember({"libfabric", "asio"}))
-      ->capture_default_str()->group(job);
+  app.add_option("--backend", p.backend, "libfabric or asio")
+      ->check(CLI::IsMember({"libfabric", "asio"}))
+      ->capture_default_str()
+      ->group(job);
   app.add_option("--provider", p.provider, "libfabric provider: auto, tcp, shm, verbs")
-      ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs"}))->capture_default_str()->group(job);
+      ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs"}))
+      ->capture_default_str()
+      ->group(job);
   app.add_option("--timeout", p.timeout_s, "seconds before a silent peer is declared failed")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group(job);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group(job);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -86,7 +113,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  murmur::peer::model::set_blas_threads(blas_threads > 0 ? blas_threads : murmur::peer::model::blas_threads_from_environment());
+  murmur::peer::model::set_blas_threads(blas_threads > 0 ? blas_threads
+                                                         : murmur::peer::model::blas_threads_from_environment());
   try {
     murmur::peer::train::train(o);
     return 0;

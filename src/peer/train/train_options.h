@@ -13,14 +13,14 @@ namespace murmur::peer::train {
 struct TrainOptions {
   PeerConfig peer;
 
-  std::string model = "mlp";    // mlp, mlp:H1,H2,..., cnn, logreg (docs/models.md)
-  std::string device = "cpu";   // cpu | cuda | auto (cuda when a device is present)
-  std::string data_dir;         // empty: $MURMUR_DATA_DIR, else Debian's dataset-fashion-mnist
+  std::string model = "mlp";      // mlp, mlp:H1,H2,..., cnn, logreg (docs/models.md)
+  std::string device = "cpu";     // cpu | cuda | auto (cuda when a device is present)
+  std::string data_dir;           // empty: $MURMUR_DATA_DIR, else Debian's dataset-fashion-mnist
   std::string partition = "iid";  // iid | dirichlet:<alpha>
-  long train_examples = 0;      // > 0: cap each peer's shard (quick runs)
+  long train_examples = 0;        // > 0: cap each peer's shard (quick runs)
 
   int epochs = 5;
-  int batch = 64;               // per peer
+  int batch = 64;  // per peer
   double lr = 0.05;
   double momentum = 0.9;
   double weight_decay = 1e-4;
@@ -30,12 +30,12 @@ struct TrainOptions {
   std::uint64_t seed = 1;       // model initialisation (identical on every rank) and shuffling
   double extra_compute_ms = 0;  // sleep per step: an accelerator's compute time, CPU left idle (experiments)
 
-  std::string metrics;          // JSON lines path; "{rank}" becomes the rank
-  std::string checkpoint_dir;   // a checkpoint per rank after every epoch
-  bool resume = false;          // start from checkpoint_dir's checkpoints
-  int log_every = 50;           // steps between step metrics lines / progress events
-  int evals_per_epoch = 1;      // test-set evaluations per epoch ("eval" lines; the last is the epoch's)
-  bool events = true;           // "@murmur" event lines on stdout for murmur-run
+  std::string metrics;         // JSON lines path; "{rank}" becomes the rank
+  std::string checkpoint_dir;  // a checkpoint per rank after every epoch
+  bool resume = false;         // start from checkpoint_dir's checkpoints
+  int log_every = 50;          // steps between step metrics lines / progress events
+  int evals_per_epoch = 1;     // test-set evaluations per epoch ("eval" lines; the last is the epoch's)
+  bool events = true;          // "@murmur" event lines on stdout for murmur-run
 };
 
 }  // namespace murmur::peer::train

@@ -385,7 +385,7 @@ nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const Peer
       data_.train.pixels.size() + data_.train.labels.size() + data_.test.pixels.size() + data_.test.labels.size();
   nlohmann::json result =
       events::to_json(events::ResultEvent{rank_, summary.test_accuracy, summary.average_model_test_accuracy,
-                                              summary.bytes_sent, summary.bytes_received, summary.wall_seconds});
+                                          summary.bytes_sent, summary.bytes_received, summary.wall_seconds});
   result[key::kHost] = peer_.host(rank_);
   result[key::kAlgorithm] = o_.peer.algorithm;
   result[key::kCompressor] = o_.peer.compressor;
@@ -447,8 +447,8 @@ void TrainingRun::write_step(int epoch, long s, const EpochTotals& totals) {
                {key::kPeriod, stats.period},
                {key::kRatio, stats.ratio}});
   if (o_.events) {
-    events::emit_event(events::to_json(events::ProgressEvent{
-        rank_, epoch + 1, o_.epochs, s + 1, steps_per_epoch_, totals.loss(), totals.accuracy(), stats.bytes_sent}));
+    events::emit_event(events::to_json(events::ProgressEvent{rank_, epoch + 1, o_.epochs, s + 1, steps_per_epoch_,
+                                                             totals.loss(), totals.accuracy(), stats.bytes_sent}));
   }
 }
 

@@ -22,8 +22,8 @@
 namespace murmur::peer::train {
 
 struct TrainSummary {
-  double test_accuracy = 0;                 // this rank's final model
-  double average_model_test_accuracy = 0;   // the mean of every rank's model
+  double test_accuracy = 0;                // this rank's final model
+  double average_model_test_accuracy = 0;  // the mean of every rank's model
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   double wall_seconds = 0;

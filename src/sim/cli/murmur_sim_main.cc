@@ -26,13 +26,13 @@
 #include "gossip/algorithm/registry.h"
 #include "gossip/schedule/errors.h"
 #include "gossip/schedule/schedule_file.h"
-#include "sim/cost/calibration.h"
-#include "sim/cluster_spec.h"
-#include "sim/model_profile.h"
-#include "sim/cost/network_preset.h"
 #include "sim/cli/reference_report.h"
 #include "sim/cli/sim_report.h"
 #include "sim/cli/sim_rows.h"
+#include "sim/cluster_spec.h"
+#include "sim/cost/calibration.h"
+#include "sim/cost/network_preset.h"
+#include "sim/model_profile.h"
 
 namespace murmur::sim::cli {
 namespace {
@@ -42,9 +42,12 @@ enum class Format { kText, kCsv, kMarkdown };
 void write_rows(const std::vector<SimRow>& rows, Format format, bool paper_columns) {
   if (paper_columns && format == Format::kCsv) return write_paper_csv(std::cout, rows);
   switch (format) {
-    case Format::kCsv: return write_csv(std::cout, rows);
-    case Format::kMarkdown: return write_markdown(std::cout, rows);
-    case Format::kText: return write_text(std::cout, rows);
+    case Format::kCsv:
+      return write_csv(std::cout, rows);
+    case Format::kMarkdown:
+      return write_markdown(std::cout, rows);
+    case Format::kText:
+      return write_text(std::cout, rows);
   }
 }
 
@@ -80,21 +83,26 @@ void add_flags(CLI::App& app, CommandLine& c) {
   const std::string simulable = murmur::gossip::algorithm_list([](const auto& a) { return a.simulable; });
   app.add_option("--method", c.methods,
                  "comma-separated: paper method names (BSP-A2A, WFBP-A2A, MG-WFBP, ByteScheduler-A2A, BSP-PS, "
-                 "WFBP-PS, ByteScheduler-PS), `paper` for all seven, or murmur algorithms (" + simulable + ")")
+                 "WFBP-PS, ByteScheduler-PS), `paper` for all seven, or murmur algorithms (" +
+                     simulable + ")")
       ->capture_default_str();
   // The algorithm comes from --method; the topology seed follows --seed.
   murmur::gossip::add_gossip_flags(
       app, request.gossip.gossip,
       murmur::gossip::kGossipAll & ~(murmur::gossip::kAlgorithmFlag | murmur::gossip::kTopologySeedFlag));
   app.add_option("--iterations", request.gossip.iterations, "simulated iterations per gossip run")
-      ->capture_default_str()->group("Gossip");
+      ->capture_default_str()
+      ->group("Gossip");
   app.add_option("--warmup", request.gossip.warmup,
                  "gossip: iterations run before measuring (-1: 2, or --iterations with an adaptive schedule)")
-      ->capture_default_str()->group("Gossip");
+      ->capture_default_str()
+      ->group("Gossip");
   app.add_option("--proxy-floats", request.gossip.proxy_floats,
                  "floats each simulated peer really holds; message sizes are scaled to the model")
-      ->capture_default_str()->group("Gossip");
-  app.add_option("--seed", request.gossip.gossip.seed, "random seed (topology, data)")->capture_default_str()
+      ->capture_default_str()
+      ->group("Gossip");
+  app.add_option("--seed", request.gossip.gossip.seed, "random seed (topology, data)")
+      ->capture_default_str()
       ->group("Gossip");
   app.add_flag("--paper-table", c.paper_table,
                "all three models on the seed paper's networks, methods and GPU counts (with --csv: "
@@ -147,8 +155,9 @@ std::optional<int> compute(CommandLine& c, Format format, std::vector<SimRow>& r
       rows = paper_table_rows();
       paper_columns = true;
     } else if (c.compare_reference) {
-      write_reference_comparison(std::cout, cost::compare_with_reference(builtin_profile("resnet50"), cost::calibrated_constants()),
-                                 format == Format::kMarkdown);
+      write_reference_comparison(
+          std::cout, cost::compare_with_reference(builtin_profile("resnet50"), cost::calibrated_constants()),
+          format == Format::kMarkdown);
       return 0;
     } else {
       if (!c.cluster_file.empty()) c.request.cluster = load_cluster_file(c.cluster_file);
@@ -168,10 +177,11 @@ std::optional<int> compute(CommandLine& c, Format format, std::vector<SimRow>& r
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"Simulates data-parallel training of a model on a cluster: the seed paper's synchronous "
-               "methods as calibrated cost models, murmur's gossip algorithms run for real on a virtual "
-               "clock (docs/sim.md).",
-               "murmur-sim"};
+  CLI::App app{
+      "Simulates data-parallel training of a model on a cluster: the seed paper's synchronous "
+      "methods as calibrated cost models, murmur's gossip algorithms run for real on a virtual "
+      "clock (docs/sim.md).",
+      "murmur-sim"};
   app.get_formatter()->column_width(36);
   CommandLine cli;
   add_flags(app, cli);

@@ -8,7 +8,8 @@
 namespace murmur::sim::cli {
 
 void write_reference_comparison(std::ostream& out, const std::vector<cost::CellComparison>& cells, bool markdown) {
-  const char* row = markdown ? "| {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% |\n" : "{:<14} {:<18} {:>4} {:>9.1f} {:>9.1f} {:>+7.1f}%\n";
+  const char* row = markdown ? "| {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% |\n"
+                             : "{:<14} {:<18} {:>4} {:>9.1f} {:>9.1f} {:>+7.1f}%\n";
   if (markdown)
     out << "| network | method | GPUs | measured | predicted | error |\n|---|---|---:|---:|---:|---:|\n";
   else

@@ -18,10 +18,10 @@ struct SimRow {
   double speedup = 0;
   double iteration_s = 0;
   double compute_s = 0;
-  double comm_s = 0;     // busy time of communication
-  double overlap_s = 0;  // communication hidden behind compute
-  double exposed_s = 0;  // iteration - compute
-  double link_bytes = 0; // per iteration: each NIC (paper methods) or the busiest link (gossip)
+  double comm_s = 0;          // busy time of communication
+  double overlap_s = 0;       // communication hidden behind compute
+  double exposed_s = 0;       // iteration - compute
+  double link_bytes = 0;      // per iteration: each NIC (paper methods) or the busiest link (gossip)
   std::string configuration;  // what ran, e.g. "choco topk:0.0100 exponential H=2"
 };
 

@@ -8,10 +8,10 @@
 #include "common/text.h"
 #include "gossip/algorithm/registry.h"
 #include "gossip/schedule/schedule_file.h"
-#include "sim/runtime/gossip_run.h"
-#include "sim/model_profile.h"
 #include "sim/cost/network_preset.h"
 #include "sim/cost/paper_methods.h"
+#include "sim/model_profile.h"
+#include "sim/runtime/gossip_run.h"
 
 namespace murmur::sim::cli {
 namespace {
@@ -188,7 +188,8 @@ std::vector<SimRow> paper_table_rows() {
     const ModelProfile profile = builtin_profile(model);
     for (const cost::NetworkPreset& network : cost::network_presets())
       for (cost::PaperMethod method : cost::paper_methods())
-        for (int gpus : {1, 4, 8, 16, 32}) rows.push_back(paper_row(method, profile, preset_cluster(network.name, gpus, 4)));
+        for (int gpus : {1, 4, 8, 16, 32})
+          rows.push_back(paper_row(method, profile, preset_cluster(network.name, gpus, 4)));
   }
   return rows;
 }

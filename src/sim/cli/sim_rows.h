@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "murmur/gossip_options.h"
-#include "sim/cluster_spec.h"
 #include "sim/cli/sim_report.h"
+#include "sim/cluster_spec.h"
 
 namespace murmur::sim::cli {
 
@@ -33,8 +33,8 @@ struct SimRequest {
   std::string network = "10gbe-tcp";
   std::optional<ClusterSpec> cluster;  // from --cluster: its GPU count, nodes, links, stragglers
   int gpus_per_node = 4;
-  std::vector<int> gpus;               // ignored with a cluster file
-  std::vector<std::string> methods;    // paper names or murmur algorithm names
+  std::vector<int> gpus;             // ignored with a cluster file
+  std::vector<std::string> methods;  // paper names or murmur algorithm names
   std::vector<Straggler> stragglers;
   GossipRunOptions gossip;
 };

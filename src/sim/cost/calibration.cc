@@ -137,9 +137,9 @@ namespace {
 
 // The fitted constants as one vector of logarithms, and back.
 std::vector<double*> fields(PaperConstants& c) {
-  std::vector<double*> f = {&c.intra_ring_bandwidth_Bps, &c.intra_ring_step_s, &c.horovod_op_s,
-                            &c.ps_local_bandwidth_Bps,   &c.ps_partition_s,    &c.bytescheduler_op_s,
-                            &c.overlap_share};
+  std::vector<double*> f = {
+      &c.intra_ring_bandwidth_Bps, &c.intra_ring_step_s,  &c.horovod_op_s, &c.ps_local_bandwidth_Bps,
+      &c.ps_partition_s,           &c.bytescheduler_op_s, &c.overlap_share};
   for (auto& [name, stack] : c.networks) {
     f.push_back(&stack.ring_bandwidth_Bps);
     f.push_back(&stack.ring_step_s);

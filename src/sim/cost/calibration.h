@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/model_profile.h"
 #include "sim/cost/paper_methods.h"
+#include "sim/model_profile.h"
 
 namespace murmur::sim::cost {
 

@@ -15,7 +15,8 @@ namespace {
 std::vector<double> unit_ready_times(const PipelineSpec& spec, const std::vector<double>& gradient_ready) {
   std::vector<double> ready(spec.units.size(), 0.0);
   for (std::size_t u = 0; u < spec.units.size(); ++u)
-    for (int layer : spec.units[u].layers) ready[u] = std::max(ready[u], gradient_ready[static_cast<std::size_t>(layer)]);
+    for (int layer : spec.units[u].layers)
+      ready[u] = std::max(ready[u], gradient_ready[static_cast<std::size_t>(layer)]);
   return ready;
 }
 

@@ -11,7 +11,7 @@
 namespace murmur::sim::cost {
 
 struct ReadyTensor {
-  int layer = 0;       // forward index
+  int layer = 0;  // forward index
   double bytes = 0;
   double ready_s = 0;  // when its gradient is ready
 };

@@ -123,8 +123,8 @@ std::vector<ReadyTensor> tensors_in_backward_order(const ModelProfile& profile, 
   for (double f : spec.forward_s) t += f;
   for (std::size_t j = profile.layers.size(); j-- > 0;) {
     t += spec.backward_s[j];
-    tensors.push_back({static_cast<int>(j),
-                       static_cast<double>(profile.layers[j].parameters) * profile.bytes_per_parameter, t});
+    tensors.push_back(
+        {static_cast<int>(j), static_cast<double>(profile.layers[j].parameters) * profile.bytes_per_parameter, t});
   }
   return tensors;
 }

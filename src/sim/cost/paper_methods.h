@@ -53,13 +53,13 @@ struct StackOnNetwork {
 
 struct PaperConstants {
   std::map<std::string, StackOnNetwork> networks;  // by preset name
-  double intra_ring_bandwidth_Bps = 0;  // NCCL ring inside a node (PCIe)
+  double intra_ring_bandwidth_Bps = 0;             // NCCL ring inside a node (PCIe)
   double intra_ring_step_s = 0;
-  double horovod_op_s = 0;              // per all-reduce: negotiation + launch
-  double ps_local_bandwidth_Bps = 0;    // BytePS: GPU reduce + copies to and from the host
-  double ps_partition_s = 0;            // BytePS: per partition push + pull handling
-  double bytescheduler_op_s = 0;        // ByteScheduler: per partition operation
-  double overlap_share = 1;             // wire speed while backward runs, (0, 1]
+  double horovod_op_s = 0;            // per all-reduce: negotiation + launch
+  double ps_local_bandwidth_Bps = 0;  // BytePS: GPU reduce + copies to and from the host
+  double ps_partition_s = 0;          // BytePS: per partition push + pull handling
+  double bytescheduler_op_s = 0;      // ByteScheduler: per partition operation
+  double overlap_share = 1;           // wire speed while backward runs, (0, 1]
 };
 
 // The fitted constants murmur-sim ships with (calibration.cc made them).
@@ -70,11 +70,11 @@ struct MethodPrediction {
   double samples_per_s = 0;  // all GPUs
   double speedup = 0;        // over one GPU of the profile
   double compute_s = 0;
-  double comm_s = 0;         // busy time of the communication units
-  double exposed_s = 0;      // iteration - compute
-  double overlap_s = 0;      // communication hidden behind compute
-  int messages = 0;          // communication units per iteration
-  double nic_bytes = 0;      // bytes each NIC sends per iteration (each direction)
+  double comm_s = 0;     // busy time of the communication units
+  double exposed_s = 0;  // iteration - compute
+  double overlap_s = 0;  // communication hidden behind compute
+  int messages = 0;      // communication units per iteration
+  double nic_bytes = 0;  // bytes each NIC sends per iteration (each direction)
 };
 
 // A preset network uses its calibrated constants; a network given by value

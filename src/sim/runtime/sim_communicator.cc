@@ -86,11 +86,11 @@ void SimNetwork::deliver(int src, int dst, fabric::Tag tag, std::vector<std::byt
 
 void SimNetwork::fill(const PostedRecv& recv, int src, fabric::Tag tag, const std::vector<std::byte>& data) {
   if (data.size() > recv.buffer.size()) {
-    recv.request->fail(std::make_exception_ptr(fabric::PeerError(
-        src, host(src),
-        "message of " + std::to_string(data.size()) + " bytes with tag " + std::to_string(tag) +
-            " does not fit the receive buffer of " + std::to_string(recv.buffer.size()) +
-            " bytes; the message was dropped")));
+    recv.request->fail(std::make_exception_ptr(
+        fabric::PeerError(src, host(src),
+                          "message of " + std::to_string(data.size()) + " bytes with tag " + std::to_string(tag) +
+                              " does not fit the receive buffer of " + std::to_string(recv.buffer.size()) +
+                              " bytes; the message was dropped")));
     return;
   }
   if (!data.empty()) std::memcpy(recv.buffer.data(), data.data(), data.size());
@@ -202,7 +202,6 @@ void SimCommunicator::wait_all(std::span<const fabric::RequestPtr> requests, dou
   for (const auto& r : requests)
     if (auto error = r->error()) std::rethrow_exception(error);
 }
-
 
 std::thread SimCommunicator::start_thread(std::function<void()> body) {
   return network_.runtime().start_thread(

@@ -38,7 +38,8 @@ ModelProfile one_tensor_profile(const std::string& name, std::size_t parameters,
 }  // namespace
 
 std::optional<EvalPoint> TrainingResult::first_at(double target) const {
-  const auto it = std::find_if(evals.begin(), evals.end(), [&](const EvalPoint& e) { return e.test_accuracy >= target; });
+  const auto it =
+      std::find_if(evals.begin(), evals.end(), [&](const EvalPoint& e) { return e.test_accuracy >= target; });
   if (it == evals.end()) return std::nullopt;
   return *it;
 }
@@ -73,7 +74,8 @@ TrainingResult run_training(const TrainingSetup& t, const peer::data::FashionMni
         peer::model::SgdOptions{.momentum = o.momentum, .weight_decay = o.weight_decay, .nesterov = o.nesterov});
     auto shard = std::move(shards[r]);
     peer::train::cap_shard(shard, o);
-    me.batcher = std::make_unique<peer::data::Batcher>(data.train, std::move(shard), o.batch, peer::train::shuffle_seed(o, r));
+    me.batcher =
+        std::make_unique<peer::data::Batcher>(data.train, std::move(shard), o.batch, peer::train::shuffle_seed(o, r));
     me.batcher->start_epoch(0);
   }
   result.parameters = trainers.front().model->parameter_count();
@@ -98,7 +100,8 @@ TrainingResult run_training(const TrainingSetup& t, const peer::data::FashionMni
                                std::to_string(step.loss) + " at step " + std::to_string(iteration + 1) +
                                ": training diverged");
     }
-    me.optimizer->step(me.model->parameters(), me.model->gradients(), peer::model::learning_rate_at(schedule, iteration));
+    me.optimizer->step(me.model->parameters(), me.model->gradients(),
+                       peer::model::learning_rate_at(schedule, iteration));
     const auto trained = me.model->parameters();
     std::copy(trained.begin(), trained.end(), params.begin());
   };
@@ -106,7 +109,8 @@ TrainingResult run_training(const TrainingSetup& t, const peer::data::FashionMni
   s.after_step = [&](int rank, int iteration, double time_s, std::span<const float> params) {
     const long done = iteration + 1;
     const long in_epoch = (done - 1) % result.steps_per_epoch + 1;
-    if (rank != t.eval_rank || !peer::train::is_evaluation_step(in_epoch, result.steps_per_epoch, o.evals_per_epoch)) return;
+    if (rank != t.eval_rank || !peer::train::is_evaluation_step(in_epoch, result.steps_per_epoch, o.evals_per_epoch))
+      return;
     peer::model::Model& m = *trainers[rank].model;
     peer::train::write_parameters(m, params);
     const auto a = peer::train::evaluate_range(m, data.test, 0, data.test.size(), spec.max_batch, eval_scratch);

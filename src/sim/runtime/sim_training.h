@@ -61,8 +61,8 @@ struct TrainingSetup {
 };
 
 struct EvalPoint {
-  long step = 0;         // steps done, from 1
-  double time_s = 0;     // virtual seconds when that step's gossip returned
+  long step = 0;      // steps done, from 1
+  double time_s = 0;  // virtual seconds when that step's gossip returned
   double test_accuracy = 0;
   double test_loss = 0;
 };

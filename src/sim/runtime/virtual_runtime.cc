@@ -50,11 +50,11 @@ struct VirtualRuntime::State {
   std::mutex mutex;
   Thread driver;  // the thread in run(): holds the baton when nobody can run
   Thread* running = &driver;
-  std::deque<std::unique_ptr<Thread>> threads;  // creation order
+  std::deque<std::unique_ptr<Thread>> threads;            // creation order
   std::unordered_map<std::thread::id, Thread*> by_os_id;  // start_thread()'s, until joined
   std::deque<Thread*> runnable;
   std::unordered_map<const void*, std::vector<Thread*>> waiters;
-  std::vector<Event> events;  // heap
+  std::vector<Event> events;                // heap
   std::unordered_set<EventId> live_events;  // in the heap and not cancelled
   std::size_t dead_events = 0;              // in the heap, cancelled
   EventId next_event = 1;
@@ -62,7 +62,7 @@ struct VirtualRuntime::State {
   std::size_t live = 0;  // threads not finished
   bool ran = false;
   bool in_event = false;
-  bool cancelling = false;  // unwinding after error
+  bool cancelling = false;   // unwinding after error
   bool skip_bodies = false;  // destroyed without run(): threads exit at once
   std::exception_ptr error;
   bool tracing = false;
@@ -417,9 +417,10 @@ void VirtualRuntime::run() {
       if (t->os.joinable()) t->os.detach();
       if (count++ < 8) names += (names.empty() ? "'" : ", '") + t->name + "'";
     }
-    logger("sim")->error("virtual runtime: {} simulated thread(s) still blocked after the failure was unwound ({}{}); "
-                         "they are abandoned",
-                         count, names, count > 8 ? ", ..." : "");
+    logger("sim")->error(
+        "virtual runtime: {} simulated thread(s) still blocked after the failure was unwound ({}{}); "
+        "they are abandoned",
+        count, names, count > 8 ? ", ..." : "");
     (void)state_.release();  // see the header: abandoned threads keep it
     state_ = std::make_unique<State>();
     state_->ran = true;
