@@ -14,16 +14,13 @@
 #include "peer/model/blas_threads.h"
 #include "peer/train/trainer.h"
 
-int main(int argc, char** argv) {
-  murmur::peer::train::TrainOptions o;
-  auto& p = o.peer;
-  int blas_threads = 0;
-  CLI::App app{"murmur-peer: one peer of a murmur training job (docs/training.md)"};
-  app.get_formatter()->column_width(34);
+namespace {
 
-  murmur::gossip::add_gossip_flags(app, p);  // PeerConfig is a GossipOptions
+using murmur::peer::train::TrainOptions;
 
-  auto* training = "Training";
+// The flags of the model, data and optimizer.
+void add_training_flags(CLI::App& app, TrainOptions& o, int& blas_threads) {
+  const auto* training = "Training";
   app.add_option("--model", o.model, "mlp, mlp:H1,H2,..., cnn or logreg")->capture_default_str()->group(training);
   app.add_option("--device", o.device, "cpu, cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
@@ -70,8 +67,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->group(training);
+}
 
-  auto* output = "Output";
+// Where metrics and checkpoints go.
+void add_output_flags(CLI::App& app, TrainOptions& o) {
+  const auto* output = "Output";
   app.add_option("--metrics", o.metrics, "JSON-lines metrics file; {rank} becomes the rank")->group(output);
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "write rank-N.ckpt after every epoch")->group(output);
   app.add_flag("--resume", o.resume, "start from the checkpoints in --checkpoint-dir")->group(output);
@@ -83,8 +83,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str()
       ->group(output);
+}
 
-  auto* job = "Job (default: from murmur-run, Slurm or Open MPI)";
+// Which job this peer belongs to, and how it reaches the others.
+void add_job_flags(CLI::App& app, murmur::PeerConfig& p) {
+  const auto* job = "Job (default: from murmur-run, Slurm or Open MPI)";
   app.add_option("--rank", p.rank, "this peer's rank")->group(job);
   app.add_option("--world-size", p.world_size, "number of peers")->group(job);
   app.add_option("--rendezvous", p.rendezvous, "rendezvous host:port ($MURMUR_RENDEZVOUS)")->group(job);
@@ -103,6 +106,21 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->group(job);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TrainOptions o;
+  auto& p = o.peer;
+  int blas_threads = 0;
+  CLI::App app{"murmur-peer: one peer of a murmur training job (docs/training.md)"};
+  app.get_formatter()->column_width(34);
+
+  murmur::gossip::add_gossip_flags(app, p);  // PeerConfig is a GossipOptions
+  add_training_flags(app, o, blas_threads);
+  add_output_flags(app, o);
+  add_job_flags(app, p);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
