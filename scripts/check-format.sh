@@ -23,7 +23,7 @@ if [ -z "$tool" ]; then
   exit 77
 fi
 
-if [ -d .git ] || git rev-parse --git-dir >/dev/null 2>&1; then
+if git rev-parse --git-dir >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
 else
   mapfile -t files < <(find src include kernels tests bench examples \

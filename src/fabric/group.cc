@@ -47,9 +47,6 @@ namespace {
 constexpr char kAddressFollows = 'A';
 constexpr char kOpenFailed = 'E';
 const std::string kAddressKeyPrefix = "murmur/fabric-address/";
-}  // namespace
-
-namespace {
 
 // The control-plane client of this rank, with `on_lost` called (on the
 // client's io thread) for every member the rendezvous declares lost.

@@ -102,8 +102,7 @@ class Adpsgd final : public Algorithm {
     ++steps_;
     if (steps_ % static_cast<std::uint64_t>(options_.period) == 0) {
       wait_outstanding(lock);
-      int k = pick();
-      if (k >= 0) send_request(k);
+      send_request(pick());  // every rank has a neighbour (constructor)
     }
     publish(params);
   }

@@ -1,7 +1,6 @@
 #include "gossip/algorithm/gossip_flags.h"
 
-#include <cstdlib>
-
+#include "common/text.h"
 #include "gossip/algorithm/registry.h"
 
 namespace murmur::gossip {
@@ -11,9 +10,8 @@ namespace {
 CLI::Validator unit_interval() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(value.c_str(), &end);
-        if (value.empty() || *end != '\0' || !(v > 0 && v <= 1)) return "value " + value + " not in (0, 1]";
+        double v = 0;
+        if (!parse_number(value, v) || !(v > 0 && v <= 1)) return "value " + value + " not in (0, 1]";
         return {};
       },
       "(0, 1]");

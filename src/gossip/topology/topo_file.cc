@@ -21,9 +21,10 @@ constexpr LineFormat kTopologyFormat{.comment = '#', .raise = &raise_as<Topology
 
 class Parser {
  public:
-  explicit Parser(std::string path) : path_(std::move(path)) {}
+  explicit Parser(const LineReader& reader) : reader_(reader) {}
 
-  [[noreturn]] void fail(int line, const std::string& reason) const { throw TopologyError(path_, line, reason); }
+  // Through the reader: TopologyError(path, line, reason), as kTopologyFormat says.
+  [[noreturn]] void fail(int line, const std::string& reason) const { reader_.fail(line, reason); }
 
   // The words of one line that carries something.
   void parse_line(const std::vector<std::string>& t, int line) {
@@ -179,7 +180,7 @@ class Parser {
     }
   }
 
-  std::string path_;
+  const LineReader& reader_;
   std::optional<Graph> graph_;
   int nodes_ = 0;
   int nodes_line_ = 0;
@@ -196,7 +197,7 @@ class Parser {
 
 namespace {
 Graph parse(LineReader& reader) {
-  Parser parser(reader.path());
+  Parser parser(reader);
   for (Line line; reader.next(line);) parser.parse_line(line.words(), line.number);
   return parser.finish(reader.lines_read() == 0 ? 1 : reader.lines_read());
 }

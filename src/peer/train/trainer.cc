@@ -153,9 +153,6 @@ class TrainingRun {
   const data::FashionMnist data_;
   const std::unique_ptr<model::Model> model_;
   model::SgdOptimizer optimizer_;
-  // Scheduler decisions go to the metrics file, which is opened once the
-  // rank is known.
-  MetricsWriter* decisions_to_ = nullptr;
   Peer peer_;
   const int rank_, world_;
   std::optional<MetricsWriter> metrics_;
@@ -192,7 +189,6 @@ TrainingRun::TrainingRun(const TrainOptions& options)
       world_(peer_.world_size()) {
   set_log_rank(rank_);
   metrics_.emplace(expand_rank(o_.metrics, rank_));
-  decisions_to_ = &*metrics_;
 
   auto shards = data::partition(partition_spec_, data_.train.labels, data_.train.num_classes, world_, o_.seed);
   auto shard = std::move(shards[rank_]);
@@ -212,10 +208,12 @@ TrainingRun::TrainingRun(const TrainOptions& options)
 PeerConfig TrainingRun::peer_config() {
   PeerConfig config = o_.peer;
   config.on_schedule_decision = [this](const std::string& decision) {
-    if (decisions_to_ == nullptr) return;
+    // Scheduler decisions go to the metrics file, which is opened once the
+    // rank is known (decisions come from step(), after that).
+    if (!metrics_) return;
     auto record = nlohmann::json::parse(decision);
     record[key::kTime] = seconds_since(start_);
-    decisions_to_->write(record);
+    metrics_->write(record);
   };
   return config;
 }
@@ -232,7 +230,7 @@ TrainSummary TrainingRun::run() {
 void TrainingRun::resume() {
   const auto path = checkpoint_path(o_.checkpoint_dir, rank_);
   auto c = load_checkpoint(path);
-  const std::size_t parameters = model_->parameters().size();
+  const std::size_t parameters = model_->parameter_count();
   if (c.model != o_.model || c.parameters.size() != parameters || c.world_size != world_ || c.rank != rank_) {
     throw CheckpointError("checkpoint " + path + " is of rank " + std::to_string(c.rank) + " of " +
                           std::to_string(c.world_size) + ", model " + c.model + " (" +
@@ -262,7 +260,7 @@ void TrainingRun::write_start() {
                    {key::kWorldSize, world_},
                    {key::kModel, o_.model},
                    {key::kSchedule, o_.peer.schedule},
-                   {key::kParameters, model_->parameters().size()},
+                   {key::kParameters, model_->parameter_count()},
                    {key::kAlgorithm, o_.peer.algorithm},
                    {key::kCompressor, o_.peer.compressor},
                    {key::kTopology, o_.peer.topology},
@@ -391,7 +389,7 @@ nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const Peer
   result[key::kCompressor] = o_.peer.compressor;
   result[key::kTopology] = o_.peer.topology;
   result[key::kModel] = o_.model;
-  result[key::kParameters] = model_->parameters().size();
+  result[key::kParameters] = model_->parameter_count();
   result[key::kPeakRssBytes] = summary.peak_rss_bytes;
   result[key::kModelBufferBytes] = model_->buffer_bytes();
   result[key::kDatasetBytes] = dataset_bytes;

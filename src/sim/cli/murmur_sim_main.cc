@@ -148,12 +148,11 @@ std::optional<int> parse(CLI::App& app, CommandLine& c, int argc, char** argv) {
 // Computes what was asked for into `rows` (a report other than rows, such as
 // --calibrate, is printed here); an exit status when the program should
 // stop, else nullopt.
-std::optional<int> compute(CommandLine& c, Format format, std::vector<SimRow>& rows, bool& paper_columns) {
+std::optional<int> compute(CommandLine& c, Format format, std::vector<SimRow>& rows) {
   try {
     if (c.calibrate) return calibrate(builtin_profile("resnet50"), c.evaluations);
     if (c.paper_table) {
       rows = paper_table_rows();
-      paper_columns = true;
     } else if (c.compare_reference) {
       write_reference_comparison(
           std::cout, cost::compare_with_reference(builtin_profile("resnet50"), cost::calibrated_constants()),
@@ -193,9 +192,8 @@ int run(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
 
   std::vector<SimRow> rows;
-  bool paper_columns = false;
-  if (const auto status = compute(cli, format, rows, paper_columns)) return *status;
-  write_rows(rows, format, paper_columns);
+  if (const auto status = compute(cli, format, rows)) return *status;
+  write_rows(rows, format, /*paper_columns=*/cli.paper_table);
   std::cout.flush();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cerr << "murmur-sim: " << rows.size() << " rows simulated in " << seconds << " s\n";

@@ -72,11 +72,11 @@ gossip::schedule::ScheduleConfig validate(const GossipSetup& s) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("murmur-sim gossip run: " + what); };
   const auto simulable = [](const gossip::AlgorithmInfo& a) { return a.simulable; };
   const gossip::AlgorithmInfo* info = gossip::find_algorithm(s.options.algorithm);
-  if (info != nullptr && !info->simulable)
-    fail(s.options.algorithm + " cannot be simulated (" + std::string(info->not_simulable_because) + "); use " +
-         gossip::algorithm_list([](const auto& a) { return a.simulable && a.needs_topology; }, " or "));
   if (info == nullptr)
     fail("unknown algorithm '" + s.options.algorithm + "'; expected " + gossip::algorithm_list(simulable, " or "));
+  if (!info->simulable)
+    fail(s.options.algorithm + " cannot be simulated (" + std::string(info->not_simulable_because) + "); use " +
+         gossip::algorithm_list([](const auto& a) { return a.simulable && a.needs_topology; }, " or "));
   if (s.cluster.gpus < 1) fail("the cluster needs at least 1 GPU, got " + std::to_string(s.cluster.gpus));
   if (info->needs_topology && s.cluster.gpus < 2) fail(s.options.algorithm + " needs at least 2 GPUs");
   if (s.iterations < 1 || s.warmup_iterations < 0)
@@ -86,7 +86,6 @@ gossip::schedule::ScheduleConfig validate(const GossipSetup& s) {
   if (!s.initial.empty() && s.initial.size() != s.proxy)
     fail("the initial parameters have " + std::to_string(s.initial.size()) + " values, the proxy " +
          std::to_string(s.proxy));
-  if (s.options.schedule_interval < 1) fail("schedule_interval must be >= 1");
   if (s.flush_every < 0) fail("flush_every must be >= 0");
   if (!(s.profile.gradient_bytes() > 0)) fail("profile '" + s.profile.name + "' has no parameters");
   if (!(s.profile.iteration_s() >= 0) || s.profile.batch < 1 || !(s.profile.single_gpu_samples_per_s > 0))
