@@ -1,4 +1,4 @@
-# NCCL ships no CMake config (toolchain-notes.md, pitfall 6). Defines NCCL::nccl.
+# NCCL ships no CMake config (docs/toolchain.md, item 6). Defines NCCL::nccl.
 find_path(NCCL_INCLUDE_DIR nccl.h
   HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include /usr/include)
 find_library(NCCL_LIBRARY nccl

@@ -1,6 +1,6 @@
 # CUDA is optional. MURMUR_CUDA=AUTO builds the CUDA twins of the kernels when
 # a toolkit is found; ON requires one; OFF never looks. Binaries link the CUDA
-# runtime only (never the driver library, toolchain-notes.md pitfall 7), so they
+# runtime only (never the driver library, docs/toolchain.md, item 7), so they
 # start on hosts without a GPU and fall back to the CPU.
 set(MURMUR_HAVE_CUDA OFF)
 if(NOT MURMUR_CUDA STREQUAL "OFF")

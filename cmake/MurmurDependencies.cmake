@@ -35,7 +35,7 @@ target_link_libraries(murmur_blas INTERFACE BLAS::BLAS)
 target_include_directories(murmur_blas SYSTEM INTERFACE ${MURMUR_CBLAS_INCLUDE_DIR})
 
 # Boost 1.74 Asio under g++ 12 in C++20 uses std::exchange in awaitable.hpp
-# without including <utility> (toolchain-notes.md, pitfall 2). Targets that
+# without including <utility> (docs/toolchain.md, item 2). Targets that
 # include Asio link this instead of Boost::headers directly.
 add_library(murmur_asio INTERFACE)
 add_library(murmur::asio ALIAS murmur_asio)

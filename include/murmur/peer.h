@@ -60,9 +60,8 @@ namespace murmur {
 
 enum class MemoryKind { kAuto, kHost, kDevice };
 
-// The gossip settings (algorithm, topology, compressor, period, gamma,
-// overlap, seed, schedule, schedule_interval) and their defaults are those of
-// GossipOptions (gossip_options.h), which PeerConfig extends with membership
+// The gossip settings and their defaults are those of GossipOptions
+// (gossip_options.h), which PeerConfig extends with membership
 // and the data plane. With an adaptive schedule, each decision is handed to
 // on_schedule_decision as one JSON object (text), on the thread that calls
 // step(); the callback must not call back into the Peer, and should not

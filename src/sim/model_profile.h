@@ -5,7 +5,7 @@
 //
 // Built-in profiles (resnet50, bert-base, bert-large) come from the models'
 // public architectures (tensor shapes) and the seed paper's setup (batch,
-// single-GPU samples/s, ../shared/reference/seed-paper-calibration.md).
+// single-GPU samples/s, docs/seed-paper.md).
 // Users add their own from a text file (format in docs/sim-files.md); a
 // malformed file is refused with a ProfileError naming path:line and the reason.
 //

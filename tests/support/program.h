@@ -1,6 +1,7 @@
 // Running one program to its end from a test and reading what it printed:
-// the command-line tests (murmur-run, murmur-peer jobs) share this instead of
-// each wrapping popen or Subprocess its own way.
+// what the murmur-run and murmur-peer job tests use (launcher_test,
+// train_job_test). murmur_topo_cli_test and murmur_sim_cli_test still wrap
+// popen themselves.
 //
 // Blocking: run_program blocks until the program exits or the timeout
 // passes (then it is killed, with its process group). Thread safety: none

@@ -1,5 +1,5 @@
 // Calibration of the paper methods' constants on the seed paper's ResNet-50
-// measurements (the 84 cells of ../shared/reference/seed-paper-calibration.md:
+// measurements (the 84 cells of resnet50_reference() in calibration.cc, setup in docs/seed-paper.md:
 // 7 methods x 3 networks x 4, 8, 16, 32 GPUs; the BERT rows are held out).
 //
 // fit_constants() searches the constants (in log space, Nelder-Mead with
