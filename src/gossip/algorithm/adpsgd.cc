@@ -22,6 +22,15 @@
 // neighbour's BYE does not end exchanges with it: requests to it are still
 // answered (pick() does not skip it), and every step exchanges.
 //
+// Membership (tolerate_lost_peers): a neighbour whose link fails is lost:
+// its request or reply is dropped (an exchange it did not answer changes
+// nothing: both updates happen only on a reply or a crossing), it counts as
+// finished for termination, and pick() never returns it again. A view
+// change marks every neighbour outside the view lost the same way; the
+// neighbour set never grows (a new member is not picked: exchanges pair up
+// without rounds, so there is nothing to initialise, but the original
+// graph's edges are what every rank agreed to use).
+//
 // Threads and locks: the caller thread (step/finish) and the serving thread
 // share the model under mutex_; receive completions are handed over through
 // the mailbox (its mutex is a leaf, taken in on_done callbacks). Lock order:
@@ -76,6 +85,7 @@ class Adpsgd final : public Algorithm {
       throw std::invalid_argument("adpsgd: rank " + std::to_string(comm.rank()) + " has no neighbour");
     const std::size_t m = neighbours_.size();
     bye_received_.assign(m, false);
+    lost_.assign(m, false);
     posted_.assign(m, false);
     recv_buf_.resize(m);
     recv_req_.resize(m);
@@ -100,9 +110,11 @@ class Adpsgd final : public Algorithm {
     start(params);
     absorb(params);
     ++steps_;
+    if (gate_) adopt_view(lock);
     if (steps_ % static_cast<std::uint64_t>(options_.period) == 0) {
       wait_outstanding(lock);
-      send_request(pick());  // every rank has a neighbour (constructor)
+      const int k = pick();
+      if (k >= 0) send_request(k);  // -1: every neighbour was lost
     }
     publish(params);
   }
@@ -147,6 +159,7 @@ class Adpsgd final : public Algorithm {
   }
 
   int period() const override { return options_.period; }
+  void set_view_gate(ViewGate* gate) override { gate_ = gate; }
   AlgorithmStats stats() const override {
     AlgorithmStats s;
     {
@@ -156,6 +169,8 @@ class Adpsgd final : public Algorithm {
       s.served = served_;
       s.crossings = crossings_;
       s.wait_seconds = wait_seconds_;
+      s.incomplete_rounds = dropped_;
+      s.view_generation = view_generation_;
     }
     s.links = traffic_.links();
     return s;
@@ -199,6 +214,43 @@ class Adpsgd final : public Algorithm {
   // rank that finished its steps early at its value of that moment while the
   // others go on averaging without it.
   int pick() {
+    if (std::all_of(lost_.begin(), lost_.end(), [](bool b) { return b; })) return -1;
+    int k = pick_any();
+    // Redraw past lost neighbours: the draws of a rank with none lost are
+    // the same as before membership existed (same seed, same sequence).
+    while (lost_[static_cast<std::size_t>(k)]) k = random_neighbour();
+    return k;
+  }
+  int random_neighbour() {
+    return static_cast<int>(std::uniform_int_distribution<std::size_t>(0, neighbours_.size() - 1)(rng_));
+  }
+
+  // The view from the gate (caller thread, under mutex_, before the step's
+  // exchange): neighbours outside it are lost.
+  void adopt_view(std::unique_lock<std::mutex>& lock) {
+    lock.unlock();
+    auto change = gate_->before(steps_);
+    lock.lock();
+    if (!change) return;
+    view_generation_ = change->view.generation;
+    for (std::size_t k = 0; k < neighbours_.size(); ++k)
+      if (!change->view.contains(neighbours_[k])) lose(k);
+  }
+
+  // Under mutex_.
+  void lose(std::size_t k) {
+    if (lost_[k]) return;
+    lost_[k] = true;
+    bye_received_[k] = true;  // it will send nothing more
+    if (outstanding_ == static_cast<int>(k)) {
+      outstanding_ = -1;  // unanswered: nothing to fold in
+      ++dropped_;
+    }
+    gossip_log().warn("adpsgd: rank {} ({}) is lost; no more exchanges with it", neighbours_[k],
+                      comm_.host(neighbours_[k]));
+  }
+
+  int pick_any() {
     if (options_.pick == "mutual") {
       const int p = comm_.size();
       int dim = 0;
@@ -209,7 +261,7 @@ class Adpsgd final : public Algorithm {
           if (neighbours_[k] == partner) return static_cast<int>(k);
       }
     }
-    return static_cast<int>(std::uniform_int_distribution<std::size_t>(0, neighbours_.size() - 1)(rng_));
+    return random_neighbour();
   }
 
   void send_request(int k) {
@@ -234,6 +286,10 @@ class Adpsgd final : public Algorithm {
   void post_send(std::size_t k, std::shared_ptr<Buffer> buf) {
     auto r = traffic_.send_bytes(neighbours_[k], tag_, std::span<const std::byte>(*buf), buf);
     traffic_.count_on_done(r);
+    // A lost peer's failed send is handled by its failed receive (every
+    // request to a failed link fails, and one is always posted to a peer
+    // with an unanswered request).
+    if (options_.tolerate_lost_peers) return;
     r->on_done([box = mailbox_](fabric::Request& done) {
       if (!done.error()) return;
       std::lock_guard lock(box->mutex);
@@ -312,6 +368,7 @@ class Adpsgd final : public Algorithm {
     auto buf = recv_buf_[k];
     posted_[k] = false;
     if (auto e = req->error()) {
+      if (options_.tolerate_lost_peers) return lose(k);
       if (!error_) error_ = e;
       gossip_log().error("adpsgd: receive from rank {} failed", neighbours_[k]);
       return;
@@ -374,6 +431,9 @@ class Adpsgd final : public Algorithm {
   std::vector<float> x_, given_, request_snapshot_;
   int outstanding_ = -1;  // neighbour index with an unanswered request
   std::vector<bool> bye_received_, posted_;
+  std::vector<bool> lost_;  // by neighbour index: link failed or outside the view
+  ViewGate* gate_ = nullptr;
+  std::uint64_t view_generation_ = 0, dropped_ = 0;
   std::vector<std::shared_ptr<Buffer>> recv_buf_;
   std::vector<fabric::RequestPtr> recv_req_;
   std::exception_ptr error_;

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "gossip/algorithm/communicator.h"
+#include "gossip/algorithm/view_gate.h"
 #include "gossip/topology/topology.h"
 #include "murmur/gossip_options.h"
 
@@ -85,6 +86,13 @@ struct AlgorithmOptions : GossipOptions {
   // them unmatched at the other end. The scheduler sets it (murmur-peer
   // --schedule adaptive, schedule knob `receipts`).
   bool receipts = false;
+  // A job whose membership may change (the Peer sets it with a view gate):
+  // a peer whose link fails in a round is excused from that round (its
+  // message is left out, its weight goes to the receiver's own value)
+  // instead of failing the algorithm, until the view that drops it takes
+  // effect (set_view_gate). Off: a PeerError fails the algorithm (algorithm.h,
+  // "Blocking and failures").
+  bool tolerate_lost_peers = false;
 };
 
 struct LinkStats {
@@ -104,6 +112,10 @@ struct AlgorithmStats {
   double residual_norm = 0;        // topk-allreduce, choco: ||error feedback|| / ||x - x_hat||
   std::uint64_t served = 0;        // adpsgd: requests answered for neighbours
   std::uint64_t crossings = 0;     // adpsgd: exchanges where both ends asked each other at once
+  // Rounds (adpsgd: exchanges) in which a lost peer's message was left out
+  // (tolerate_lost_peers); a collective's result is not exact after one.
+  std::uint64_t incomplete_rounds = 0;
+  std::uint64_t view_generation = 0;  // the membership view in use
 };
 
 // What the scheduler (gossip/schedule) may change while an algorithm runs.
@@ -180,6 +192,13 @@ class Algorithm {
   // be estimated on a sample of the values (RoundAlgorithm: at most 8192,
   // in runs of 16 spread evenly). Any thread.
   virtual double last_local_step_rms() const { return 0; }
+
+  // Membership (view_gate.h): before each round (adpsgd: each step) the
+  // algorithm asks `gate` whether a new view takes effect, and adopts it
+  // (its graph, its members) before the round starts, on the caller's
+  // thread. Call before the first step; the gate must outlive the
+  // algorithm. Null: membership never changes.
+  virtual void set_view_gate(ViewGate* gate) = 0;
 };
 
 // Throws std::invalid_argument naming the algorithm or option that does not

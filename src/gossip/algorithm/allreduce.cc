@@ -17,6 +17,7 @@
 // Overlap is off by default: step() returns with the exact result in params.
 // With options.overlap the result of snapshot r is folded in at the next
 // communicating step: params <- result(snapshot) + (params - snapshot).
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
@@ -32,47 +33,73 @@ namespace {
 class RingAllreduce final : public RoundAlgorithm {
  public:
   RingAllreduce(const std::string& name, const AlgorithmOptions& o, Communicator& comm)
-      : RoundAlgorithm(name, o, comm, /*default_overlap=*/false) {}
+      : RoundAlgorithm(name, o, comm, /*default_overlap=*/false) {
+    for (int k = 0; k < comm.size(); ++k) members_.push_back(k);
+  }
 
   ~RingAllreduce() override { shutdown(); }
 
  private:
+  // The ring is rebuilt over the view's members, in member order.
+  void adopt_view(const ViewChange& change) override { members_ = change.view.members; }
+
   void begin_round(std::span<const float> params) override { snapshot_.assign(params.begin(), params.end()); }
 
-  std::size_t offset(int chunk) const {
-    return static_cast<std::size_t>(chunk) * result_->size() / static_cast<std::size_t>(size());
-  }
+  std::size_t offset(int chunk) const { return static_cast<std::size_t>(chunk) * result_->size() / members_.size(); }
   std::span<float> chunk(int c) { return result_.span().subspan(offset(c), offset(c + 1) - offset(c)); }
+
+  // One step of the ring: `out` to the right, the left's chunk of `expect`
+  // floats into `in`. With tolerate_lost_peers a lost neighbour aborts the
+  // round instead of failing it; an aborted rank sends empty messages for
+  // the rest of the round, so that every live rank finishes the round (an
+  // empty message where a chunk was due aborts the receiver too) and none
+  // waits for data that will not come. Returns whether `in` holds data.
+  bool ring_step(int left, int right, fabric::Tag t, std::span<const float> out, const MessageBuffer<float>& buffer,
+                 std::span<float> in) {
+    std::vector<fabric::RequestPtr> requests{
+        traffic_.recv(left, t, buffer, in),
+        traffic_.send(right, t, result_, aborted_ ? std::span<const float>() : out)};
+    wait_excusing(requests);
+    if (requests[0]->error() || requests[1]->error()) {
+      aborted_ = true;
+      return false;
+    }
+    if (requests[0]->bytes() == 0 && !in.empty() && options_.tolerate_lost_peers) {
+      aborted_ = true;  // the left aborted
+      return false;
+    }
+    check_size(requests[0], in.size());
+    return !aborted_;
+  }
 
   void run_round(std::uint64_t round) override {
     *result_ = snapshot_;
-    const int p = size();
-    const int r = rank();
+    aborted_ = false;
+    const int p = static_cast<int>(members_.size());
+    const int r = static_cast<int>(std::find(members_.begin(), members_.end(), rank()) - members_.begin());
     if (p > 1) {
-      const int left = (r + p - 1) % p;
-      const int right = (r + 1) % p;
+      const int left = members_[(r + p - 1) % p];
+      const int right = members_[(r + 1) % p];
       auto mod = [p](int x) { return ((x % p) + p) % p; };
       for (int s = 0; s < p - 1; ++s) {
         auto out = chunk(mod(r - s));
         auto in = chunk(mod(r - s - 1));
         tmp_->resize(in.size());
-        std::vector<fabric::RequestPtr> requests{
-            traffic_.recv(left, tag(Phase::kAllreduce, round), tmp_),
-            traffic_.send(right, tag(Phase::kAllreduce, round), result_, std::span<const float>(out))};
-        traffic_.wait_all(requests, options_.timeout_s);
-        check_size(requests[0], in.size());
+        if (!ring_step(left, right, tag(Phase::kAllreduce, round), out, tmp_, tmp_.span())) continue;
         const std::vector<float>& tmp = *tmp_;
         for (std::size_t i = 0; i < in.size(); ++i) in[i] += tmp[i];
       }
       for (int s = 0; s < p - 1; ++s) {
         auto out = chunk(mod(r + 1 - s));
         auto in = chunk(mod(r - s));
-        std::vector<fabric::RequestPtr> requests{
-            traffic_.recv(left, tag(Phase::kAllgather, round), result_, in),
-            traffic_.send(right, tag(Phase::kAllgather, round), result_, std::span<const float>(out))};
-        traffic_.wait_all(requests, options_.timeout_s);
-        check_size(requests[0], in.size());
+        ring_step(left, right, tag(Phase::kAllgather, round), out, result_, in);
       }
+    }
+    if (aborted_) {
+      // No exact result this round: the model stays as it was (the next
+      // complete round averages the ranks again).
+      *result_ = snapshot_;
+      return;
     }
     if (options_.average) {
       const float inv = 1.0f / static_cast<float>(p);
@@ -92,6 +119,8 @@ class RingAllreduce final : public RoundAlgorithm {
     for (std::size_t i = 0; i < params.size(); ++i) params[i] = result[i] + (params[i] - snapshot_[i]);
   }
 
+  std::vector<int> members_;  // the ring, in order: the view's members
+  bool aborted_ = false;      // communication thread: this round lost a neighbour
   std::vector<float> snapshot_;
   MessageBuffer<float> result_, tmp_;
 };
@@ -101,12 +130,23 @@ class TopkAllreduce final : public RoundAlgorithm {
   TopkAllreduce(const AlgorithmOptions& o, Communicator& comm)
       : RoundAlgorithm("topk-allreduce", o, comm, /*default_overlap=*/false),
         encoder_(make_compressor(o.compressor, Feedback::kAuto)) {
-    for (int k = 0; k < comm.size(); ++k) decoders_.push_back(make_compressor(o.compressor, Feedback::kNone));
+    for (int k = 0; k < comm.size(); ++k) {
+      decoders_.push_back(make_compressor(o.compressor, Feedback::kNone));
+      members_.push_back(k);
+    }
   }
 
   ~TopkAllreduce() override { shutdown(); }
 
  private:
+  // Every rank must hold the same reference; a round that lost a message
+  // may have left them different, so every rank starts a new one (a dense
+  // round) with the view, at the same round.
+  void adopt_view(const ViewChange& change) override {
+    members_ = change.view.members;
+    reference_.clear();
+  }
+
   void begin_round(std::span<const float> params) override {
     snapshot_.assign(params.begin(), params.end());
     taken_ = snapshot_;
@@ -117,31 +157,34 @@ class TopkAllreduce final : public RoundAlgorithm {
       start_reference(round);
       return;
     }
-    const int p = size();
+    const int p = static_cast<int>(members_.size());
     const int me = rank();
     const std::size_t n = snapshot_.size();
     for (std::size_t i = 0; i < n; ++i) snapshot_[i] -= reference_[i];  // the update to send
     const std::size_t cap = encoder_->max_encoded_bytes(n);
-    inbox_.resize(p);
+    inbox_.resize(comm_.size());
     inbox_[me]->resize(cap);
     inbox_[me]->resize(encoder_->encode(snapshot_, *inbox_[me]));
     std::vector<fabric::RequestPtr> requests;
     std::vector<int> from;
     // TODO(perf): a ring or recursive-doubling all-gather of the variable
     // sized messages for large p; direct sends are fine at tens of ranks.
-    for (int k = 0; k < p; ++k) {
+    for (int k : members_) {
       if (k == me) continue;
       inbox_[k]->resize(cap);
       requests.push_back(traffic_.recv(k, tag(Phase::kTopkAllgather, round), inbox_[k]));
       from.push_back(k);
     }
-    for (int k = 0; k < p; ++k)
+    for (int k : members_)
       if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kTopkAllgather, round), inbox_[me]));
-    traffic_.wait_all(requests, options_.timeout_s);
-    for (std::size_t i = 0; i < from.size(); ++i) inbox_[from[i]]->resize(requests[i]->bytes());
+    wait_excusing(requests);
+    // A lost rank's update is left out (until the view's dense round).
+    for (std::size_t i = 0; i < from.size(); ++i)
+      inbox_[from[i]]->resize(requests[i]->error() ? 0 : requests[i]->bytes());
     update_.assign(n, 0.0f);
     decoded_.resize(n);
-    for (int k = 0; k < p; ++k) {  // rank order: the same float sum everywhere
+    for (int k : members_) {  // rank order: the same float sum everywhere
+      if (inbox_[k]->empty()) continue;
       decoders_[k]->decode(*inbox_[k], decoded_);
       for (std::size_t i = 0; i < n; ++i) update_[i] += decoded_[i];
     }
@@ -157,24 +200,32 @@ class TopkAllreduce final : public RoundAlgorithm {
   // The first round: every rank sends its whole snapshot to every other and
   // the reference becomes their exact mean (or sum), summed in rank order.
   void start_reference(std::uint64_t round) {
-    const int p = size();
     const int me = rank();
     const std::size_t n = snapshot_.size();
-    std::vector<MessageBuffer<float>> all(p);
+    std::vector<MessageBuffer<float>> all(comm_.size());
     *all[me] = snapshot_;
     std::vector<fabric::RequestPtr> requests;
-    for (int k = 0; k < p; ++k) {
+    for (int k : members_) {
       if (k == me) continue;
       all[k]->resize(n);
       requests.push_back(traffic_.recv(k, tag(Phase::kAllgather, round), all[k]));
     }
-    for (int k = 0; k < p; ++k)
+    for (int k : members_)
       if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kAllgather, round), all[me]));
-    traffic_.wait_all(requests, options_.timeout_s);
-    // Receives are posted in rank order, skipping this rank.
-    for (int k = 0, i = 0; k < p; ++k) {
+    wait_excusing(requests);
+    // Receives are posted in member order, skipping this rank; a lost
+    // rank's snapshot is left out of the mean.
+    int contributions = 1;
+    for (std::size_t i = 0, j = 0; i < members_.size(); ++i) {
+      const int k = members_[i];
       if (k == me) continue;
-      const std::size_t got = requests[i++]->bytes();
+      const auto& request = requests[j++];
+      if (request->error()) {
+        all[k]->clear();
+        continue;
+      }
+      ++contributions;
+      const std::size_t got = request->bytes();
       if (got != n * sizeof(float)) {
         throw std::runtime_error("topk-allreduce: rank " + std::to_string(k) + " (" + comm_.host(k) + ") sent " +
                                  std::to_string(got) + " bytes of parameters, expected " +
@@ -182,12 +233,13 @@ class TopkAllreduce final : public RoundAlgorithm {
       }
     }
     reference_.assign(n, 0.0f);
-    for (int k = 0; k < p; ++k) {
+    for (int k : members_) {
       const std::vector<float>& from = *all[k];
+      if (from.empty()) continue;
       for (std::size_t i = 0; i < n; ++i) reference_[i] += from[i];
     }
     if (options_.average) {
-      const float inv = 1.0f / static_cast<float>(p);
+      const float inv = 1.0f / static_cast<float>(contributions);
       for (float& v : reference_) v *= inv;
     }
   }
@@ -200,6 +252,7 @@ class TopkAllreduce final : public RoundAlgorithm {
 
   void add_stats(AlgorithmStats& s) const override { s.residual_norm = residual_norm_.load(); }
 
+  std::vector<int> members_;  // the view's members
   std::unique_ptr<Compressor> encoder_;
   std::vector<std::unique_ptr<Compressor>> decoders_;  // by source rank
   std::vector<float> snapshot_, taken_, reference_, update_, decoded_;

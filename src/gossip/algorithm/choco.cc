@@ -9,6 +9,14 @@
 // role. Static topologies only (s_i depends on W). Overlapped by default; the
 // consensus delta of snapshot r is added to params at the next
 // communicating step.
+//
+// Membership views: s_i depends on the neighbours' public copies and on W,
+// both of which a view changes. The first round of a new view begins with
+// one dense exchange of the public copies x_hat with the new neighbours
+// (phase kChocoResync), from which s_i is recomputed exactly; what the lost
+// neighbours contributed to s_i is gone with it. A neighbour excused from a
+// round before that (its link failed) is one whose updates s_i misses: it
+// counts as a neighbour that stopped moving until the resync.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -63,6 +71,45 @@ class Choco final : public RoundAlgorithm {
     }
   }
 
+  void adopt_view(const ViewChange& change) override {
+    hood_ = neighbourhood(change.topology->at_round(0), rank());
+    decoders_.clear();
+    for (std::size_t k = 0; k < hood_.in.size(); ++k) decoders_.push_back(make_compressor(spec_, Feedback::kNone));
+    resync_ = true;
+  }
+
+  // s_i = W_ii x_hat_i + sum_j W_ij x_hat_j over the new neighbourhood, from
+  // their dense public copies; an excused neighbour's weight stays with
+  // x_hat_i. Communication thread, first round of a new view.
+  void resync(std::uint64_t round) {
+    const std::size_t n = x_hat_.size();
+    dense_->assign(x_hat_.begin(), x_hat_.end());
+    inbox_.resize(hood_.in.size());
+    std::vector<fabric::RequestPtr> requests;
+    for (std::size_t k = 0; k < hood_.in.size(); ++k) {
+      inbox_[k]->resize(n * sizeof(float));
+      requests.push_back(traffic_.recv(hood_.in[k].peer, tag(Phase::kChocoResync, round), inbox_[k]));
+    }
+    for (const auto& l : hood_.out) requests.push_back(traffic_.send(l.peer, tag(Phase::kChocoResync, round), dense_));
+    wait_excusing(requests);
+    std::vector<double> s(n);
+    double self = hood_.row.self;
+    for (std::size_t k = 0; k < hood_.in.size(); ++k) {
+      if (requests[k]->error()) {
+        self += hood_.row.in[k];
+        continue;
+      }
+      if (requests[k]->bytes() != n * sizeof(float))
+        throw std::invalid_argument("choco: rank " + std::to_string(hood_.in[k].peer) + " (" +
+                                    comm_.host(hood_.in[k].peer) + ") sent a public copy of " +
+                                    std::to_string(requests[k]->bytes()) + " bytes, expected " +
+                                    std::to_string(n * sizeof(float)));
+      const float* theirs = reinterpret_cast<const float*>(inbox_[k]->data());
+      for (std::size_t i = 0; i < n; ++i) s[i] += hood_.row.in[k] * theirs[i];
+    }
+    for (std::size_t i = 0; i < n; ++i) s_[i] = static_cast<float>(s[i] + self * x_hat_[i]);
+  }
+
   void begin_round(std::span<const float> params) override {
     if (pending_ratio_ > 0) {
       encoder_ = make_compressor(spec_.with_ratio(pending_ratio_), Feedback::kNone);
@@ -78,6 +125,10 @@ class Choco final : public RoundAlgorithm {
   }
 
   void run_round(std::uint64_t round) override {
+    if (resync_) {
+      resync(round);
+      resync_ = false;
+    }
     const std::size_t n = snapshot_.size();
     const auto& ins = hood_.in;
     const auto& outs = hood_.out;
@@ -104,8 +155,9 @@ class Choco final : public RoundAlgorithm {
       x_hat_[i] += q_[i];
       s_[i] += wii * q_[i];
     }
-    traffic_.wait_all(requests, options_.timeout_s);
+    wait_excusing(requests);
     for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (requests[k]->error()) continue;  // excused
       decoders_[k]->decode(std::span<const std::byte>(inbox_[k]->data(), requests[k]->bytes()), q_);
       const float wk = static_cast<float>(hood_.row.in[k]);
       for (std::size_t i = 0; i < n; ++i) s_[i] += wk * q_[i];
@@ -126,7 +178,8 @@ class Choco final : public RoundAlgorithm {
 
   void add_stats(AlgorithmStats& s) const override { s.residual_norm = residual_norm_.load(); }
 
-  const Neighbourhood hood_;              // the static graph as this rank sees it
+  Neighbourhood hood_;                    // the static graph as this rank sees it (changes only at a view)
+  bool resync_ = false;                   // the next round starts with the dense exchange
   const CompressorSpec spec_;             // parsed once; sparse(): the ratio can be tuned
   double max_ratio_ = 0;                  // 0: the ratio cannot grow past the configured one
   double pending_ratio_ = 0;              // set_ratio -> next begin_round
@@ -137,6 +190,7 @@ class Choco final : public RoundAlgorithm {
   std::vector<std::unique_ptr<Compressor>> decoders_;  // one per in-neighbour
   std::vector<float> snapshot_, x_hat_, s_, diff_, q_, delta_;
   MessageBuffer<std::byte> message_;
+  MessageBuffer<float> dense_;  // x_hat_ for the resync
   std::vector<MessageBuffer<std::byte>> inbox_;
   std::atomic<double> residual_norm_{0};
 };

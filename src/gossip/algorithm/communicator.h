@@ -59,7 +59,8 @@ enum class Phase : std::uint8_t {
   kAllreduce = 5,
   kAllgather = 6,
   kTopkAllgather = 7,
-  kReceipt = 8,  // a receiver's report on one message (gossip/algorithm/receipt.h)
+  kReceipt = 8,      // a receiver's report on one message (gossip/algorithm/receipt.h)
+  kChocoResync = 9,  // choco's dense public copies after a membership view change
 };
 
 // Tag layout: bits 63..56 channel (one per tensor stream / algorithm

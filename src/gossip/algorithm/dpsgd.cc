@@ -15,18 +15,26 @@ namespace {
 class Dpsgd final : public RoundAlgorithm {
  public:
   Dpsgd(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
-      : RoundAlgorithm("dpsgd", o, comm, /*default_overlap=*/true), topology_(topology) {}
+      : RoundAlgorithm("dpsgd", o, comm, /*default_overlap=*/true), topology_(&topology) {}
 
   ~Dpsgd() override { shutdown(); }
 
  private:
+  // Lost neighbours need no state dropped (dpsgd keeps none per neighbour)
+  // and new ones none initialised: the next round mixes on the new graph.
+  void adopt_view(const ViewChange& change) override {
+    view_topology_ = change.topology;
+    topology_ = view_topology_.get();
+    cached_ = false;
+  }
+
   void begin_round(std::span<const float> params) override { snapshot_->assign(params.begin(), params.end()); }
 
   void run_round(std::uint64_t round) override {
     // A static topology's neighbourhood is computed once; a time-varying
     // one's every round.
-    if (!cached_ || topology_.time_varying()) {
-      hood_ = neighbourhood(topology_.at_round(round), rank());
+    if (!cached_ || topology_->time_varying()) {
+      hood_ = neighbourhood(topology_->at_round(round), rank());
       cached_ = true;
     }
     const auto& ins = hood_.in;
@@ -39,16 +47,23 @@ class Dpsgd final : public RoundAlgorithm {
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kDpsgd, round), inbox_[k]));
     }
     for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), snapshot_));
-    traffic_.wait_all(requests, options_.timeout_s);
-    for (std::size_t k = 0; k < ins.size(); ++k) check_size(requests[k], n);
+    wait_excusing(requests);
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (!requests[k]->error()) check_size(requests[k], n);
     // Accumulated in double: the weights are not exact in float, and the
     // mean's drift under float rounding would be a random walk over rounds.
     // At consensus (all x equal) the result rounds back to x exactly.
+    // An excused neighbour's weight stays with this rank's own value: the
+    // row still sums to one, and the matrix over the live ranks stays
+    // doubly stochastic for a symmetric graph.
+    double self = hood_.row.self;
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (requests[k]->error()) self += hood_.row.in[k];
     acc_.assign(n, 0.0);
-    const double self = hood_.row.self;
     const std::vector<float>& snapshot = *snapshot_;
     for (std::size_t i = 0; i < n; ++i) acc_[i] = self * snapshot[i];
     for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (requests[k]->error()) continue;  // excused
       const double wk = hood_.row.in[k];
       const float* in = inbox_[k]->data();
       for (std::size_t i = 0; i < n; ++i) acc_[i] += wk * in[i];
@@ -71,7 +86,8 @@ class Dpsgd final : public RoundAlgorithm {
                                   std::to_string(n * sizeof(float)) + ": tensors differ in size across ranks");
   }
 
-  const Topology& topology_;
+  const Topology* topology_;                       // the job's, or view_topology_
+  std::shared_ptr<const Topology> view_topology_;  // since the last view change
   bool cached_ = false;
   Neighbourhood hood_;
   MessageBuffer<float> snapshot_;

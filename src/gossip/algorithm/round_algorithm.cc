@@ -146,6 +146,18 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
   ++stats_.rounds;
 }
 
+std::set<int> RoundAlgorithm::wait_excusing(const std::vector<fabric::RequestPtr>& requests) {
+  auto excused = traffic_.wait_all_excusing(requests, options_.timeout_s, options_.tolerate_lost_peers);
+  if (!excused.empty()) {
+    incomplete_rounds_.fetch_add(1);
+    for (int peer : excused)
+      if (excused_logged_.insert(peer).second)
+        gossip_log().warn("{}: rounds go on without rank {} ({}) until a view drops it: its link failed", name_, peer,
+                          comm_.host(peer));
+  }
+  return excused;
+}
+
 void RoundAlgorithm::retune(const Tuning& tuning) {
   measure_mixing_ = true;
   if (tuning.period > 0) period_.store(tuning.period);
@@ -167,6 +179,12 @@ void RoundAlgorithm::step(std::span<float> params) {
   if (++steps_since_round_ < period_.load() && !warming_up) return;
   steps_since_round_ = 0;
   if (in_flight_) complete_round(params);
+  if (gate_) {
+    if (auto change = gate_->before(next_round_)) {
+      adopt_view(*change);
+      view_generation_.store(change->view.generation);
+    }
+  }
   if (before_round_) before_round_();
   begin_round(params);
   {
@@ -197,6 +215,8 @@ AlgorithmStats RoundAlgorithm::stats() const {
     s = stats_;
   }
   s.links = traffic_.links();
+  s.incomplete_rounds = incomplete_rounds_.load();
+  s.view_generation = view_generation_.load();
   add_stats(s);
   return s;
 }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -48,6 +49,7 @@ class RoundAlgorithm : public Algorithm {
   void retune(const Tuning& tuning) override;
   void set_before_round(std::function<void()> hook) override { before_round_ = std::move(hook); }
   int period() const override { return period_.load(); }
+  void set_view_gate(ViewGate* gate) override { gate_ = gate; }
   std::vector<TransferSample> take_transfer_samples() override { return traffic_.take_send_samples(); }
   double last_mixing_rms() const override { return mixing_rms_.load(); }
   double last_local_step_rms() const override { return local_step_rms_.load(); }
@@ -70,6 +72,15 @@ class RoundAlgorithm : public Algorithm {
   // after when `trial_ratio` > 0 (which the next begin_round uses alone, even
   // if set_ratio is called again without a trial before it).
   virtual void set_ratio(double /*ratio*/, double /*trial_ratio*/) {}
+  // A new membership view takes effect before round change.first_round.
+  // Caller thread, no round in flight: replace the graph and members, drop
+  // the state of lost neighbours, prepare what new ones need.
+  virtual void adopt_view(const ViewChange& change) = 0;
+
+  // Traffic::wait_all_excusing with this algorithm's timeout and
+  // tolerate_lost_peers; counts the round as incomplete when it excused
+  // anyone. Communication thread.
+  std::set<int> wait_excusing(const std::vector<fabric::RequestPtr>& requests);
 
   fabric::Tag tag(Phase phase, std::uint64_t round) const { return make_tag(options_.channel, phase, round); }
   int rank() const { return comm_.rank(); }
@@ -89,7 +100,11 @@ class RoundAlgorithm : public Algorithm {
   std::atomic<int> period_;             // written on the caller thread, read anywhere
   int steps_since_round_ = 0;           // caller thread only
   std::function<void()> before_round_;  // caller thread only
-  bool measure_mixing_ = false;         // caller thread only: set by the first retune()
+  ViewGate* gate_ = nullptr;            // caller thread only
+  std::atomic<std::uint64_t> view_generation_{0};
+  std::atomic<std::uint64_t> incomplete_rounds_{0};
+  std::set<int> excused_logged_;  // communication thread only: peers already logged
+  bool measure_mixing_ = false;   // caller thread only: set by the first retune()
   // Values of params sampled for the consensus signal (complete_round), in
   // runs of kSampleRun neighbours spread evenly over a larger model. 512
   // runs estimate an RMS to a few percent (neighbours are correlated; the

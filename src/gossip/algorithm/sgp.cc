@@ -12,6 +12,14 @@
 // step, keeping the local updates made meanwhile.
 //
 // Message: the weight share as a double, then the numerator share as floats.
+//
+// Membership views: a share whose send failed (the receiver was lost) stays
+// with its sender, so the live ranks lose no mass they held; what a lost
+// rank held when it died (its own x and w, and the shares it had received)
+// is lost with it. The live ranks' ratios x / w still converge to one value,
+// sum(x) / sum(w) over the live ranks, because every later round conserves
+// both sums among them (docs/resilience.md, "sgp's mass"). A new view
+// changes only the graph; the weights carry on.
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -25,7 +33,7 @@ namespace {
 class Sgp final : public RoundAlgorithm {
  public:
   Sgp(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
-      : RoundAlgorithm("sgp", o, comm, /*default_overlap=*/true), topology_(topology) {}
+      : RoundAlgorithm("sgp", o, comm, /*default_overlap=*/true), topology_(&topology) {}
 
   ~Sgp() override { shutdown(); }
 
@@ -41,6 +49,11 @@ class Sgp final : public RoundAlgorithm {
     for (std::size_t i = 0; i < params.size(); ++i) x_[i] += params[i] - given_[i];
   }
 
+  void adopt_view(const ViewChange& change) override {
+    view_topology_ = change.topology;
+    topology_ = view_topology_.get();
+  }
+
   void begin_round(std::span<const float> params) override {
     absorb(params);
     snapshot_ = x_;
@@ -49,7 +62,7 @@ class Sgp final : public RoundAlgorithm {
   }
 
   void run_round(std::uint64_t round) override {
-    Graph g = topology_.at_round(round);
+    Graph g = topology_->at_round(round);
     const int me = rank();
     const auto& ins = g.in(me);
     const auto& outs = g.out(me);
@@ -69,10 +82,17 @@ class Sgp final : public RoundAlgorithm {
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kSgp, round), inbox_[k]));
     }
     for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kSgp, round), out_));
-    traffic_.wait_all(requests, options_.timeout_s);
+    wait_excusing(requests);
     result_.assign(xs, xs + n);
     double w = w_share;
+    // A share that did not leave stays here (see the top of the file).
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      if (!requests[ins.size() + j]->error()) continue;
+      w += w_share;
+      for (std::size_t i = 0; i < n; ++i) result_[i] += xs[i];
+    }
     for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (requests[k]->error()) continue;  // excused
       if (requests[k]->bytes() != bytes)
         throw std::invalid_argument("sgp: rank " + std::to_string(ins[k].peer) + " (" + comm_.host(ins[k].peer) +
                                     ") sent " + std::to_string(requests[k]->bytes()) + " bytes, expected " +
@@ -99,7 +119,8 @@ class Sgp final : public RoundAlgorithm {
 
   void add_stats(AlgorithmStats& s) const override { s.push_sum_weight = weight_.load(); }
 
-  const Topology& topology_;
+  const Topology* topology_;                       // the job's, or view_topology_
+  std::shared_ptr<const Topology> view_topology_;  // since the last view change
   std::vector<float> x_, given_, snapshot_, result_;
   double w_ = 1.0, w_snapshot_ = 1.0, w_result_ = 1.0;
   MessageBuffer<std::byte> out_;

@@ -229,6 +229,29 @@ void Traffic::wait_all(const std::vector<fabric::RequestPtr>& requests, double t
   for (const auto& r : requests) count(*r);
 }
 
+std::set<int> Traffic::wait_all_excusing(const std::vector<fabric::RequestPtr>& requests, double timeout_s,
+                                         bool tolerate) {
+  if (!tolerate) {
+    wait_all(requests, timeout_s);
+    return {};
+  }
+  try {
+    wait_all(requests, timeout_s);
+    return {};
+  } catch (const fabric::PeerError&) {
+    // Settled: Communicator::wait_all throws only once every request has.
+  }
+  std::set<int> failed;
+  for (const auto& r : requests) {
+    if (r->error()) {
+      failed.insert(r->peer());
+    } else {
+      count(*r);
+    }
+  }
+  return failed;
+}
+
 void Traffic::count(const fabric::Request& done) {
   if (done.test()) add(counters_->mutex, counters_->links, done);
 }

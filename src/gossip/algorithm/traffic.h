@@ -85,6 +85,12 @@ class Traffic {
   // receipts: the receives first, then their receipts are sent, then the
   // rest, both waits within timeout_s from the call.
   void wait_all(const std::vector<fabric::RequestPtr>& requests, double timeout_s);
+  // The same, for a job whose membership may change (AlgorithmOptions::
+  // tolerate_lost_peers): a PeerError does not end the round. Returns the
+  // peers whose requests failed (every request has settled); the caller
+  // goes on without their messages until the view that drops them. Other
+  // exceptions propagate. With `tolerate` false, exactly wait_all().
+  std::set<int> wait_all_excusing(const std::vector<fabric::RequestPtr>& requests, double timeout_s, bool tolerate);
   // Counts one completed request (a no-op for a failed one).
   void count(const fabric::Request& done);
   // Counts the request when it completes, from its on_done callback.

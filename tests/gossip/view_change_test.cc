@@ -1,0 +1,213 @@
+// Algorithms across membership views, in process: N asio transports, one
+// algorithm and one ViewGate per rank, a rank killed mid-run (its transport
+// closed, so the others' links to it fail as they would for a dead process),
+// the view without it proposed to the survivors. The agreement runs over an
+// in-memory board with the semantics of the rendezvous store (values
+// persist; every member sees the same reports).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fabric/errors.h"
+#include "fabric/transport_options.h"
+#include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/fabric_communicator.h"
+#include "gossip/algorithm/view_gate.h"
+#include "gossip/topology/factory.h"
+#include "tests/gossip/consensus_run.h"
+#include "tests/support/wait.h"
+
+namespace murmur::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using gossip::View;
+using gossip::ViewChange;
+using gossip::ViewGate;
+
+// The reports of every agreement, as the rendezvous store keeps them.
+struct Board {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::map<std::pair<std::uint64_t, int>, std::uint64_t> reports;  // (generation, member) -> report
+
+  ViewGate::Agree agree_for(int member) {
+    return [this, member](const View& v, std::uint64_t report,
+                          const std::function<bool()>& abandon) -> std::optional<std::vector<std::uint64_t>> {
+      std::unique_lock lock(mutex);
+      reports[{v.generation, member}] = report;
+      cv.notify_all();
+      for (;;) {
+        std::vector<std::uint64_t> all;
+        for (int m : v.members) {
+          auto it = reports.find({v.generation, m});
+          if (it == reports.end()) break;
+          all.push_back(it->second);
+        }
+        if (all.size() == v.members.size()) return all;
+        if (abandon()) return std::nullopt;
+        cv.wait_for(lock, 20ms);
+      }
+    };
+  }
+};
+
+// The graph of a view: the job's generator regenerated on the live members.
+ViewGate::Prepare prepare_for(const std::string& kind, int member_space) {
+  return [kind, member_space](const View& from, const View& to) {
+    ViewChange change;
+    change.view = to;
+    if (kind != "none") {
+      std::shared_ptr<const gossip::Topology> positions = gossip::make_topology({.kind = kind, .nodes = to.size()});
+      change.topology = std::make_shared<gossip::MemberTopology>(positions, to.members, member_space);
+    }
+    for (int m : from.members)
+      if (!to.contains(m)) change.lost.push_back(m);
+    return change;
+  };
+}
+
+struct Rank {
+  std::unique_ptr<fabric::Transport> transport;
+  std::unique_ptr<gossip::FabricCommunicator> comm;
+  std::unique_ptr<ViewGate> gate;
+  std::unique_ptr<gossip::Algorithm> algorithm;
+  std::vector<float> x;
+};
+
+struct Case {
+  std::string algorithm;
+  std::string topology;  // generator, or "none"
+  std::string compressor = "none";
+  double gamma = 1.0;
+  int steps = 300;
+  double tolerance = 1e-4;  // max deviation of a survivor from the survivors' mean, relative
+};
+
+class ViewChangeTest : public ::testing::TestWithParam<Case> {};
+
+std::vector<std::unique_ptr<Rank>> make_ranks(int size, const Case& c, Board& board,
+                                              std::shared_ptr<const gossip::Topology> topology) {
+  std::vector<std::unique_ptr<Rank>> ranks;
+  std::vector<fabric::PeerInfo> peers;
+  for (int r = 0; r < size; ++r) {
+    fabric::TransportOptions o;
+    o.backend = "asio";
+    o.peers_on_this_host = true;
+    o.rank = r;
+    o.size = size;
+    o.connect_timeout = 20s;
+    auto rank = std::make_unique<Rank>();
+    rank->transport = fabric::make_transport(o);
+    peers.push_back(fabric::PeerInfo{r, "host" + std::to_string(r), rank->transport->address()});
+    ranks.push_back(std::move(rank));
+  }
+  std::vector<std::future<void>> connects;
+  for (auto& r : ranks)
+    connects.push_back(std::async(std::launch::async, [&r, &peers] { r->transport->connect(peers); }));
+  for (auto& f : connects) f.get();
+  View initial{0, {}};
+  for (int r = 0; r < size; ++r) initial.members.push_back(r);
+  for (int r = 0; r < size; ++r) {
+    auto& rank = *ranks[r];
+    rank.comm = std::make_unique<gossip::FabricCommunicator>(*rank.transport, peers);
+    rank.gate = std::make_unique<ViewGate>(initial, r, board.agree_for(r), prepare_for(c.topology, size));
+    gossip::AlgorithmOptions o;
+    o.compressor = c.compressor;
+    o.gamma = c.gamma;
+    o.timeout_s = 30;
+    o.tolerate_lost_peers = true;
+    rank.algorithm = gossip::make_algorithm(c.algorithm, o, *rank.comm, topology.get());
+    rank.algorithm->set_view_gate(rank.gate.get());
+    rank.x = initial_vector(11, r, 200);
+  }
+  return ranks;
+}
+
+// Six ranks; rank 5 stops after `kill_at` steps and its transport is closed;
+// the survivors get the view without it and run to the end.
+TEST_P(ViewChangeTest, SurvivorsAdoptTheViewAndAgree) {
+  const Case c = GetParam();
+  constexpr int kSize = 6, kVictim = 5;
+  const int kill_at = c.steps / 3;
+  Board board;
+  std::shared_ptr<const gossip::Topology> topology;
+  if (c.topology != "none") topology = gossip::make_topology({.kind = c.topology, .nodes = kSize});
+  auto ranks = make_ranks(kSize, c, board, topology);
+
+  std::atomic<bool> victim_stopped{false};
+  std::vector<std::future<void>> runs;
+  for (int r = 0; r < kSize; ++r) {
+    runs.push_back(std::async(std::launch::async, [&, r] {
+      auto& rank = *ranks[r];
+      const int steps = r == kVictim ? kill_at : c.steps;
+      for (int t = 0; t < steps; ++t) rank.algorithm->step(rank.x);
+      if (r == kVictim) {
+        victim_stopped = true;
+        return;
+      }
+      rank.algorithm->finish(rank.x);
+    }));
+  }
+  ASSERT_TRUE(wait_for([&] { return victim_stopped.load(); }, 60s));
+  // The victim dies: every link to it fails (closing its transport), and the
+  // membership service's view without it reaches the survivors.
+  {
+    auto& victim = *ranks[kVictim];
+    for (int p = 0; p < kSize; ++p)
+      if (p != kVictim)
+        victim.transport->fail_peer(p, std::make_exception_ptr(fabric::PeerError(p, "host", "the test killed rank 5")));
+    victim.algorithm.reset();
+    victim.gate.reset();
+    victim.transport.reset();
+  }
+  View survivors{1, {0, 1, 2, 3, 4}};
+  for (int r = 0; r < kSize; ++r)
+    if (r != kVictim) ranks[r]->gate->propose(survivors, "rank 5 was killed");
+  for (int r = 0; r < kSize; ++r) runs[r].get();
+
+  std::vector<double> mean(ranks[0]->x.size(), 0.0);
+  for (int r = 0; r < kVictim; ++r)
+    for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += ranks[r]->x[i] / kVictim;
+  double scale = 0;
+  for (double m : mean) scale = std::max(scale, std::abs(m));
+  for (int r = 0; r < kVictim; ++r) {
+    const auto stats = ranks[r]->algorithm->stats();
+    EXPECT_EQ(stats.view_generation, 1u) << "rank " << r;
+    EXPECT_EQ(stats.steps, static_cast<std::uint64_t>(c.steps)) << "rank " << r;
+    double worst = 0;
+    for (std::size_t i = 0; i < mean.size(); ++i) worst = std::max(worst, std::abs(ranks[r]->x[i] - mean[i]));
+    EXPECT_LT(worst, c.tolerance * std::max(1.0, scale)) << "rank " << r << " disagrees with the survivors";
+    EXPECT_EQ(ranks[r]->gate->current().generation, 1u);
+  }
+  for (int r = 0; r < kVictim; ++r) {
+    ranks[r]->algorithm.reset();
+    ranks[r]->gate.reset();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, ViewChangeTest,
+                         ::testing::Values(Case{"dpsgd", "exponential"},
+                                           Case{"choco", "exponential", "topk:0.1", 0.05, 1500, 1e-3},
+                                           Case{"sgp", "one-peer-exponential"},
+                                           Case{"allreduce", "none", "none", 1.0, 60, 1e-6},
+                                           Case{"local-sgd", "none", "none", 1.0, 60, 1e-6},
+                                           Case{"topk-allreduce", "none", "topk:0.1", 1.0, 60, 1e-6},
+                                           Case{"adpsgd", "exponential", "none", 1.0, 400, 1e-3}),
+                         [](const auto& info) {
+                           std::string name = info.param.algorithm;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace murmur::testing
