@@ -127,7 +127,7 @@ std::vector<std::unique_ptr<Rank>> make_ranks(int size, const Case& c, Board& bo
     o.timeout_s = 30;
     o.tolerate_lost_peers = true;
     rank.algorithm = gossip::make_algorithm(c.algorithm, o, *rank.comm, topology.get());
-    rank.algorithm->set_view_gate(rank.gate.get());
+    rank.algorithm->set_views(rank.gate.get());
     rank.x = initial_vector(11, r, 200);
   }
   return ranks;

@@ -159,7 +159,7 @@ class Adpsgd final : public Algorithm {
   }
 
   int period() const override { return options_.period; }
-  void set_view_gate(ViewGate* gate) override { gate_ = gate; }
+  void set_views(ViewSchedule* views) override { gate_ = views; }
   AlgorithmStats stats() const override {
     AlgorithmStats s;
     {
@@ -432,7 +432,7 @@ class Adpsgd final : public Algorithm {
   int outstanding_ = -1;  // neighbour index with an unanswered request
   std::vector<bool> bye_received_, posted_;
   std::vector<bool> lost_;  // by neighbour index: link failed or outside the view
-  ViewGate* gate_ = nullptr;
+  ViewSchedule* gate_ = nullptr;
   std::uint64_t view_generation_ = 0, dropped_ = 0;
   std::vector<std::shared_ptr<Buffer>> recv_buf_;
   std::vector<fabric::RequestPtr> recv_req_;

@@ -53,7 +53,7 @@
 #include <vector>
 
 #include "gossip/algorithm/communicator.h"
-#include "gossip/algorithm/view_gate.h"
+#include "gossip/algorithm/view.h"
 #include "gossip/topology/topology.h"
 #include "murmur/gossip_options.h"
 
@@ -90,7 +90,7 @@ struct AlgorithmOptions : GossipOptions {
   // a peer whose link fails in a round is excused from that round (its
   // message is left out, its weight goes to the receiver's own value)
   // instead of failing the algorithm, until the view that drops it takes
-  // effect (set_view_gate). Off: a PeerError fails the algorithm (algorithm.h,
+  // effect (set_views). Off: a PeerError fails the algorithm (algorithm.h,
   // "Blocking and failures").
   bool tolerate_lost_peers = false;
 };
@@ -193,12 +193,12 @@ class Algorithm {
   // in runs of 16 spread evenly). Any thread.
   virtual double last_local_step_rms() const { return 0; }
 
-  // Membership (view_gate.h): before each round (adpsgd: each step) the
-  // algorithm asks `gate` whether a new view takes effect, and adopts it
-  // (its graph, its members) before the round starts, on the caller's
-  // thread. Call before the first step; the gate must outlive the
+  // Membership (view.h, view_gate.h): before each round (adpsgd: each
+  // step) the algorithm asks `views` whether a new view takes effect, and
+  // adopts it (its graph, its members) before the round starts, on the
+  // caller's thread. Call before the first step; `views` must outlive the
   // algorithm. Null: membership never changes.
-  virtual void set_view_gate(ViewGate* gate) = 0;
+  virtual void set_views(ViewSchedule* views) = 0;
 };
 
 // Throws std::invalid_argument naming the algorithm or option that does not

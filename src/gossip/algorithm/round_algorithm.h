@@ -49,7 +49,7 @@ class RoundAlgorithm : public Algorithm {
   void retune(const Tuning& tuning) override;
   void set_before_round(std::function<void()> hook) override { before_round_ = std::move(hook); }
   int period() const override { return period_.load(); }
-  void set_view_gate(ViewGate* gate) override { gate_ = gate; }
+  void set_views(ViewSchedule* views) override { gate_ = views; }
   std::vector<TransferSample> take_transfer_samples() override { return traffic_.take_send_samples(); }
   double last_mixing_rms() const override { return mixing_rms_.load(); }
   double last_local_step_rms() const override { return local_step_rms_.load(); }
@@ -100,7 +100,7 @@ class RoundAlgorithm : public Algorithm {
   std::atomic<int> period_;             // written on the caller thread, read anywhere
   int steps_since_round_ = 0;           // caller thread only
   std::function<void()> before_round_;  // caller thread only
-  ViewGate* gate_ = nullptr;            // caller thread only
+  ViewSchedule* gate_ = nullptr;            // caller thread only
   std::atomic<std::uint64_t> view_generation_{0};
   std::atomic<std::uint64_t> incomplete_rounds_{0};
   std::set<int> excused_logged_;  // communication thread only: peers already logged

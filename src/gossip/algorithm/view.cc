@@ -4,6 +4,19 @@
 
 namespace murmur::gossip {
 
+void PushedViews::push(ViewChange change) {
+  std::lock_guard lock(mutex_);
+  pending_ = std::move(change);
+}
+
+std::optional<ViewChange> PushedViews::before(std::uint64_t counter) {
+  std::lock_guard lock(mutex_);
+  std::optional<ViewChange> change;
+  change.swap(pending_);
+  if (change) change->first_round = counter;
+  return change;
+}
+
 Graph lift_to_members(const Graph& g, const std::vector<int>& members, int member_space) {
   MURMUR_CHECK(static_cast<int>(members.size()) == g.size());
   Graph lifted(member_space, g.directed());

@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,30 @@ struct ViewChange {
   std::vector<int> lost;
   std::vector<int> joined;
   std::uint64_t first_round = 0;  // the round (or step) from which it applies
+};
+
+// What an algorithm asks before each round (adpsgd: each step): the view
+// change to adopt before round `counter`, if one takes effect now. Caller
+// thread of the algorithm; may block (ViewGate, view_gate.h) or not
+// (PushedViews).
+class ViewSchedule {
+ public:
+  virtual ~ViewSchedule() = default;
+  virtual std::optional<ViewChange> before(std::uint64_t counter) = 0;
+};
+
+// Views chosen by the owner, adopted at the next round: for an algorithm
+// whose every round is a collective call that all ranks make at the same
+// point (the Peer's exact all-reduce), so that the owner can hand it the
+// view the gossip is in. Thread-safe.
+class PushedViews final : public ViewSchedule {
+ public:
+  void push(ViewChange change);
+  std::optional<ViewChange> before(std::uint64_t counter) override;
+
+ private:
+  std::mutex mutex_;
+  std::optional<ViewChange> pending_;
 };
 
 // A topology over a view's positions, seen in member-id space of

@@ -46,7 +46,7 @@
 
 namespace murmur::gossip {
 
-class ViewGate {
+class ViewGate final : public ViewSchedule {
  public:
   // Publishes `report` for `proposed` and returns every member's report, in
   // the order of proposed.members; nullopt when `abandon()` turned true
@@ -72,7 +72,7 @@ class ViewGate {
   // or more. Returns the change to adopt before it, if a committed view
   // takes effect now. Throws std::runtime_error when this member is not in
   // a newer view (it was declared lost) or the gate failed.
-  std::optional<ViewChange> before(std::uint64_t counter);
+  std::optional<ViewChange> before(std::uint64_t counter) override;
 
   View current() const;             // the view adopted by the caller
   std::uint64_t committed() const;  // the newest committed generation
