@@ -144,13 +144,18 @@ TEST_P(ViewChangeTest, SurvivorsAdoptTheViewAndAgree) {
   if (c.topology != "none") topology = gossip::make_topology({.kind = c.topology, .nodes = kSize});
   auto ranks = make_ranks(kSize, c, board, topology);
 
-  std::atomic<bool> victim_stopped{false};
+  std::atomic<bool> victim_stopped{false}, proposed{false};
   std::vector<std::future<void>> runs;
   for (int r = 0; r < kSize; ++r) {
     runs.push_back(std::async(std::launch::async, [&, r] {
       auto& rank = *ranks[r];
       const int steps = r == kVictim ? kill_at : c.steps;
-      for (int t = 0; t < steps; ++t) rank.algorithm->step(rank.x);
+      for (int t = 0; t < steps; ++t) {
+        // adpsgd has no rounds to hold the survivors back: without this they
+        // could finish before the view reaches them.
+        if (t == 2 * c.steps / 3) wait_for([&] { return proposed.load(); }, 60s);
+        rank.algorithm->step(rank.x);
+      }
       if (r == kVictim) {
         victim_stopped = true;
         return;
@@ -173,6 +178,7 @@ TEST_P(ViewChangeTest, SurvivorsAdoptTheViewAndAgree) {
   View survivors{1, {0, 1, 2, 3, 4}};
   for (int r = 0; r < kSize; ++r)
     if (r != kVictim) ranks[r]->gate->propose(survivors, "rank 5 was killed");
+  proposed = true;
   for (int r = 0; r < kSize; ++r) runs[r].get();
 
   std::vector<double> mean(ranks[0]->x.size(), 0.0);
