@@ -113,8 +113,9 @@ void add_job_flags(CLI::App& app, murmur::PeerConfig& p) {
 
 int main(int argc, char** argv) {
   // The job outlives murmur-run (issue 18): if murmur-run dies, writes to
-  // its pipes fail with EPIPE instead of killing this peer. Sockets need no
-  // such care: Asio and libfabric's tcp send with MSG_NOSIGNAL.
+  // its pipes fail with EPIPE instead of killing this peer. The disposition
+  // is process-wide, so a socket whose other end is gone cannot raise it
+  // either (Asio sends with MSG_NOSIGNAL anyway).
   murmur::peer::events::ignore_sigpipe();
   TrainOptions o;
   auto& p = o.peer;
