@@ -1,6 +1,7 @@
 # Tests of src/peer/launcher (murmur-run). Included from tests/peer/CMakeLists.txt.
 murmur_add_test(launcher_hostfile_test SOURCES launcher_hostfile_test.cc LIBS murmur::launcher)
 murmur_add_test(launcher_units_test SOURCES launcher_units_test.cc LIBS murmur::launcher)
+murmur_add_test(launcher_membership_test SOURCES launcher_membership_test.cc LIBS murmur::launcher)
 murmur_add_test(peer_events_test SOURCES peer_events_test.cc LIBS murmur::peer_events)
 
 # End to end: the real murmur-run starts launcher_test_peer processes.

@@ -149,9 +149,9 @@ TEST_F(Launcher, FourLocalPeersSucceedWithPrefixedOutputAndASummary) {
   EXPECT_EQ(names, (std::vector<std::string>{"err", "out", "pids", "summary.json"}));
 }
 
-TEST_F(Launcher, AFailingPeerIsNamedAndTheOthersAreStopped) {
-  EXPECT_EQ(run({"-np", "4", "--", LAUNCHER_TEST_PEER_PATH, "--join", "--fail-rank", "2", "--exit-code", "3", "--sleep",
-                 "30", "--pid-dir", pid_dir(), "--spawn-child"}),
+TEST_F(Launcher, AFailingPeerIsNamedAndTheOthersAreStoppedUnderTheStopPolicy) {
+  EXPECT_EQ(run({"-np", "4", "--on-failure", "stop", "--", LAUNCHER_TEST_PEER_PATH, "--join", "--fail-rank", "2",
+                 "--exit-code", "3", "--sleep", "30", "--pid-dir", pid_dir(), "--spawn-child"}),
             1);
   const auto e = err();
   EXPECT_NE(e.find("murmur-run: rank 2 (localhost): exited with status 3; last stderr line: "
@@ -164,7 +164,7 @@ TEST_F(Launcher, AFailingPeerIsNamedAndTheOthersAreStopped) {
 }
 
 TEST_F(Launcher, APeerKilledBySignalIsNamedWithItsLastStderrLine) {
-  start({"-np", "2", "--", LAUNCHER_TEST_PEER_PATH, "--sleep", "30", "--pid-dir", pid_dir()});
+  start({"-np", "2", "--on-failure", "stop", "--", LAUNCHER_TEST_PEER_PATH, "--sleep", "30", "--pid-dir", pid_dir()});
   ASSERT_TRUE(wait_for_pid_files(2)) << err();
   ::kill(std::stoi(read_file(dir_ / "pids" / "rank1.pid")), SIGKILL);
   EXPECT_EQ(finish(), 1);
@@ -262,10 +262,118 @@ TEST_F(Launcher, FlagErrorsAreOneLineAndExitTwo) {
 TEST_F(Launcher, HelpListsEveryFlagWithItsDefault) {
   EXPECT_EQ(run({"--help"}), 0);
   const auto o = out();
-  for (const char* flag : {"--np", "--hostfile", "-H", "--profile", "--summary", "--ssh", "--rendezvous-host",
-                           "--timeout", "--kill-grace", "--token", "ssh -o BatchMode=yes {host} {command}"}) {
+  for (const char* flag :
+       {"--np", "--hostfile", "-H", "--profile", "--summary", "--ssh", "--rendezvous-host", "--timeout", "--kill-grace",
+        "--token", "--on-failure", "--min-np", "--max-restarts", "ssh -o BatchMode=yes {host} {command}"}) {
     EXPECT_NE(o.find(flag), std::string::npos) << flag << " missing from:\n" << o;
   }
+}
+
+TEST_F(Launcher, UnderTheContinuePolicyTheOthersFinishWithoutALostPeer) {
+  auto summary = dir_ / "summary.json";
+  // The others work (sleep) for a second after rank 2 has failed.
+  ASSERT_EQ(run({"-np", "4", "--summary", summary.string(), "--", LAUNCHER_TEST_PEER_PATH, "--fail-rank", "2",
+                 "--exit-code", "3", "--sleep", "1"}),
+            0)
+      << err();
+  const auto o = out(), e = err();
+  EXPECT_NE(e.find("murmur-run: rank 2 (localhost) lost after "), std::string::npos) << e;
+  EXPECT_NE(e.find(" s: exited with status 3; last stderr line: 'rank 2 failing on purpose'; "), std::string::npos)
+      << e;
+  for (int r : {0, 1, 3}) EXPECT_NE(o.find("[" + std::to_string(r) + "] bye from rank"), std::string::npos) << o;
+  EXPECT_NE(o.find("finished: 3 of 4 peers (--min-np 2, --on-failure continue)\n"), std::string::npos) << o;
+  auto s = nlohmann::json::parse(read_file(summary));
+  EXPECT_EQ(s["on_failure"], "continue");
+  EXPECT_EQ(s["min_np"], 2);
+  EXPECT_EQ(s["finished"], 3);
+  ASSERT_EQ(s["lost"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["lost"][0]["rank"], 2);
+  EXPECT_EQ(s["lost"][0]["exit_status"], 3);
+  EXPECT_EQ(s["lost"][0]["reason"], "exited with status 3");
+  EXPECT_EQ(s["lost"][0]["last_stderr"], "rank 2 failing on purpose");
+  EXPECT_GT(s["lost"][0]["seconds"].get<double>(), 0.0);
+  EXPECT_TRUE(s["restarted"].empty());
+}
+
+TEST_F(Launcher, BelowMinNpTheRestAreStoppedAndTheJobFails) {
+  // --join: every peer has written its pids before rank 2 fails.
+  EXPECT_EQ(run({"-np", "4", "--min-np", "4", "--", LAUNCHER_TEST_PEER_PATH, "--join", "--fail-rank", "2", "--sleep",
+                 "30", "--pid-dir", pid_dir(), "--spawn-child"}),
+            1);
+  const auto e = err();
+  EXPECT_NE(e.find("murmur-run: rank 2 (localhost) lost after "), std::string::npos) << e;
+  EXPECT_NE(e.find("murmur-run: 0 finished and 3 running peer(s) are fewer than --min-np 4; stopping the job\n"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(count(e, "murmur-run: rank "), 1) << e;  // the stopped ones are not blamed
+  expect_all_dead(8);
+}
+
+TEST_F(Launcher, ARestartedPeerKnowsItsAttemptAndTheJobSucceeds) {
+  auto summary = dir_ / "summary.json";
+  ASSERT_EQ(run({"-np", "2", "--on-failure", "restart", "--max-restarts", "1", "--summary", summary.string(), "--",
+                 LAUNCHER_TEST_PEER_PATH, "--crash-rank", "1", "--crashes", "1"}),
+            0)
+      << err();
+  EXPECT_NE(out().find("[1] restart count 1\n"), std::string::npos) << out();
+  EXPECT_EQ(count(out(), "] restart count"), 1) << out();
+  EXPECT_NE(err().find("murmur-run: rank 1 (localhost) restarted (attempt 1) after "), std::string::npos) << err();
+  EXPECT_NE(err().find("exited with status 3; last stderr line: 'rank 1 crashing (restart count 0)'\n"),
+            std::string::npos)
+      << err();
+  auto s = nlohmann::json::parse(read_file(summary));
+  EXPECT_EQ(s["finished"], 2);
+  EXPECT_TRUE(s["lost"].empty()) << s.dump(2);
+  ASSERT_EQ(s["restarted"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["restarted"][0]["rank"], 1);
+  EXPECT_EQ(s["restarted"][0]["attempt"], 1);
+}
+
+TEST_F(Launcher, APeerThatCrashesPastMaxRestartsIsLost) {
+  auto summary = dir_ / "summary.json";
+  ASSERT_EQ(run({"-np", "2", "--on-failure", "restart", "--max-restarts", "1", "--summary", summary.string(), "--",
+                 LAUNCHER_TEST_PEER_PATH, "--crash-rank", "1", "--crashes", "2"}),
+            0)
+      << err();
+  EXPECT_NE(out().find("[1] restart count 1\n"), std::string::npos) << out();
+  EXPECT_NE(err().find("murmur-run: rank 1 (localhost) lost after "), std::string::npos) << err();
+  auto s = nlohmann::json::parse(read_file(summary));
+  EXPECT_EQ(s["finished"], 1);
+  ASSERT_EQ(s["restarted"].size(), 1u) << s.dump(2);
+  ASSERT_EQ(s["lost"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["lost"][0]["rank"], 1);
+  EXPECT_EQ(s["lost"][0]["last_stderr"], "rank 1 crashing (restart count 1)");
+}
+
+TEST_F(Launcher, EachViewChangeIsShownOnceWhateverHowManyPeersReportIt) {
+  auto summary = dir_ / "summary.json";
+  ASSERT_EQ(run({"-np", "3", "--summary", summary.string(), "--", LAUNCHER_TEST_PEER_PATH, "--view", "1"}), 0) << err();
+  EXPECT_EQ(count(err(), "murmur-run: view 1: 3 members, lost 3, joined none, spectral gap 0.5000 (first from rank "),
+            1)
+      << err();
+  EXPECT_NE(out().find("view changes: 1\n"), std::string::npos) << out();
+  auto s = nlohmann::json::parse(read_file(summary));
+  EXPECT_EQ(s["view_changes"], 1);
+  ASSERT_EQ(s["views"].size(), 1u);
+  EXPECT_EQ(s["views"][0]["lost"], nlohmann::json::array({3}));
+  EXPECT_EQ(s["views"][0]["members"], 3);
+}
+
+TEST_F(Launcher, PeersOutliveASigkilledLauncherAndFinishTheirWork) {
+  start({"-np", "2", "--", LAUNCHER_TEST_PEER_PATH, "--pid-dir", pid_dir(), "--chatter", "2"});
+  ASSERT_TRUE(wait_for_pid_files(2)) << err();
+  launcher_->signal(SIGKILL);
+  auto status = launcher_->wait_until(Clock::now() + std::chrono::seconds(10));
+  ASSERT_TRUE(status && WIFSIGNALED(*status));
+  for (int r = 0; r < 2; ++r) {
+    auto done = dir_ / "pids" / ("done" + std::to_string(r));
+    ASSERT_TRUE(wait_until([&] { return fs::exists(done); }, Clock::now() + std::chrono::seconds(15),
+                           std::chrono::milliseconds(20)))
+        << "rank " << r << " did not finish after murmur-run was killed";
+    // Its writes to the dead launcher's pipes failed, and it went on.
+    EXPECT_GT(std::stoi(read_file(done)), 0) << "rank " << r;
+  }
+  expect_all_dead(2);
 }
 
 }  // namespace

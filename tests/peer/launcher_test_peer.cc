@@ -11,12 +11,22 @@
 //   --fail-rank R    rank R prints "rank R failing on purpose" on stderr and
 //                    exits with --exit-code (after the join, when asked);
 //   --sleep S        then sleeps S seconds (--ignore-term: through SIGTERM);
-// and ends with "bye from rank R" without a newline.
+//   --crash-rank R   rank R exits with --exit-code while MURMUR_RESTART_COUNT
+//                    (0 when unset) is below --crashes (default 1);
+//   --chatter S      prints "tick N" on stdout and stderr every 50 ms for S
+//                    seconds, with SIGPIPE ignored as murmur-peer does, then
+//                    writes D/done<R> (--pid-dir D) saying how many writes
+//                    failed with EPIPE;
+//   --view G         emits a view event of generation G (3 members, rank 3
+//                    lost);
+// and ends with "bye from rank R" without a newline. A restarted peer
+// (MURMUR_RESTART_COUNT set) also prints "restart count N".
 #include <CLI/CLI.hpp>
 
 #include <spawn.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -99,6 +109,26 @@ void emit_events(int rank) {
   emit_event(event);
 }
 
+// Writes "tick N" lines for `seconds`; returns how many writes failed with
+// EPIPE (murmur-run died and closed the pipes' other ends).
+int chatter(int rank, double seconds) {
+  int broken = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (int n = 0; std::chrono::steady_clock::now() < end; ++n) {
+    auto line = "tick " + std::to_string(n) + " from rank " + std::to_string(rank) + "\n";
+    for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      if (::write(fd, line.data(), line.size()) < 0 && errno == EPIPE) ++broken;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // stands in for a step of work
+  }
+  return broken;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path + ".tmp") << text;
+  std::filesystem::rename(path + ".tmp", path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,7 +136,9 @@ int main(int argc, char** argv) {
   std::string pid_dir;
   bool spawn_child = false, join = false, events = false, ignore_term = false;
   int fail_rank = -1, exit_code = 3;
-  double sleep_seconds = 0;
+  double sleep_seconds = 0, chatter_seconds = 0;
+  int crash_rank = -1, crashes = 1;
+  std::int64_t view_generation = -1;
   app.add_option("--pid-dir", pid_dir);
   app.add_flag("--spawn-child", spawn_child);
   app.add_flag("--join", join);
@@ -115,6 +147,10 @@ int main(int argc, char** argv) {
   app.add_option("--exit-code", exit_code);
   app.add_option("--sleep", sleep_seconds);
   app.add_flag("--ignore-term", ignore_term);
+  app.add_option("--crash-rank", crash_rank);
+  app.add_option("--crashes", crashes);
+  app.add_option("--chatter", chatter_seconds);
+  app.add_option("--view", view_generation);
   CLI11_PARSE(app, argc, argv);
   try {
     if (ignore_term) std::signal(SIGTERM, SIG_IGN);
@@ -123,6 +159,8 @@ int main(int argc, char** argv) {
                 env_int("MURMUR_LOCAL_RANK"), env_int("MURMUR_LOCAL_SIZE"), env("MURMUR_HOST").c_str(),
                 env("MURMUR_LAUNCHER").c_str(), std::filesystem::current_path().c_str(),
                 std::getenv("MURMUR_LINK_PROFILE") ? env("MURMUR_LINK_PROFILE").c_str() : "(unset)");
+    const int restart_count = env("MURMUR_RESTART_COUNT").empty() ? 0 : env_int("MURMUR_RESTART_COUNT");
+    if (!env("MURMUR_RESTART_COUNT").empty()) std::printf("restart count %d\n", restart_count);
     std::fflush(stdout);
     std::fprintf(stderr, "stderr line from rank %d\n", rank);
     if (!pid_dir.empty()) {
@@ -131,6 +169,19 @@ int main(int argc, char** argv) {
     }
     if (join) join_group(rank, size);
     if (events) emit_events(rank);
+    if (view_generation >= 0) {
+      murmur::peer::events::ViewEvent v{rank, static_cast<std::uint64_t>(view_generation), 3, {3}, {}, 0.5};
+      murmur::peer::events::emit_event(to_json(v));
+    }
+    if (rank == crash_rank && restart_count < crashes) {
+      std::fprintf(stderr, "rank %d crashing (restart count %d)\n", rank, restart_count);
+      return exit_code;
+    }
+    if (chatter_seconds > 0) {
+      murmur::peer::events::ignore_sigpipe();
+      const int broken = chatter(rank, chatter_seconds);
+      if (!pid_dir.empty()) write_text(pid_dir + "/done" + std::to_string(rank), std::to_string(broken) + "\n");
+    }
     if (rank == fail_rank) {
       std::fprintf(stderr, "rank %d failing on purpose\n", rank);
       return exit_code;

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "peer/events/peer_events.h"
 
@@ -58,6 +60,43 @@ TEST(PeerEvents, MalformedLinesSayWhy) {
   EXPECT_EQ(why("@murmur {\"rank\":1}"), "no string \"event\" key");
   EXPECT_EQ(why("@murmur {\"event\":\"progress\",\"rank\":1}"), "missing key 'epoch'");
   EXPECT_EQ(why(R"(@murmur {"event":"progress","rank":1,"epoch":"x"})"), "key 'epoch' is not an integer");
+}
+
+TEST(PeerEvents, ViewRoundTripsThroughALine) {
+  ViewEvent v{3, 7, 3, {2}, {}, 0.25};
+  auto line = format_event(to_json(v));
+  EXPECT_EQ(
+      line,
+      R"(@murmur {"event":"view","generation":7,"joined":[],"lost":[2],"members":3,"rank":3,"spectral_gap":0.25})");
+  auto back = view_from_json(parse_event(line));
+  EXPECT_EQ(back.rank, 3);
+  EXPECT_EQ(back.generation, 7u);
+  EXPECT_EQ(back.members, 3);
+  EXPECT_EQ(back.lost, std::vector<int>{2});
+  EXPECT_TRUE(back.joined.empty());
+  EXPECT_DOUBLE_EQ(back.spectral_gap, 0.25);
+  v.spectral_gap = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(parse_event(format_event(to_json(v)))["spectral_gap"].is_null());
+  EXPECT_TRUE(std::isnan(view_from_json(parse_event(format_event(to_json(v)))).spectral_gap));
+}
+
+TEST(PeerEvents, MalformedViewsSayWhy) {
+  auto why = [](const std::string& json_text) {
+    try {
+      view_from_json(parse_event("@murmur " + json_text));
+    } catch (const EventError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head = R"({"event":"view","rank":0,"generation":1,"members":)";
+  EXPECT_EQ(why(head + R"(3,"lost":[1],"joined":[]})"), "no error");  // spectral_gap is optional
+  EXPECT_EQ(why(head + R"(-1,"lost":[],"joined":[]})"), "key 'members' is negative");
+  EXPECT_EQ(why(head + R"(3,"lost":1,"joined":[]})"), "key 'lost' is not an array");
+  EXPECT_EQ(why(head + R"(3,"lost":[-2],"joined":[]})"), "key 'lost' holds something that is not a rank");
+  EXPECT_EQ(why(head + R"(3,"lost":[],"joined":["x"]})"), "key 'joined' holds something that is not a rank");
+  EXPECT_EQ(why(R"({"event":"view","rank":0,"generation":-1,"members":3,"lost":[],"joined":[]})"),
+            "key 'generation' is negative");
 }
 
 }  // namespace

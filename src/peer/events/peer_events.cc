@@ -1,6 +1,7 @@
 #include "peer/events/peer_events.h"
 
 #include <cmath>
+#include <csignal>
 #include <limits>
 #include <type_traits>
 
@@ -43,6 +44,21 @@ double number(const json& event, const char* key, bool required) {
 // NaN travels as null (JSON has no NaN).
 json number_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
+std::vector<int> ranks(const json& event, const char* key) {
+  const json& v = field(event, key);
+  if (!v.is_array()) throw EventError(std::string("key '") + key + "' is not an array");
+  if (v.size() > kMaxViewRanks) throw EventError(std::string("key '") + key + "' lists too many ranks");
+  std::vector<int> out;
+  out.reserve(v.size());
+  for (const auto& r : v) {
+    if (!r.is_number_integer() || r.get<std::int64_t>() < 0 || r.get<std::int64_t>() > (1 << 30)) {
+      throw EventError(std::string("key '") + key + "' holds something that is not a rank");
+    }
+    out.push_back(r.get<int>());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_event(const json& event) {
@@ -83,6 +99,16 @@ json to_json(const ResultEvent& r) {
               {"wall_seconds", number_or_null(r.wall_seconds)}};
 }
 
+json to_json(const ViewEvent& v) {
+  return json{{"event", "view"},
+              {"rank", v.rank},
+              {"generation", v.generation},
+              {"members", v.members},
+              {"lost", v.lost},
+              {"joined", v.joined},
+              {"spectral_gap", number_or_null(v.spectral_gap)}};
+}
+
 bool is_event_line(std::string_view line) { return line.starts_with(kEventPrefix); }
 
 json parse_event(std::string_view line) {
@@ -117,5 +143,19 @@ ResultEvent result_from_json(const json& event) {
   r.wall_seconds = number(event, "wall_seconds", false);
   return r;
 }
+
+ViewEvent view_from_json(const json& event) {
+  ViewEvent v;
+  v.rank = integer<int>(event, "rank");
+  v.generation = integer<std::uint64_t>(event, "generation");
+  v.members = integer<int>(event, "members");
+  if (v.members < 0) throw EventError("key 'members' is negative");
+  v.lost = ranks(event, "lost");
+  v.joined = ranks(event, "joined");
+  v.spectral_gap = number(event, "spectral_gap", false);
+  return v;
+}
+
+void ignore_sigpipe() { std::signal(SIGPIPE, SIG_IGN); }
 
 }  // namespace murmur::peer::events

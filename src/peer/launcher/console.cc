@@ -23,7 +23,7 @@ std::size_t terminal_columns(std::FILE* out) {
 
 }  // namespace
 
-std::string live_progress_text(const std::vector<std::optional<events::ProgressEvent>>& latest) {
+std::string live_progress_text(const std::vector<std::optional<events::ProgressEvent>>& latest, PeerCounts counts) {
   const events::ProgressEvent* slowest = nullptr;
   double loss_sum = 0, accuracy_sum = 0;
   int loss_n = 0, accuracy_n = 0, reporting = 0;
@@ -37,10 +37,12 @@ std::string live_progress_text(const std::vector<std::optional<events::ProgressE
     sent += p->bytes_sent;
   }
   if (!slowest) return "";
-  return fmt::format(
-      "epoch {}/{} step {}/{}  loss {}  accuracy {}  sent {:.1f} MB  ({}/{} peers)", slowest->epoch, slowest->epochs,
-      slowest->step, slowest->steps, loss_n ? fmt::format("{:.4f}", loss_sum / loss_n) : "-",
-      accuracy_n ? fmt::format("{:.4f}", accuracy_sum / accuracy_n) : "-", sent / 1e6, reporting, latest.size());
+  auto peers = counts.lost > 0 ? fmt::format("{} live, {} lost", counts.live, counts.lost)
+                               : fmt::format("{}/{} peers", reporting, latest.size());
+  return fmt::format("epoch {}/{} step {}/{}  loss {}  accuracy {}  sent {:.1f} MB  ({})", slowest->epoch,
+                     slowest->epochs, slowest->step, slowest->steps,
+                     loss_n ? fmt::format("{:.4f}", loss_sum / loss_n) : "-",
+                     accuracy_n ? fmt::format("{:.4f}", accuracy_sum / accuracy_n) : "-", sent / 1e6, peers);
 }
 
 std::string plain_progress_text(const events::ProgressEvent& p) {
@@ -114,7 +116,7 @@ void Console::print_plain(int rank, const events::ProgressEvent& p) {
 void Console::progress(int rank, const events::ProgressEvent& p) {
   latest_[rank] = p;
   if (live_) {
-    live_text_ = live_progress_text(latest_);
+    live_text_ = live_progress_text(latest_, counts_);
     dirty_ = true;
     redraw(Clock::now());
     return;
@@ -133,6 +135,20 @@ void Console::peer_done(int rank) {
   if (live_ || !pending_[rank]) return;
   print_plain(rank, *pending_[rank]);
   pending_[rank].reset();
+}
+
+void Console::set_counts(PeerCounts counts) {
+  counts_ = counts;
+  if (!live_) return;
+  live_text_ = live_progress_text(latest_, counts_);
+  dirty_ = true;
+}
+
+void Console::forget_progress(int rank) {
+  latest_[rank].reset();
+  if (!live_) return;
+  live_text_ = live_progress_text(latest_, counts_);
+  dirty_ = true;
 }
 
 std::optional<Console::Clock::time_point> Console::redraw_due() const {

@@ -22,9 +22,16 @@
 
 namespace murmur::peer::launcher {
 
+// How many peers run now and how many the job has lost (--on-failure).
+struct PeerCounts {
+  int live = 0;
+  int lost = 0;
+};
+
 // "epoch 2/5 step 120/600  loss 0.4321  accuracy 0.8512  sent 12.3 MB  (3/4 peers)"
-// from the latest progress of each rank (nullopt: none yet).
-std::string live_progress_text(const std::vector<std::optional<events::ProgressEvent>>& latest);
+// from the latest progress of each rank (nullopt: none yet, or lost); once a
+// peer is lost the parenthesis is "(3 live, 1 lost)".
+std::string live_progress_text(const std::vector<std::optional<events::ProgressEvent>>& latest, PeerCounts counts = {});
 // "progress epoch 2/5 step 600/600 loss 0.4321 accuracy 0.8512 sent 12.3 MB"
 std::string plain_progress_text(const events::ProgressEvent& progress);
 
@@ -46,6 +53,10 @@ class Console {
   void progress(int rank, const events::ProgressEvent& progress);
   // The rank's output has ended: prints its pending plain progress line.
   void peer_done(int rank);
+  // The live and lost counts changed (a peer was lost or restarted). A lost
+  // rank's last progress no longer counts for the slowest peer.
+  void set_counts(PeerCounts counts);
+  void forget_progress(int rank);
   // Live mode: when the pending redraw is due; nullopt when nothing waits.
   std::optional<Clock::time_point> redraw_due() const;
   void redraw(Clock::time_point now);
@@ -62,6 +73,7 @@ class Console {
   std::FILE* err_;
   Clock::duration redraw_interval_;
   std::vector<std::optional<events::ProgressEvent>> latest_;
+  PeerCounts counts_;
   // Plain mode: per rank, the event not yet printed and the last epoch printed.
   std::vector<std::optional<events::ProgressEvent>> pending_;
   std::vector<int> printed_epoch_;

@@ -25,6 +25,7 @@
 #include "peer/launcher/console.h"
 #include "peer/launcher/job_plan.h"
 #include "peer/launcher/line_buffer.h"
+#include "peer/launcher/membership.h"
 #include "peer/launcher/report.h"
 #include "peer/launcher/signal_fd.h"
 
@@ -67,18 +68,38 @@ class Job {
 
   struct Peer {
     Placement place;
-    std::optional<Subprocess> process;
+    std::optional<Subprocess> process;  // the current attempt
     Stream out, err;
     std::string last_stderr;
-    std::optional<std::string> failure;  // why it failed, when it is blamed
+    std::optional<std::string> failure;  // why it stopped the job (--on-failure stop, or cannot start)
     std::optional<nlohmann::json> result;
+    bool finished = false;  // exited with status 0
+    std::vector<PeerFailure> restarts;
+    std::optional<PeerFailure> lost;
   };
 
   void start_rendezvous();
-  std::vector<std::string> environment(const Placement& p) const;
+  std::vector<std::string> environment(const Placement& p, int restart_count) const;
   bool spawn(Peer& peer);
   void reap();
-  void read_stream(Peer& peer, Stream& stream);
+  // One failed process of `peer` (not one the launcher stopped); sets
+  // stop_job when the policy says to stop every peer.
+  void handle_failure(Peer& peer, int status, bool& stop_job);
+  PeerFailure failure_of(Peer& peer, int status);
+  void restart(Peer& peer, PeerFailure failure);
+  void lose(Peer& peer, PeerFailure failure);
+  // Stops the job when fewer than --min-np peers can still finish.
+  void check_enough_peers();
+  int count_running() const;
+  double seconds_since_start() const;
+  PeerRecord record_of(const Peer& peer) const;
+  // Reads what the pipe holds, up to max_reads reads without waiting (after
+  // a process exits, all it wrote is there).
+  void read_available(Peer& peer, Stream& stream, int max_reads);
+  void read_stream(Peer& peer, Stream& stream) { read_available(peer, stream, 1); }
+  // Handles what the pipes of a process that is gone still hold, and stops
+  // polling them (a restart gives the rank new ones).
+  void retire_streams(Peer& peer);
   void handle_line(Peer& peer, const Stream& stream, const std::string& line);
   void close_stream(Peer& peer, Stream& stream);
   void stop(Stop why, int signo);
@@ -89,7 +110,7 @@ class Job {
   // Waits (poll) for output, a signal or the next deadline, and handles them.
   void poll_once(SignalFd& signals, std::optional<Clock::time_point> wake);
   void check_deadlines(Clock::time_point now);
-  int finish(Clock::time_point start);
+  int finish();
 
   const LaunchOptions& options_;
   Console console_;
@@ -97,6 +118,8 @@ class Job {
   std::unique_ptr<fabric::rendezvous::Server> server_;
   std::string rendezvous_address_;
   std::string token_;
+  Clock::time_point start_{};
+  ViewLog views_;
   Stop stop_ = Stop::kNone;
   int stop_signal_ = 0;
   std::optional<Clock::time_point> job_deadline_;  // --timeout
@@ -124,7 +147,7 @@ void Job::start_rendezvous() {
   rendezvous_address_ = host + ":" + std::to_string(server_->port());
 }
 
-std::vector<std::string> Job::environment(const Placement& p) const {
+std::vector<std::string> Job::environment(const Placement& p, int restart_count) const {
   std::vector<std::string> env = {
       "MURMUR_RANK=" + std::to_string(p.rank),
       "MURMUR_WORLD_SIZE=" + std::to_string(options_.np),
@@ -136,6 +159,9 @@ std::vector<std::string> Job::environment(const Placement& p) const {
       "MURMUR_LAUNCHER=murmur-run",
   };
   if (!options_.profile.empty()) env.push_back("MURMUR_LINK_PROFILE=" + options_.profile);
+  // Only restarts have it: a peer may resume from a checkpoint, or tell the
+  // others it is back.
+  if (restart_count > 0) env.push_back("MURMUR_RESTART_COUNT=" + std::to_string(restart_count));
   return env;
 }
 
@@ -149,10 +175,10 @@ bool Job::spawn(Peer& peer) {
   o.own_process_group = true;
   if (peer.place.local) {
     o.argv = options_.command;
-    o.extra_env = environment(peer.place);
+    o.extra_env = environment(peer.place, static_cast<int>(peer.restarts.size()));
   } else {
-    auto line =
-        remote_command_line(std::filesystem::current_path().string(), environment(peer.place), options_.command);
+    auto line = remote_command_line(std::filesystem::current_path().string(),
+                                    environment(peer.place, static_cast<int>(peer.restarts.size())), options_.command);
     o.argv = expand_ssh_template(options_.ssh_template, peer.place.host, line);
   }
   try {
@@ -174,22 +200,97 @@ bool Job::any_running() const {
   return false;
 }
 
+int Job::count_running() const {
+  int running = 0;
+  for (const auto& p : peers_) running += p.process && p.process->running();
+  return running;
+}
+
+double Job::seconds_since_start() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+PeerRecord Job::record_of(const Peer& p) const {
+  return {p.place.rank, p.place.host, p.result, p.finished, p.restarts, p.lost};
+}
+
 void Job::reap() {
-  bool failed = false;
+  bool stop_job = false;
   for (auto& p : peers_) {
     if (!p.process || !p.process->running()) continue;
     auto status = p.process->try_wait();
     if (!status) continue;
     // A killed shm user cannot unlink its region itself.
     if (p.place.local) remove_shm_regions_of(p.process->pid());
-    bool ok = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
-    // Once the launcher is stopping the job, exits are its own doing.
-    if (!ok && stop_ == Stop::kNone) {
-      p.failure = Subprocess::describe_status(*status);
-      failed = true;
+    if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) {
+      p.finished = true;
+    } else if (stop_ == Stop::kNone) {  // once the launcher is stopping the job, exits are its own doing
+      handle_failure(p, *status, stop_job);
     }
   }
-  if (failed) stop(Stop::kFailure, SIGTERM);
+  if (stop_job) stop(Stop::kFailure, SIGTERM);
+  check_enough_peers();
+  int lost = 0;
+  for (const auto& p : peers_) lost += p.lost.has_value();
+  console_.set_counts({count_running(), lost});
+}
+
+void Job::handle_failure(Peer& p, int status, bool& stop_job) {
+  switch (action_for_failure(options_.policy, static_cast<int>(p.restarts.size()))) {
+    case FailureAction::kStopJob:
+      p.failure = Subprocess::describe_status(status);
+      stop_job = true;
+      return;
+    case FailureAction::kRestart:
+      restart(p, failure_of(p, status));
+      return;
+    case FailureAction::kLose:
+      lose(p, failure_of(p, status));
+      return;
+  }
+}
+
+PeerFailure Job::failure_of(Peer& p, int status) {
+  // Its last words are in the pipes already: read them for last_stderr.
+  for (Stream* s : {&p.out, &p.err}) read_available(p, *s, 16);
+  PeerFailure f;
+  f.seconds = seconds_since_start();
+  f.reason = Subprocess::describe_status(status);
+  if (WIFEXITED(status)) f.exit_status = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) f.signal = WTERMSIG(status);
+  f.last_stderr = p.last_stderr;
+  return f;
+}
+
+void Job::restart(Peer& p, PeerFailure failure) {
+  p.restarts.push_back(std::move(failure));
+  console_.note(describe_restart(record_of(p), p.restarts.size()));
+  retire_streams(p);
+  // What the crashed attempt left in its group must not run beside the new one.
+  p.process->signal_group(SIGKILL);
+  p.last_stderr.clear();
+  if (spawn(p)) return;
+  // The program was there a moment ago; whatever took it, the rank is lost.
+  lose(p, PeerFailure{seconds_since_start(), *p.failure, std::nullopt, std::nullopt, ""});
+  p.failure.reset();
+}
+
+void Job::lose(Peer& p, PeerFailure failure) {
+  p.lost = std::move(failure);
+  // Children it left: the grace and SIGKILL of the job's end reach them if
+  // they keep its pipes open.
+  if (p.process) p.process->signal_group(SIGTERM);
+  console_.forget_progress(p.place.rank);
+  console_.note(describe_loss(record_of(p)) + fmt::format("; {} of {} peers running", count_running(), peers_.size()));
+}
+
+void Job::check_enough_peers() {
+  if (stop_ != Stop::kNone || options_.policy.on_failure == OnFailure::kStop) return;
+  int finished = 0;
+  for (const auto& p : peers_) finished += p.finished;
+  const int running = count_running();
+  if (can_still_succeed(options_.policy, finished, running)) return;
+  console_.note(fmt::format("{} finished and {} running peer(s) are fewer than --min-np {}; stopping the job", finished,
+                            running, options_.policy.min_np));
+  stop(Stop::kFailure, SIGTERM);
 }
 
 void Job::signal_all(int signo) {
@@ -208,8 +309,7 @@ void Job::stop(Stop why, int signo) {
   }
   stop_ = why;
   stop_signal_ = signo;
-  int running = 0;
-  for (const auto& p : peers_) running += p.process && p.process->running();
+  const int running = count_running();
   if (why == Stop::kTimeout) {
     console_.note(
         fmt::format("the job ran past --timeout {} s; stopping {} running peer(s)", options_.timeout_seconds, running));
@@ -237,6 +337,10 @@ void Job::handle_line(Peer& peer, const Stream& stream, const std::string& line)
     const auto kind = event["event"].get<std::string>();
     if (kind == "progress") {
       console_.progress(rank, events::progress_from_json(event));
+    } else if (kind == "view") {
+      auto view = events::view_from_json(event);
+      view.rank = rank;  // who sent it is known; what it claims is not trusted
+      if (views_.add(view, seconds_since_start())) console_.note(describe_view(views_.views().back()));
     } else if (kind == "result") {
       events::result_from_json(event);  // checks the keys the table and summary read
       peer.result = std::move(event);
@@ -255,16 +359,26 @@ void Job::close_stream(Peer& peer, Stream& stream) {
   if (!has_open_stream(peer)) console_.peer_done(peer.place.rank);
 }
 
-void Job::read_stream(Peer& peer, Stream& stream) {
-  char buffer[1 << 16];
-  ssize_t n = ::read(stream.fd, buffer, sizeof(buffer));
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (n <= 0) {
-    close_stream(peer, stream);
-    return;
+void Job::read_available(Peer& peer, Stream& stream, int max_reads) {
+  for (int i = 0; i < max_reads && stream.fd >= 0; ++i) {
+    char buffer[1 << 16];
+    ssize_t n = ::read(stream.fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {
+      close_stream(peer, stream);
+      return;
+    }
+    stream.lines.append(std::string_view(buffer, static_cast<std::size_t>(n)));
+    while (auto line = stream.lines.next_line()) handle_line(peer, stream, *line);
   }
-  stream.lines.append(std::string_view(buffer, static_cast<std::size_t>(n)));
-  while (auto line = stream.lines.next_line()) handle_line(peer, stream, *line);
+}
+
+void Job::retire_streams(Peer& peer) {
+  for (Stream* s : {&peer.out, &peer.err}) {
+    if (s->fd >= 0) close_stream(peer, *s);
+    s->lines = LineBuffer();
+  }
 }
 
 std::optional<Clock::time_point> Job::next_wake() const {
@@ -335,14 +449,14 @@ int Job::run() {
   SignalFd signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
   std::signal(SIGPIPE, SIG_IGN);
   start_rendezvous();
-  const auto start = Clock::now();
+  start_ = Clock::now();
   for (auto& p : peers_) {
     if (!spawn(p)) {
       stop(Stop::kFailure, SIGTERM);
       break;
     }
   }
-  if (options_.timeout_seconds > 0) job_deadline_ = start + seconds(options_.timeout_seconds);
+  if (options_.timeout_seconds > 0) job_deadline_ = start_ + seconds(options_.timeout_seconds);
   for (;;) {
     bool open = false;
     for (const auto& p : peers_) open = open || has_open_stream(p);
@@ -355,11 +469,11 @@ int Job::run() {
     console_.redraw(now);
     check_deadlines(now);
   }
-  return finish(start);
+  return finish();
 }
 
-int Job::finish(Clock::time_point start) {
-  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+int Job::finish() {
+  const double wall = seconds_since_start();
   console_.finish();
   if (stop_ == Stop::kSignal) return 128 + stop_signal_;
   if (stop_ == Stop::kTimeout) return exit_status::kTimeout;
@@ -375,14 +489,23 @@ int Job::finish(Clock::time_point start) {
   }
   std::vector<PeerRecord> records;
   bool any_result = false;
+  int finished = 0;
   for (const auto& p : peers_) {
-    records.push_back({p.place.rank, p.place.host, p.result});
+    records.push_back(record_of(p));
     any_result = any_result || p.result.has_value();
+    finished += p.finished;
+  }
+  if (finished < options_.policy.min_np && options_.policy.on_failure != OnFailure::kStop) {
+    console_.note(fmt::format("{} peer(s) finished, fewer than --min-np {}", finished, options_.policy.min_np));
+    return exit_status::kPeerFailed;
   }
   if (any_result) console_.print(format_result_table(records, wall));
+  console_.print(format_membership(records, views_.views(), options_.policy));
   if (!options_.summary_path.empty()) {
     try {
-      write_file_atomically(options_.summary_path, make_summary(records, wall, options_.command).dump(2) + "\n");
+      auto summary = make_summary(records, wall, options_.command);
+      summary.update(membership_summary(records, views_.views(), options_.policy));
+      write_file_atomically(options_.summary_path, summary.dump(2) + "\n");
     } catch (const std::runtime_error& e) {
       console_.note(fmt::format("--summary: {}", e.what()));
       return exit_status::kPeerFailed;
@@ -399,6 +522,9 @@ int run_job(const LaunchOptions& options) {
   bool any_remote = false;
   for (const auto& p : placements) any_remote = any_remote || !p.local;
   if (any_remote) expand_ssh_template(options.ssh_template, "host", "command");  // throws TemplateError
+  if (options.policy.min_np < 1 || options.policy.min_np > options.np) {
+    throw std::invalid_argument(fmt::format("--min-np {} is outside 1..{} (-np)", options.policy.min_np, options.np));
+  }
   Job job(options, std::move(placements));
   return job.run();
 }

@@ -1,7 +1,9 @@
 // run_job: murmur-run's work once its flags are parsed. It hosts the
 // rendezvous, starts every rank (here, or through the ssh template), relays
-// their output, follows their events, and stops them all when one fails,
-// when the timeout passes or when murmur-run gets SIGINT/SIGTERM/SIGHUP.
+// their output, follows their events, and applies the failure policy when a
+// peer fails (failure_policy.h: go on without it, restart it, or stop them
+// all); it stops them all when fewer than --min-np can still finish, when
+// the timeout passes or when murmur-run gets SIGINT/SIGTERM/SIGHUP.
 //
 // Blocking: runs until every peer has been reaped and its pipes closed.
 // Signals: blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD in the calling thread
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "peer/launcher/failure_policy.h"
 #include "peer/launcher/hostfile.h"
 #include "peer/launcher/remote_command.h"
 
@@ -34,6 +37,7 @@ struct LaunchOptions {
   double kill_grace_seconds = 3;  // SIGTERM, then SIGKILL after this
   std::string token;              // empty: a random one
   std::vector<std::string> command;
+  FailurePolicy policy;        // policy.min_np must be in [1, np]
   bool live_progress = false;  // one redrawn progress line (stdout is a terminal)
 };
 
@@ -45,8 +49,11 @@ inline constexpr int kUsage = 2;
 inline constexpr int kTimeout = 124;
 }  // namespace exit_status
 
-// Runs the job; returns murmur-run's exit status. Throws SlotError (np over
-// the slots) and TemplateError (bad --ssh) before starting anything.
+// Runs the job; returns murmur-run's exit status: kOk when --min-np peers
+// finished with status 0 (every peer, under --on-failure stop), kPeerFailed
+// otherwise. Throws SlotError (np over the slots), TemplateError (bad --ssh)
+// and std::invalid_argument (min_np outside [1, np]) before starting
+// anything.
 int run_job(const LaunchOptions& options);
 
 }  // namespace murmur::peer::launcher

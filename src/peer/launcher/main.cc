@@ -46,9 +46,27 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
 // Everything the flags fill in.
 struct CommandLine {
   murmur::peer::launcher::LaunchOptions options;
+  std::string on_failure = "continue";
   std::string hostfile;
   std::string host_list;
 };
+
+// --on-failure, --min-np, --max-restarts (failure_policy.h).
+void add_failure_flags(CLI::App& app, CommandLine& cl) {
+  auto& policy = cl.options.policy;
+  app.add_option("--on-failure", cl.on_failure,
+                 "when a peer exits non-zero or by a signal: continue (go on without it), stop (stop every "
+                 "peer and fail) or restart (start the rank again, up to --max-restarts times, then continue)")
+      ->check(CLI::IsMember({"continue", "stop", "restart"}))
+      ->capture_default_str();
+  app.add_option("--min-np", policy.min_np,
+                 "the job succeeds when this many peers finish with status 0, and is stopped once fewer can "
+                 "(continue, restart). Default: half of -np, rounded up")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-restarts", policy.max_restarts, "restarts per rank under --on-failure restart")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
 
 void add_flags(CLI::App& app, CommandLine& cl) {
   auto& options = cl.options;
@@ -73,12 +91,14 @@ void add_flags(CLI::App& app, CommandLine& cl) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--token", options.token, "rendezvous token (MURMUR_TOKEN). Default: a random one");
+  add_failure_flags(app, cl);
   // The program and its arguments: everything after "--" (or after the first
   // word that is not one of ours).
   app.prefix_command();
   app.footer(
-      "Exit status: 0 when every peer succeeded, 1 when a peer failed or could not start, 2 for bad\n"
-      "flags or hosts, 124 after --timeout, 128+N after signal N. See docs/launcher.md.");
+      "Exit status: 0 when --min-np peers finished with status 0 (every peer under --on-failure stop),\n"
+      "1 otherwise or when a peer could not start, 2 for bad flags or hosts, 124 after --timeout,\n"
+      "128+N after signal N. See docs/launcher.md.");
 }
 
 // Parses the flags and takes the program to run from what follows them.
@@ -123,6 +143,13 @@ int launch(const CLI::App& app, CommandLine& cl) {
       if (options.hosts.empty()) return usage_error("-np is required when no --hostfile or -H is given");
       options.np = 0;
       for (const auto& h : options.hosts) options.np += h.slots;
+    }
+    options.policy.on_failure = *murmur::peer::launcher::parse_on_failure(cl.on_failure);
+    if (app.count("--min-np") == 0) {
+      options.policy.min_np = murmur::peer::launcher::default_min_np(options.np);
+    } else if (options.policy.min_np > options.np) {
+      return usage_error("--min-np " + std::to_string(options.policy.min_np) + " is above -np " +
+                         std::to_string(options.np));
     }
     options.live_progress = ::isatty(STDOUT_FILENO) == 1;
     return murmur::peer::launcher::run_job(options);

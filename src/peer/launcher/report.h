@@ -12,10 +12,22 @@
 
 namespace murmur::peer::launcher {
 
+// One failure of a rank's process: when, why, and what it said last.
+struct PeerFailure {
+  double seconds = 0;              // since murmur-run started the job
+  std::string reason;              // "exited with status 3", "killed by signal 9 (Killed)"
+  std::optional<int> exit_status;  // set when it exited
+  std::optional<int> signal;       // set when a signal killed it
+  std::string last_stderr;         // its last stderr line; "" when none
+};
+
 struct PeerRecord {
   int rank = 0;
   std::string host;
   std::optional<nlohmann::json> result;  // the peer's result event, if it sent one
+  bool finished = false;                 // its (last) process exited with status 0
+  std::vector<PeerFailure> restarts;     // failures after which the rank was started again
+  std::optional<PeerFailure> lost;       // the failure that lost it (--on-failure continue/restart)
 };
 
 // The averaged model's accuracy: every peer reports the same value or null;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gossip/algorithm/gossip_flags.h"
+#include "peer/events/peer_events.h"
 #include "peer/model/blas_threads.h"
 #include "peer/train/trainer.h"
 
@@ -111,6 +112,11 @@ void add_job_flags(CLI::App& app, murmur::PeerConfig& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The job outlives murmur-run (issue 18): if murmur-run dies, writes to
+  // its pipes fail with EPIPE instead of killing this peer. The disposition
+  // is process-wide, so a socket whose other end is gone cannot raise it
+  // either (Asio sends with MSG_NOSIGNAL anyway).
+  murmur::peer::events::ignore_sigpipe();
   TrainOptions o;
   auto& p = o.peer;
   int blas_threads = 0;
