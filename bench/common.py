@@ -29,6 +29,8 @@ class Event:
     EPOCH = "epoch"
     SCHEDULE = "schedule"
     SUMMARY = "summary"
+    VIEW = "view"
+    REPARTITION = "repartition"
 
 
 class Key:
@@ -78,6 +80,15 @@ class Key:
     DATASET_BYTES = "dataset_bytes"
     SETUP_SECONDS = "setup_seconds"
     STEPS = "steps"
+    # view, repartition
+    GENERATION = "generation"
+    MEMBERS = "members"
+    LOST = "lost"
+    JOINED = "joined"
+    SPECTRAL_GAP = "spectral_gap"
+    GRAPH = "graph"
+    REASON = "reason"
+    POSITION = "position"
 
 
 # murmur-run --summary adds these to the result events it gathers

@@ -35,10 +35,21 @@
 // neighbours (see docs/embedding.md). average(), consensus_distance() and
 // averaged_model() are collectives: every rank calls them in the same order.
 //
+// Membership views (docs/resilience.md): with survive_lost_peers (the
+// default), a peer that dies, or stops answering past a deadline derived
+// from the observed round times while its heartbeats have stopped too, is
+// dropped from the job's membership view; every live peer adopts the new
+// view at the same round, with the graph rebuilt for it, and goes on.
+// view() says who is in; on_view_change() tells of each change. average()
+// and the other collectives run over the live view. The job's rendezvous
+// fails over to a standby hosted by a live peer if it is lost after join.
+//
 // Errors: std::invalid_argument for a configuration that cannot work (named
-// field and value); std::runtime_error for faults of the job: a lost peer
-// (message names its rank and host), a join that timed out, a rendezvous
-// that cannot be reached. After a peer failure every later call rethrows.
+// field and value); std::runtime_error for faults of the job: a join that
+// timed out, a rendezvous that cannot be reached, this peer declared lost by
+// the others (it stopped too long: the message says so), or, without
+// survive_lost_peers, a lost peer (the message names its rank and host).
+// After such a failure every later call rethrows.
 // std::logic_error for misuse: add_tensor() after the first step(), step()
 // before any add_tensor().
 //
@@ -87,6 +98,32 @@ struct PeerConfig : GossipOptions {
   std::string provider = "auto";      // auto | tcp | shm | verbs
   std::string link_profile;           // emulated links, e.g. "10gbe"; docs/link-profiles.md
   double timeout_s = 60;              // a peer silent this long is declared failed
+
+  // Failures (see "Membership views" above; docs/resilience.md). Off: the
+  // first lost peer fails every call of every other peer.
+  bool survive_lost_peers = true;
+  // A peer that has not answered for lost_peer_multiplier x the 99th
+  // percentile of recent waits (at least lost_peer_floor_s, at most
+  // timeout_s) is reported to the membership service, which declares it
+  // lost if its heartbeats stopped as well; a slow but live peer is waited
+  // for.
+  double lost_peer_floor_s = 2;
+  double lost_peer_multiplier = 8;
+};
+
+// A membership view: who takes part in the job from some round on.
+struct PeerView {
+  std::uint64_t generation = 0;  // grows by one or more at every change
+  std::vector<int> ranks;        // the live members, ascending
+  struct Departure {
+    int rank = -1;
+    std::string host;
+    std::string reason;
+  };
+  std::vector<Departure> lost;  // since the previous view
+  std::vector<int> joined;      // since the previous view
+  double spectral_gap = 0;      // of the view's graph; NaN: none or not computed
+  std::string topology;         // how the graph was rebuilt, one line
 };
 
 struct PeerLinkStats {
@@ -145,6 +182,13 @@ class Peer final {
   double consensus_distance();
 
   PeerStats stats() const;
+
+  // The view the gossip runs in now. Any thread.
+  PeerView view() const;
+  // Called with every new view the gossip adopts, on the thread that calls
+  // step(), from inside it, before the round that uses the view. Must not
+  // call back into the Peer.
+  void on_view_change(std::function<void(const PeerView&)> callback);
 
  private:
   class Impl;

@@ -1,6 +1,9 @@
 #include "gossip/algorithm/fabric_communicator.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
+#include <sstream>
 
 #include "fabric/errors.h"
 
@@ -25,8 +28,11 @@ fabric::RequestPtr FabricCommunicator::irecv(int peer, fabric::Tag tag, std::spa
   return transport_.irecv(peer, tag, buffer.data(), buffer.size());
 }
 
+void FabricCommunicator::set_failure_detector(FailureDetector detector) { detector_ = std::move(detector); }
+
 void FabricCommunicator::wait_all(std::span<const fabric::RequestPtr> requests, double timeout_s) {
   if (requests.empty()) return;
+  if (detector_.deadline != nullptr) return wait_detecting(requests, timeout_s);
   auto deadline = fabric::Clock::now() +
                   std::chrono::duration_cast<fabric::Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::exception_ptr error;
@@ -37,7 +43,13 @@ void FabricCommunicator::wait_all(std::span<const fabric::RequestPtr> requests, 
     // pending at the deadline; those are released below before unwinding.
     error = std::current_exception();
   }
-  // Stalled: fail the pending peers so that every request settles.
+  fail_stalled(requests, timeout_s, error);
+}
+
+// Stalled past the ceiling: fail the pending peers so that every request
+// settles, then throw.
+void FabricCommunicator::fail_stalled(std::span<const fabric::RequestPtr> requests, double timeout_s,
+                                      std::exception_ptr error) {
   fail_stalled_peers(*this, requests, timeout_s,
                      [this](int peer, std::exception_ptr e) { transport_.fail_peer(peer, std::move(e)); });
   std::exception_ptr later;
@@ -52,6 +64,51 @@ void FabricCommunicator::wait_all(std::span<const fabric::RequestPtr> requests, 
   if (later) std::rethrow_exception(later);
   // Every request completed without error after all (a completion raced the
   // deadline): the round is whole.
+}
+
+void FabricCommunicator::wait_detecting(std::span<const fabric::RequestPtr> requests, double timeout_s) {
+  using Seconds = std::chrono::duration<double>;
+  const auto start = fabric::Clock::now();
+  const auto ceiling = start + std::chrono::duration_cast<fabric::Clock::duration>(Seconds(timeout_s));
+  std::set<int> reported;  // failed links, told once per wait
+  for (;;) {
+    const double deadline_s = detector_.deadline->deadline_s();
+    const auto until =
+        std::min(ceiling, fabric::Clock::now() + std::chrono::duration_cast<fabric::Clock::duration>(Seconds(deadline_s)));
+    std::exception_ptr error;
+    bool settled = false;
+    try {
+      settled = fabric::wait_all(requests, until);
+    } catch (...) {
+      error = std::current_exception();
+      settled = std::all_of(requests.begin(), requests.end(), [](const auto& r) { return r->test(); });
+    }
+    for (const auto& r : requests) {
+      if (!r->test() || !r->error() || !reported.insert(r->peer()).second) continue;
+      std::string why = "its link failed";
+      try {
+        std::rethrow_exception(r->error());
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (detector_.suspect) detector_.suspect(r->peer(), /*silent=*/false, why);
+    }
+    if (settled) {
+      if (error) std::rethrow_exception(error);
+      detector_.deadline->observe(Seconds(fabric::Clock::now() - start).count());
+      return;
+    }
+    if (fabric::Clock::now() >= ceiling) return fail_stalled(requests, timeout_s, error);
+    std::set<int> silent;
+    for (const auto& r : requests)
+      if (!r->test()) silent.insert(r->peer());
+    for (int peer : silent) {
+      std::ostringstream why;
+      why << "no completion for " << Seconds(fabric::Clock::now() - start).count() << " s (deadline " << deadline_s
+          << " s, from observed round times)";
+      if (detector_.suspect) detector_.suspect(peer, /*silent=*/true, why.str());
+    }
+  }
 }
 
 double FabricCommunicator::now() const {

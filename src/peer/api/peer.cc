@@ -3,6 +3,7 @@
 #include "murmur/peer.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "gossip/schedule/schedule_file.h"
 #include "gossip/topology/factory.h"
 #include "peer/api/job_environment.h"
+#include "peer/api/membership.h"
 #include "peer/api/scalar_gather.h"
 #include "peer/api/schedule_agreement.h"
 #include "peer/api/tensor_set.h"
@@ -92,12 +94,16 @@ class Peer::Impl {
     group_options.join_timeout = to_ms(config_.join_timeout_s);
     group_ = fabric::Group::join(group_options);
     communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
-    scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s));
-    schedule_gather_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/", to_ms(config_.timeout_s));
+    if (config_.survive_lost_peers) start_membership(gossip_options);
+    scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s),
+                                                    membership_.get());
+    schedule_gather_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/",
+                                                            to_ms(config_.timeout_s), membership_.get());
 
     gossip::AlgorithmOptions options = gossip::algorithm_options(gossip_options, schedule);
     options.channel = kGossipChannel;
     options.timeout_s = config_.timeout_s;
+    options.tolerate_lost_peers = membership_ != nullptr;
     gossip_ = gossip::make_algorithm(config_.algorithm, options, *communicator_, topology_.get());
 
     // The collectives: an exact mean, whatever the job's settings.
@@ -106,7 +112,13 @@ class Peer::Impl {
     exact.average = true;
     exact.overlap = false;
     exact.timeout_s = config_.timeout_s;
+    exact.tolerate_lost_peers = membership_ != nullptr;
     collective_ = gossip::make_algorithm("allreduce", exact, *communicator_, nullptr);
+    if (membership_) {
+      collective_view_ = membership_->adopted();
+      gossip_->set_views(&membership_->gate());
+      collective_->set_views(&collective_views_);
+    }
     if (adaptive) schedule_config_ = schedule;
     peer_log().info("joined as rank {} of {} on {}: {} on {}, compressor {}, period {}", env_.rank, env_.world_size,
                     env_.host_name, config_.algorithm, topology_ ? topology_->name() : "(all ranks)",
@@ -130,6 +142,9 @@ class Peer::Impl {
     collective_.reset();
     gossip_.reset();
     communicator_.reset();
+    scalars_.reset();
+    schedule_gather_.reset();
+    membership_.reset();  // before the group whose callbacks it set
     if (group_) {
       // A rank that leaves while a peer still reads what it sent can take
       // that data with it (shm reads the sender's memory), and its clean
@@ -141,8 +156,6 @@ class Peer::Impl {
         peer_log().warn("leaving without the other ranks: {}", e.what());
       }
     }
-    scalars_.reset();
-    schedule_gather_.reset();
     group_.reset();
     if (server_) {
       // Rank 0 hosts the job's rendezvous: closing it while another rank is
@@ -223,21 +236,23 @@ class Peer::Impl {
     if (!collective_ || count == 0) return;
     const bool on_device = peer::resolve_on_device(data, kind, "average()");
     if (!on_device) {
-      collective_->step({data, count});
+      exact_mean({data, count});
       return;
     }
     std::vector<float> host(count);
     peer::copy_to_host(host.data(), data, count, true);
-    collective_->step(host);
+    exact_mean(host);
     peer::copy_from_host(data, host.data(), count, true);
   }
 
-  // Exact in double, the same bits on every rank (scalar_gather.h).
+  // Exact in double, the same bits on every rank (scalar_gather.h), over
+  // the live view.
   double average(double value) {
     if (!group_) return value;
     double sum = 0;
-    for (double v : scalars_->all(value, "average()")) sum += v;
-    return sum / env_.world_size;
+    const auto values = scalars_->all(value, "average()");
+    for (double v : values) sum += v;
+    return sum / static_cast<double>(values.size());
   }
 
   void averaged_model(float* out) {
@@ -258,6 +273,23 @@ class Peer::Impl {
       squared += d * d;
     }
     return std::sqrt(average(squared));
+  }
+
+  PeerView view() const {
+    PeerView v;
+    if (!membership_) {
+      for (int r = 0; r < env_.world_size; ++r) v.ranks.push_back(r);
+      v.spectral_gap = std::nan("");
+      return v;
+    }
+    return to_peer_view(membership_->history().back());
+  }
+
+  void on_view_change(std::function<void(const PeerView&)> callback) {
+    if (!membership_) return;
+    membership_->on_adopted([callback = std::move(callback)](const peer::ViewEvent& e) {
+      if (callback) callback(to_peer_view(e));
+    });
   }
 
   PeerStats stats() const {
@@ -286,6 +318,70 @@ class Peer::Impl {
   }
 
  private:
+  static PeerView to_peer_view(const peer::ViewEvent& e) {
+    PeerView v;
+    v.generation = e.generation;
+    v.ranks = e.members;
+    for (const auto& d : e.lost) v.lost.push_back({d.rank, d.host, d.reason});
+    v.joined = e.joined;
+    v.spectral_gap = e.spectral_gap;
+    v.topology = e.topology;
+    return v;
+  }
+
+  void start_membership(const GossipOptions& gossip_options) {
+    peer::Membership::Options m;
+    m.gossip = gossip_options;
+    m.topology = topology_;
+    m.deadline.floor_s = config_.lost_peer_floor_s;
+    m.deadline.multiplier = config_.lost_peer_multiplier;
+    m.deadline.ceiling_s = std::max(config_.timeout_s, config_.lost_peer_floor_s);
+    m.agreement_timeout = to_ms(config_.timeout_s);
+    membership_ = std::make_unique<peer::Membership>(*group_, m);
+    auto* membership = membership_.get();
+    communicator_->set_failure_detector(
+        {&membership->deadline(), [membership](int peer, bool silent, const std::string& reason) {
+           membership->suspect(peer, silent, reason);
+         }});
+  }
+
+  // The exact mean over the live view. With membership, a round that lost
+  // a member is not exact on every rank; all ranks learn whether any rank's
+  // was incomplete (a scalar gather: the same answer everywhere) and, if
+  // so, run it again over the next agreed view, from the same input.
+  void exact_mean(std::span<float> data) {
+    if (!membership_) {
+      collective_->step(data);
+      return;
+    }
+    const std::vector<float> input(data.begin(), data.end());
+    gossip::View view = std::max(collective_view_, membership_->adopted(),
+                                 [](const auto& a, const auto& b) { return a.generation < b.generation; });
+    const auto give_up = std::chrono::steady_clock::now() + to_ms(config_.timeout_s);
+    for (;;) {
+      if (view.generation != collective_view_.generation) {
+        gossip::ViewChange change;
+        change.view = view;
+        collective_views_.push(change);
+        collective_view_ = view;
+      }
+      const auto before = collective_->stats().incomplete_rounds;
+      collective_->step(data);
+      const bool whole = collective_->stats().incomplete_rounds == before;
+      double wholes = 0;
+      const auto flags = scalars_->gather(std::span<const double>(std::array<double, 1>{whole ? 1.0 : 0.0}),
+                                          "average() (was every rank's round whole?)", view);
+      for (const auto& f : flags.values) wholes += f.front();
+      if (wholes == static_cast<double>(flags.values.size())) return;
+      std::copy(input.begin(), input.end(), data.begin());
+      // The next agreed view after the one that failed: the same on every rank.
+      if (!membership_->wait_committed_after(view.generation, give_up))
+        throw std::runtime_error("average(): a member was lost and no new membership view was agreed within " +
+                                 std::to_string(config_.timeout_s) + " s");
+      view = membership_->committed_after(view.generation).front();
+    }
+  }
+
   // The first step checks that every rank registered the same layout and
   // runs the same algorithm: a mismatch would otherwise surface as a
   // truncated message or a silent wrong average.
@@ -332,7 +428,10 @@ class Peer::Impl {
   std::unique_ptr<fabric::rendezvous::Server> server_;
   std::unique_ptr<fabric::Group> group_;
   std::unique_ptr<gossip::FabricCommunicator> communicator_;
-  std::unique_ptr<gossip::Topology> topology_;
+  std::shared_ptr<gossip::Topology> topology_;
+  std::unique_ptr<peer::Membership> membership_;  // null: survive_lost_peers off, or a job of one
+  gossip::PushedViews collective_views_;         // the collective's view, chosen by exact_mean
+  gossip::View collective_view_;                 // caller thread: the view collective_ runs in
   std::unique_ptr<gossip::Algorithm> gossip_;
   std::unique_ptr<gossip::Algorithm> collective_;
   bool started_ = false;  // the layout check passed (caller thread)
@@ -379,5 +478,9 @@ double Peer::consensus_distance() {
   return impl_->guarded([&] { return impl_->consensus_distance(); });
 }
 PeerStats Peer::stats() const { return impl_->stats(); }
+PeerView Peer::view() const { return impl_->view(); }
+void Peer::on_view_change(std::function<void(const PeerView&)> callback) {
+  impl_->on_view_change(std::move(callback));
+}
 
 }  // namespace murmur

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "fabric/errors.h"
 #include "fabric/rendezvous/client.h"
+#include "peer/api/membership.h"
 
 namespace murmur::peer {
 
@@ -27,8 +29,16 @@ std::optional<std::vector<double>> parse_scalar_list(const std::string& text, st
   return values;
 }
 
-ScalarGather::ScalarGather(fabric::Group& group, std::string prefix, std::chrono::milliseconds timeout)
-    : group_(group), prefix_(std::move(prefix)), timeout_(timeout) {}
+ScalarGather::ScalarGather(fabric::Group& group, std::string prefix, std::chrono::milliseconds timeout,
+                           const Membership* membership)
+    : group_(group), prefix_(std::move(prefix)), timeout_(timeout), membership_(membership) {}
+
+gossip::View ScalarGather::start_view() const {
+  if (membership_ != nullptr) return membership_->adopted();
+  gossip::View all;
+  for (int r = 0; r < group_.size(); ++r) all.members.push_back(r);
+  return all;
+}
 
 std::vector<double> ScalarGather::all(double value, const std::string& what) {
   std::vector<double> values;
@@ -37,12 +47,14 @@ std::vector<double> ScalarGather::all(double value, const std::string& what) {
 }
 
 std::vector<std::vector<double>> ScalarGather::all(std::span<const double> values, const std::string& what) {
-  const std::uint64_t sequence = sequence_++;
-  publish(sequence, values);
-  return collect(sequence, values.size(), what);
+  return gather(values, what, start_view()).values;
 }
 
-void ScalarGather::publish(std::uint64_t sequence, std::span<const double> values) {
+std::string ScalarGather::key_prefix(std::uint64_t sequence, const gossip::View& view) const {
+  return prefix_ + std::to_string(sequence) + "/" + std::to_string(view.generation) + "/";
+}
+
+void ScalarGather::publish(std::uint64_t sequence, const gossip::View& view, std::span<const double> values) {
   std::string text;
   for (double v : values) {
     char one[64];
@@ -50,20 +62,53 @@ void ScalarGather::publish(std::uint64_t sequence, std::span<const double> value
     if (!text.empty()) text += ',';
     text += one;
   }
-  group_.control().set(prefix_ + std::to_string(sequence) + "/" + std::to_string(group_.rank()), text);
+  group_.control().set(key_prefix(sequence, view) + std::to_string(view.position(group_.rank())), text);
 }
 
-std::vector<std::vector<double>> ScalarGather::collect(std::uint64_t sequence, std::size_t count,
-                                                       const std::string& what) {
-  // One reply with every rank's value (not a round trip per rank).
-  const auto replies = group_.control().gather(prefix_ + std::to_string(sequence) + "/",
-                                               static_cast<std::uint32_t>(group_.size()), timeout_);
+bool ScalarGather::blocked_by_lost(std::uint64_t sequence, const gossip::View& view, const gossip::View& next) const {
+  for (int k = 0; k < view.size(); ++k) {
+    const int member = view.members[static_cast<std::size_t>(k)];
+    if (next.contains(member)) continue;
+    if (!group_.control().get(key_prefix(sequence, view) + std::to_string(k))) return true;
+  }
+  return false;
+}
+
+ScalarGather::Gathered ScalarGather::gather(std::span<const double> values, const std::string& what,
+                                            const gossip::View& start) {
+  const std::uint64_t sequence = sequence_++;
+  gossip::View view = start;
+  publish(sequence, view, values);
+  const auto give_up = std::chrono::steady_clock::now() + timeout_;
+  // Without membership one wait is the whole timeout; with it, short ones,
+  // so that a lost member is noticed between them.
+  const auto attempt = membership_ != nullptr ? std::chrono::milliseconds(200) : timeout_;
+  for (;;) {
+    try {
+      const auto replies =
+          group_.control().gather(key_prefix(sequence, view), static_cast<std::uint32_t>(view.size()), attempt);
+      return {parse(replies, view, values.size(), what), view};
+    } catch (const fabric::FabricError&) {
+      if (membership_ == nullptr || std::chrono::steady_clock::now() >= give_up) throw;
+    }
+    const auto later = membership_->committed_after(view.generation);
+    if (!later.empty() && blocked_by_lost(sequence, view, later.front())) {
+      view = later.front();
+      publish(sequence, view, values);
+    }
+  }
+}
+
+std::vector<std::vector<double>> ScalarGather::parse(const std::vector<std::string>& replies,
+                                                     const gossip::View& view, std::size_t count,
+                                                     const std::string& what) const {
   std::vector<std::vector<double>> gathered;
-  gathered.reserve(group_.size());
-  for (int r = 0; r < group_.size(); ++r) {
-    const std::string& reply = replies[static_cast<std::size_t>(r)];
+  gathered.reserve(replies.size());
+  for (std::size_t k = 0; k < replies.size(); ++k) {
+    const std::string& reply = replies[k];
     auto theirs = parse_scalar_list(reply, count);
     if (!theirs) {
+      const int r = view.members[k];
       throw std::runtime_error("rank " + std::to_string(r) + " (" + group_.peers()[r].host + ") contributed '" + reply +
                                "' to " + what + ", not " + std::to_string(count) + " finite number(s)");
     }

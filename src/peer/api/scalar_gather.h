@@ -5,11 +5,21 @@
 // there), no data-plane traffic, and every rank sees the same values in rank
 // order, so sums over them are bitwise equal everywhere.
 //
-// Each call uses fresh keys ("<prefix><sequence>/<rank>"), so all ranks must
-// call it the same number of times in the same order (a collective). Values
+// Each call uses fresh keys ("<prefix><sequence>/<generation>/<position>"),
+// so all ranks must call it the same number of times in the same order (a
+// collective). Values
 // arrive from the network: anything but a finite number is refused, naming
 // the rank and host that sent it.
-// Blocking: until every rank's value is there, or `timeout` (FabricError).
+//
+// Membership (with a Membership): a call gathers over the members of a view,
+// starting from the one the gossip runs in at the call (the same on every
+// member at the same step). When a member of it never publishes because it
+// was lost, every member moves to the next agreed view, and only then: a
+// member moves on only when some member that has not published is outside
+// the next view (it can no longer publish: the membership service refuses
+// writes from non-members), so every member ends with the same view and the
+// same values (the store keeps them).
+// Blocking: until every member's value is there, or `timeout` (FabricError).
 // Thread safety: one caller thread (the sequence number is not shared).
 #pragma once
 
@@ -21,6 +31,7 @@
 #include <vector>
 
 #include "fabric/group.h"
+#include "gossip/algorithm/view.h"
 
 namespace murmur::peer {
 
@@ -28,25 +39,42 @@ namespace murmur::peer {
 // floats ScalarGather writes included), nothing else; nullopt otherwise.
 std::optional<std::vector<double>> parse_scalar_list(const std::string& text, std::size_t count);
 
+class Membership;
+
 class ScalarGather {
  public:
-  // `group` must outlive this object.
-  ScalarGather(fabric::Group& group, std::string prefix, std::chrono::milliseconds timeout);
+  // `group` and `membership` (null: every rank, always) must outlive this
+  // object.
+  ScalarGather(fabric::Group& group, std::string prefix, std::chrono::milliseconds timeout,
+               const Membership* membership = nullptr);
 
+  // The view a call made now starts from (caller thread of the gossip).
+  gossip::View start_view() const;
+
+  struct Gathered {
+    std::vector<std::vector<double>> values;  // in the order of view.members
+    gossip::View view;                        // whose members they are
+  };
+  // Several scalars per member in one call. All must pass the same count;
+  // another count is refused like a bad number, naming the rank and host.
   // `what` names the collective in errors ("average()").
+  Gathered gather(std::span<const double> values, const std::string& what, const gossip::View& start);
+  // The same from start_view(), values only.
   std::vector<double> all(double value, const std::string& what);
-  // Several scalars per rank in one call: every rank's `values`, in rank
-  // order. All ranks must pass the same count; another count is refused
-  // like a bad number, naming the rank and host.
   std::vector<std::vector<double>> all(std::span<const double> values, const std::string& what);
 
  private:
-  void publish(std::uint64_t sequence, std::span<const double> values);
-  std::vector<std::vector<double>> collect(std::uint64_t sequence, std::size_t count, const std::string& what);
+  std::string key_prefix(std::uint64_t sequence, const gossip::View& view) const;
+  void publish(std::uint64_t sequence, const gossip::View& view, std::span<const double> values);
+  // Whether a member of `view` that has not published is outside `next`.
+  bool blocked_by_lost(std::uint64_t sequence, const gossip::View& view, const gossip::View& next) const;
+  std::vector<std::vector<double>> parse(const std::vector<std::string>& replies, const gossip::View& view,
+                                         std::size_t count, const std::string& what) const;
 
   fabric::Group& group_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
+  const Membership* membership_;
   std::uint64_t sequence_ = 0;
 };
 

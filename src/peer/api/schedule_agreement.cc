@@ -19,10 +19,10 @@ ScheduleAgreement::~ScheduleAgreement() {
   }
 }
 
-std::vector<ScheduleProposal> ScheduleAgreement::gather_now(const ScheduleProposal& mine) {
+std::vector<ScheduleProposal> ScheduleAgreement::gather_now(const ScheduleProposal& mine, const gossip::View& view) {
   const double values[] = {static_cast<double>(mine.period), mine.consensus, mine.least_aggressive ? 1.0 : 0.0};
   std::vector<ScheduleProposal> all;
-  for (const auto& v : gather_.all(std::span<const double>(values), "the schedule's agreement"))
+  for (const auto& v : gather_.gather(std::span<const double>(values), "the schedule's agreement", view).values)
     all.push_back({static_cast<int>(std::clamp(v[0], 1.0, 1e6)), v[1], v[2] != 0});
   return all;
 }
@@ -30,7 +30,7 @@ std::vector<ScheduleProposal> ScheduleAgreement::gather_now(const SchedulePropos
 std::vector<ScheduleProposal> ScheduleAgreement::operator()(const ScheduleProposal& mine) {
   if (!first_ && !in_flight_.valid()) {
     // Decision 0: nothing earlier to use, so it blocks once.
-    first_ = gather_now(mine);
+    first_ = gather_now(mine, gather_.start_view());
     return *first_;
   }
   std::vector<ScheduleProposal> previous;
@@ -40,7 +40,10 @@ std::vector<ScheduleProposal> ScheduleAgreement::operator()(const SchedulePropos
   } else {
     previous = in_flight_.get();  // rethrows a failure of the background gather
   }
-  in_flight_ = std::async(std::launch::async, [this, mine] { return gather_now(mine); });
+  // The view is taken here, on the caller's thread at this decision's step,
+  // where it is the same on every member (scalar_gather.h).
+  in_flight_ = std::async(std::launch::async,
+                          [this, mine, view = gather_.start_view()] { return gather_now(mine, view); });
   return previous;
 }
 

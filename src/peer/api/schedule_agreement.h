@@ -40,7 +40,8 @@ class ScheduleAgreement {
   std::vector<gossip::schedule::ScheduleProposal> operator()(const gossip::schedule::ScheduleProposal& mine);
 
  private:
-  std::vector<gossip::schedule::ScheduleProposal> gather_now(const gossip::schedule::ScheduleProposal& mine);
+  std::vector<gossip::schedule::ScheduleProposal> gather_now(const gossip::schedule::ScheduleProposal& mine,
+                                                             const gossip::View& view);
 
   ScalarGather& gather_;
   std::optional<std::vector<gossip::schedule::ScheduleProposal>> first_;  // decision 0's, until decision 1

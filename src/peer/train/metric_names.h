@@ -19,6 +19,10 @@ inline constexpr char kEpoch[] = "epoch";
 // the trainer adds kTime.
 inline constexpr char kSchedule[] = "schedule";
 inline constexpr char kSummary[] = "summary";
+// A membership view the gossip adopted (docs/resilience.md).
+inline constexpr char kView[] = "view";
+// This rank's data re-partitioned over a new view at an epoch boundary.
+inline constexpr char kRepartition[] = "repartition";
 }  // namespace event
 
 namespace key {
@@ -73,6 +77,16 @@ inline constexpr char kModelBufferBytes[] = "model_buffer_bytes";
 inline constexpr char kDatasetBytes[] = "dataset_bytes";
 inline constexpr char kSetupSeconds[] = "setup_seconds";
 inline constexpr char kSteps[] = "steps";
+
+// view (and kTime, kStep), repartition (kShardExamples, kStepsPerEpoch, kEpoch)
+inline constexpr char kGeneration[] = "generation";
+inline constexpr char kMembers[] = "members";  // ranks, ascending
+inline constexpr char kLost[] = "lost";        // [{rank, host, reason}]
+inline constexpr char kJoined[] = "joined";    // ranks
+inline constexpr char kSpectralGap[] = "spectral_gap";
+inline constexpr char kGraph[] = "graph";  // how the view's graph was built, one line
+inline constexpr char kReason[] = "reason";
+inline constexpr char kPosition[] = "position";  // this rank's place in the view (its shard)
 }  // namespace key
 
 }  // namespace murmur::peer::train::metric

@@ -103,10 +103,24 @@ void add_job_flags(CLI::App& app, murmur::PeerConfig& p) {
       ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs"}))
       ->capture_default_str()
       ->group(job);
-  app.add_option("--timeout", p.timeout_s, "seconds before a silent peer is declared failed")
+  app.add_option("--timeout", p.timeout_s, "the most seconds a silent peer is waited for (the deadline's ceiling)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
       ->group(job);
+  const std::string failures = "Failures (docs/resilience.md)";
+  app.add_flag("!--no-survive", p.survive_lost_peers,
+               "stop at the first lost peer instead of going on without it in a new membership view")
+      ->group(failures);
+  app.add_option("--lost-peer-floor", p.lost_peer_floor_s,
+                 "seconds: the least a silent peer is waited for before it is reported")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group(failures);
+  app.add_option("--lost-peer-multiplier", p.lost_peer_multiplier,
+                 "a silent peer is reported after this many times the 99th percentile of recent waits")
+      ->check(CLI::Range(1.0, 1000.0))
+      ->capture_default_str()
+      ->group(failures);
 }
 
 }  // namespace

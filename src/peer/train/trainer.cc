@@ -66,9 +66,13 @@ Accuracy evaluate_shared(Peer& peer, model::Model& model, std::span<const float>
                          const data::ImageDataset& test, int batch, data::Batch& scratch) {
   const auto local = read_parameters(model);
   write_parameters(model, parameters);
-  const std::size_t world = static_cast<std::size_t>(peer.world_size());
-  const std::size_t first = test.size() * peer.rank() / world;
-  const std::size_t last = test.size() * (peer.rank() + 1) / world;
+  // Slices by place in the live view; every member is at the same round.
+  const PeerView view = peer.view();
+  const std::size_t world = view.ranks.size();
+  const std::size_t position = static_cast<std::size_t>(
+      std::find(view.ranks.begin(), view.ranks.end(), peer.rank()) - view.ranks.begin());
+  const std::size_t first = test.size() * position / world;
+  const std::size_t last = test.size() * (position + 1) / world;
   const auto mine = evaluate_range(model, test, first, last - first, batch, scratch);
   write_parameters(model, local);
   Accuracy all;
@@ -136,6 +140,9 @@ class TrainingRun {
   EpochTotals train_epoch(int epoch);
   model::StepResult train_step();
   void end_epoch(int epoch, const EpochTotals& totals);
+  void take_shard(int members, int position);
+  void repartition_if_the_view_changed(int epoch);
+  void on_view(const PeerView& view);
   void save_checkpoint_after(int epoch);
   TrainSummary finish();
   nlohmann::json result_event(const TrainSummary& summary, const PeerStats& stats);
@@ -160,6 +167,7 @@ class TrainingRun {
   model::LrScheduleSpec schedule_;
   std::size_t shard_examples_ = 0;
   std::optional<data::Batcher> batcher_;
+  std::uint64_t partition_generation_ = 0;  // the view the shard was cut for
 
   int first_epoch_ = 0;
   long step_ = 0;
@@ -190,15 +198,11 @@ TrainingRun::TrainingRun(const TrainOptions& options)
   set_log_rank(rank_);
   metrics_.emplace(expand_rank(o_.metrics, rank_));
 
-  auto shards = data::partition(partition_spec_, data_.train.labels, data_.train.num_classes, world_, o_.seed);
-  auto shard = std::move(shards[rank_]);
-  cap_shard(shard, o_);
-  shards.clear();
-  shards.shrink_to_fit();
-  steps_per_epoch_ = train::steps_per_epoch(data_.train.size(), world_, o_.train_examples, o_.batch);
+  take_shard(world_, rank_);
+  // The schedule keeps the steps per epoch of the whole job: a view change
+  // re-cuts the data, not the learning-rate curve.
   schedule_ = lr_schedule(o_, steps_per_epoch_);
-  shard_examples_ = shard.size();
-  batcher_.emplace(data_.train, std::move(shard), o_.batch, shuffle_seed(o_, rank_));
+  peer_.on_view_change([this](const PeerView& view) { on_view(view); });
 
   auto params = model_->parameters();
   peer_.add_tensor("model", params.data(), params.size(),
@@ -223,7 +227,10 @@ TrainSummary TrainingRun::run() {
   write_start();
   setup_seconds_ = seconds_since(start_);
   batcher_->start_epoch(batcher_pass_);
-  for (int epoch = first_epoch_; epoch < o_.epochs; ++epoch) end_epoch(epoch, train_epoch(epoch));
+  for (int epoch = first_epoch_; epoch < o_.epochs; ++epoch) {
+    repartition_if_the_view_changed(epoch);
+    end_epoch(epoch, train_epoch(epoch));
+  }
   return finish();
 }
 
@@ -307,6 +314,66 @@ model::StepResult TrainingRun::train_step() {
   compute_seconds_ += seconds_since(compute_start);
   check_finite(r.loss, step_, o_);
   return r;
+}
+
+// This rank's shard when the data is cut into `members` shards (iid or
+// Dirichlet, from the job's seed: every member cuts the same way), and the
+// steps per epoch that go with it (the same on every member).
+void TrainingRun::take_shard(int members, int position) {
+  auto shards = data::partition(partition_spec_, data_.train.labels, data_.train.num_classes, members, o_.seed);
+  auto shard = std::move(shards[static_cast<std::size_t>(position)]);
+  cap_shard(shard, o_);
+  shards.clear();
+  shards.shrink_to_fit();
+  steps_per_epoch_ = train::steps_per_epoch(data_.train.size(), members, o_.train_examples, o_.batch);
+  shard_examples_ = shard.size();
+  batcher_.emplace(data_.train, std::move(shard), o_.batch, shuffle_seed(o_, rank_));
+}
+
+// At an epoch boundary, after a view change: the training set is cut again
+// over the live members, so that no example is left out from this epoch
+// on. (The epoch in which a member was lost misses the rest of its shard.)
+// Every member is at the same round here, so they all see the same view.
+void TrainingRun::repartition_if_the_view_changed(int epoch) {
+  const PeerView view = peer_.view();
+  if (view.generation == partition_generation_) return;
+  partition_generation_ = view.generation;
+  const auto at = std::find(view.ranks.begin(), view.ranks.end(), rank_);
+  const int position = static_cast<int>(at - view.ranks.begin());
+  take_shard(static_cast<int>(view.ranks.size()), position);
+  batcher_->start_epoch(batcher_pass_);
+  peer_log().info("epoch {}: data cut again over the {} members of view {}: shard {} of {} examples, {} steps",
+                  epoch + 1, view.ranks.size(), view.generation, position, shard_examples_, steps_per_epoch_);
+  write_timed({{key::kEvent, event::kRepartition},
+               {key::kEpoch, epoch + 1},
+               {key::kStep, step_},
+               {key::kGeneration, view.generation},
+               {key::kPosition, position},
+               {key::kShardExamples, shard_examples_},
+               {key::kStepsPerEpoch, steps_per_epoch_}});
+}
+
+// A view the gossip adopted (from inside step()): a metrics record and the
+// event murmur-run shows once per generation.
+void TrainingRun::on_view(const PeerView& view) {
+  nlohmann::json lost = nlohmann::json::array();
+  std::vector<int> lost_ranks;
+  for (const auto& d : view.lost) {
+    lost.push_back({{key::kRank, d.rank}, {key::kHost, d.host}, {key::kReason, d.reason}});
+    lost_ranks.push_back(d.rank);
+  }
+  const bool gap = std::isfinite(view.spectral_gap);
+  write_timed({{key::kEvent, event::kView},
+               {key::kStep, step_},
+               {key::kGeneration, view.generation},
+               {key::kMembers, view.ranks},
+               {key::kLost, lost},
+               {key::kJoined, view.joined},
+               {key::kSpectralGap, gap ? nlohmann::json(view.spectral_gap) : nlohmann::json(nullptr)},
+               {key::kGraph, view.topology}});
+  if (o_.events)
+    events::emit_event(events::to_json(events::ViewEvent{rank_, view.generation, static_cast<int>(view.ranks.size()),
+                                                         lost_ranks, view.joined, view.spectral_gap}));
 }
 
 void TrainingRun::end_epoch(int epoch, const EpochTotals& totals) {
