@@ -35,6 +35,8 @@ class LocalJob {
   std::vector<std::optional<int>> wait_all(std::chrono::seconds timeout);
   std::optional<int> wait(int rank, std::chrono::steady_clock::time_point deadline);
   void kill(int rank, int signo);
+  // Destroys the job's rendezvous server, as if its process died.
+  void stop_rendezvous() { server_.reset(); }
   // Everything rank `r` printed so far.
   std::string output(int rank) const;
   // Waits until rank `r`'s output contains `text`; false on timeout.

@@ -1,0 +1,156 @@
+// Peers that die, stall and come back, at small scale: jobs of
+// resilience_test_peer processes (the public Peer API) around a rendezvous,
+// with real signals. The full scenarios (8 peers, training, timings) come
+// from bench/resilience/chaos.py; docs/resilience.md has both.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/local_job.h"
+
+namespace murmur {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool exited_ok(const std::optional<int>& status) { return status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0; }
+
+// The last "<key> <value>" line of a rank's output.
+std::string last_value(const std::string& output, const std::string& key) {
+  std::string value;
+  std::regex line("(^|\\n)" + key + " ([^\\n]*)");
+  for (std::sregex_iterator it(output.begin(), output.end(), line), end; it != end; ++it) value = (*it)[2];
+  return value;
+}
+
+struct Outcome {
+  std::vector<std::optional<int>> statuses;
+  std::vector<std::string> outputs;
+};
+
+// Runs `size` peers; once rank `victim` has printed "step <at>", sends it
+// `signal` (and SIGCONT after `stopped_for` when the signal is SIGSTOP).
+Outcome run_with_fault(int size, const std::vector<std::string>& args, int victim, int at, int signal,
+                       std::chrono::milliseconds stopped_for = 0ms) {
+  testing::LocalJob job("tests/peer/resilience_test_peer", size, args, std::chrono::milliseconds(3000));
+  EXPECT_TRUE(job.wait_for_output(victim, "step " + std::to_string(at) + "\n", 120s)) << job.output(victim);
+  job.kill(victim, signal);
+  if (signal == SIGSTOP) {
+    std::this_thread::sleep_for(stopped_for);  // the fault itself: a process stopped this long
+    job.kill(victim, SIGCONT);
+  }
+  Outcome o;
+  o.statuses = job.wait_all(180s);
+  for (int r = 0; r < size; ++r) o.outputs.push_back(job.output(r));
+  return o;
+}
+
+void expect_survivors_agree(const Outcome& o, int victim, const std::string& members) {
+  for (int r = 0; r < static_cast<int>(o.outputs.size()); ++r) {
+    if (r == victim) continue;
+    ASSERT_TRUE(exited_ok(o.statuses[r])) << "rank " << r << ":\n" << o.outputs[r];
+    EXPECT_NE(o.outputs[r].find("members=" + members), std::string::npos) << o.outputs[r];
+    EXPECT_LT(std::stod(last_value(o.outputs[r], "done")), 1e-3) << "rank " << r << ":\n" << o.outputs[r];
+  }
+}
+
+class KilledPeer : public ::testing::TestWithParam<std::string> {};
+
+// Scenario 1 at small scale: one of four peers is SIGKILLed mid-run; the
+// other three adopt the view without it, finish, and agree (the consensus
+// distance over the live view is small at the end).
+TEST_P(KilledPeer, SurvivorsAdoptTheViewAndFinish) {
+  const std::string algorithm = GetParam();
+  std::vector<std::string> args = {"--algorithm", algorithm, "--steps", "400"};
+  if (algorithm == "choco") args.insert(args.end(), {"--compressor", "topk:0.3"});
+  if (algorithm == "sgp") args.insert(args.end(), {"--topology", "one-peer-exponential"});
+  if (algorithm == "topk-allreduce") args.insert(args.end(), {"--compressor", "topk:0.1"});
+  auto o = run_with_fault(4, args, /*victim=*/2, /*at=*/100, SIGKILL);
+  expect_survivors_agree(o, 2, "0,1,3");
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, KilledPeer,
+                         ::testing::Values("dpsgd", "choco", "sgp", "adpsgd", "allreduce", "topk-allreduce",
+                                           "local-sgd"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// Scenario 3 at small scale: a peer stopped for 6 s (its heartbeats stop
+// too) is declared lost after the derived deadline; the others go on; when
+// it continues it learns that it is out and exits with a clear message.
+TEST(StoppedPeer, IsDeclaredLostAndToldWhenItWakesUp) {
+  auto o = run_with_fault(4, {"--algorithm", "dpsgd", "--steps", "400"}, 1, 100, SIGSTOP, 6000ms);
+  expect_survivors_agree(o, 1, "0,2,3");
+  EXPECT_FALSE(exited_ok(o.statuses[1]));
+  EXPECT_NE(o.outputs[1].find("not in the job's membership view"), std::string::npos) << o.outputs[1];
+}
+
+// Scenario 9 at small scale: a slow peer that lives (heartbeats on time)
+// is waited for, not declared lost.
+TEST(SlowPeer, IsWaitedForNotDeclaredLost) {
+  testing::LocalJob job("tests/peer/resilience_test_peer", 3,
+                        {"--algorithm", "dpsgd", "--steps", "60", "--lost-peer-floor", "0.2"});
+  // Rank 2 is held in slices of 400 ms, each far past the others' derived
+  // deadline (floor 0.2 s) but shorter than the heartbeat window (3 s): they
+  // report it as silent, the membership service finds its heartbeats on
+  // time and answers "alive", and they keep waiting.
+  ASSERT_TRUE(job.wait_for_output(2, "step 20\n", 120s)) << job.output(2);
+  for (int k = 0; k < 6; ++k) {
+    job.kill(2, SIGSTOP);
+    std::this_thread::sleep_for(400ms);  // the fault itself: shorter than heartbeat_stale
+    job.kill(2, SIGCONT);
+    std::this_thread::sleep_for(100ms);
+  }
+  auto statuses = job.wait_all(120s);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
+    EXPECT_EQ(last_value(job.output(r), "generation"), "0") << job.output(r);
+  }
+}
+
+// Scenario 4 at small scale: the rendezvous is lost after start, then a
+// peer; the standby takes over and the survivors still agree on a view.
+TEST(LostRendezvous, ThenAPeerTheSurvivorsStillChangeView) {
+  testing::LocalJob job("tests/peer/resilience_test_peer", 4, {"--algorithm", "dpsgd", "--steps", "500"});
+  ASSERT_TRUE(job.wait_for_output(3, "step 60\n", 120s)) << job.output(3);
+  job.stop_rendezvous();
+  ASSERT_TRUE(job.wait_for_output(3, "step 200\n", 120s)) << job.output(3);
+  job.kill(3, SIGKILL);
+  auto statuses = job.wait_all(180s);
+  Outcome o{statuses, {}};
+  for (int r = 0; r < 4; ++r) o.outputs.push_back(job.output(r));
+  expect_survivors_agree(o, 3, "0,1,2");
+}
+
+// Scenario 6 at small scale: sgp over 6 ranks, two killed; the live ranks'
+// ratios agree to 1e-6 (mass held by the lost ranks is lost; what the live
+// ones hold is conserved among them: docs/resilience.md, "sgp's mass").
+TEST(SgpConsensus, LiveRanksAgreeAfterTwoAreKilled) {
+  testing::LocalJob job("tests/peer/resilience_test_peer", 6,
+                        {"--algorithm", "sgp", "--topology", "exponential", "--steps", "600"});
+  ASSERT_TRUE(job.wait_for_output(4, "step 100\n", 120s)) << job.output(4);
+  job.kill(4, SIGKILL);
+  ASSERT_TRUE(job.wait_for_output(5, "step 200\n", 120s)) << job.output(5);
+  job.kill(5, SIGKILL);
+  auto statuses = job.wait_all(180s);
+  std::vector<double> values;
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
+    values.push_back(std::stod(last_value(job.output(r), "value")));
+  }
+  for (double v : values) EXPECT_NEAR(v, values[0], 1e-6);
+}
+
+}  // namespace
+}  // namespace murmur

@@ -1,0 +1,76 @@
+// One rank of a resilience test job (tests/peer/resilience_test.cc, through
+// LocalJob), over the public header only. Each rank gossips a vector filled
+// from its rank for --steps steps, sleeping --compute-ms per step as a
+// trainer computes, and prints what the driver checks:
+//   "step S"                 every 20 steps (the driver kills on progress)
+//   "view G members=a,b,c"   each view the gossip adopts
+//   "weight W"               sgp: the push-sum weight after finish
+//   "done D"                 after finish: D = the consensus distance over
+//                            the live view (exact collective)
+//   "value V"                the first element after finish
+// Exits 0 when the run completed, 3 with the error otherwise.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "murmur/peer.h"
+
+int main(int argc, char** argv) {
+  int rank = 0, size = 1, port = 0, steps = 300;
+  std::string token, algorithm = "dpsgd", topology = "exponential", compressor = "identity";
+  double compute_ms = 5, floor_s = 1;
+  CLI::App app{"resilience test peer"};
+  app.add_option("--rank", rank);
+  app.add_option("--size", size);
+  app.add_option("--rendezvous-port", port);
+  app.add_option("--token", token);
+  app.add_option("--algorithm", algorithm);
+  app.add_option("--topology", topology);
+  app.add_option("--compressor", compressor);
+  app.add_option("--steps", steps);
+  app.add_option("--compute-ms", compute_ms);
+  app.add_option("--lost-peer-floor", floor_s);
+  CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  try {
+    murmur::PeerConfig config;
+    config.rank = rank;
+    config.world_size = size;
+    config.rendezvous = "127.0.0.1:" + std::to_string(port);
+    config.token = token;
+    config.algorithm = algorithm;
+    config.topology = topology;
+    config.compressor = compressor;
+    config.gamma = 0.3;
+    config.timeout_s = 30;
+    config.lost_peer_floor_s = floor_s;
+    murmur::Peer peer(config);
+    peer.on_view_change([](const murmur::PeerView& v) {
+      std::string members;
+      for (int r : v.ranks) members += (members.empty() ? "" : ",") + std::to_string(r);
+      std::printf("view %llu members=%s\n", static_cast<unsigned long long>(v.generation), members.c_str());
+    });
+    std::vector<float> x(1000);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(rank) + static_cast<float>(i) / 1000.0f;
+    peer.add_tensor("x", x.data(), x.size());
+    for (int s = 0; s < steps; ++s) {
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(compute_ms * 1000)));
+      peer.step();
+      if (s % 20 == 0) std::printf("step %d\n", s);
+    }
+    peer.finish();
+    const double distance = peer.consensus_distance();
+    std::printf("generation %llu\n", static_cast<unsigned long long>(peer.view().generation));
+    std::printf("done %.9g\n", distance);
+    std::printf("value %.9g\n", x[0]);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    std::printf("error %s\n", e.what());
+    return 3;
+  }
+}
