@@ -51,6 +51,7 @@ class Key:
     STEPS_PER_EPOCH = "steps_per_epoch"
     EPOCHS = "epochs"
     BATCH = "batch"
+    PID = "pid"
     # step, eval, epoch
     TIME = "time"
     EVAL_SECONDS = "eval_seconds"
@@ -89,6 +90,7 @@ class Key:
     GRAPH = "graph"
     REASON = "reason"
     POSITION = "position"
+    UNIX_TIME = "unix_time"
 
 
 # murmur-run --summary adds these to the result events it gathers

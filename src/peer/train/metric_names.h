@@ -43,6 +43,7 @@ inline constexpr char kShardExamples[] = "shard_examples";
 inline constexpr char kStepsPerEpoch[] = "steps_per_epoch";
 inline constexpr char kEpochs[] = "epochs";
 inline constexpr char kBatch[] = "batch";
+inline constexpr char kPid[] = "pid";  // the peer's process (fault injection: bench/resilience)
 
 // step, eval, epoch (and kTime in schedule)
 inline constexpr char kTime[] = "time";
@@ -87,6 +88,7 @@ inline constexpr char kSpectralGap[] = "spectral_gap";
 inline constexpr char kGraph[] = "graph";  // how the view's graph was built, one line
 inline constexpr char kReason[] = "reason";
 inline constexpr char kPosition[] = "position";  // this rank's place in the view (its shard)
+inline constexpr char kUnixTime[] = "unix_time";  // wall clock, seconds since 1970 (across processes)
 }  // namespace key
 
 }  // namespace murmur::peer::train::metric

@@ -1,6 +1,7 @@
 #include "peer/train/trainer.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -276,7 +277,8 @@ void TrainingRun::write_start() {
                    {key::kShardExamples, shard_examples_},
                    {key::kStepsPerEpoch, steps_per_epoch_},
                    {key::kEpochs, o_.epochs},
-                   {key::kBatch, o_.batch}});
+                   {key::kBatch, o_.batch},
+                   {key::kPid, static_cast<long>(::getpid())}});
 }
 
 EpochTotals TrainingRun::train_epoch(int epoch) {
@@ -365,6 +367,7 @@ void TrainingRun::on_view(const PeerView& view) {
   const bool gap = std::isfinite(view.spectral_gap);
   write_timed({{key::kEvent, event::kView},
                {key::kStep, step_},
+               {key::kUnixTime, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
                {key::kGeneration, view.generation},
                {key::kMembers, view.ranks},
                {key::kLost, lost},

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""The chaos driver: issue 18's failure scenarios on real training jobs.
+
+Each scenario runs murmur-run with murmur-peer (MLP on Fashion-MNIST,
+choco top-1% on an exponential graph unless named) and injects its faults
+when the peers' metrics files say they reached the right epoch; the
+uninterrupted run of the same job runs beside it. Results: one markdown
+table per scenario on stdout and a CSV in --out, with the commands.
+
+    bench/resilience/chaos.py --scenarios kill,stop,launcher,straggler,quiet
+
+Scenarios:
+  baseline    no fault (every other scenario's reference)
+  kill        SIGKILL one peer in epoch 2, another in epoch 3
+  stop        SIGSTOP one peer for --stop-seconds in epoch 2, then SIGCONT
+  launcher    SIGKILL murmur-run (and the rendezvous it hosts) in epoch 1,
+              then one peer in epoch 3
+  straggler   one peer held to a quarter of a core for the whole run
+              (SIGSTOP/SIGCONT duty cycle, 25 ms of every 100 ms running:
+              containers without cgroup v2 delegation cannot set cpu.max)
+  quiet       no fault, the other core kept busy: counts false alarms
+
+What each row reports: survivors, their averaged model's test accuracy
+(mean over survivors), wall time and its ratio to the baseline, the view
+changes, and per kill the time until each survivor adopted the view
+without the victim (min-max over survivors).
+"""
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import common  # noqa: E402
+
+E, K = common.Event, common.Key
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenarios", default="kill,stop,launcher,straggler,quiet")
+    p.add_argument("--algorithms", default="choco", help="comma list; 'kill' runs each of them")
+    p.add_argument("--np", type=int, default=8)
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--runs", type=int, default=1, help="repetitions of each row (report ranges)")
+    p.add_argument("--stop-seconds", type=float, default=20)
+    p.add_argument("--train-examples", type=int, default=0, help="cap each shard (0: whole shard)")
+    p.add_argument("--build", default=common.DEFAULT_BUILD)
+    p.add_argument("--out", default=None)
+    p.add_argument("--timeout", type=int, default=1200)
+    return p.parse_args()
+
+
+def peer_flags(algorithm):
+    flags = ["--model", "mlp", "--algorithm", algorithm]
+    if algorithm in ("choco", "dpsgd", "sgp", "adpsgd"):
+        flags += ["--topology", "one-peer-exponential" if algorithm == "sgp" else "exponential"]
+    if algorithm == "choco":
+        flags += ["--compress", "topk:0.01"]
+    return flags
+
+
+class Job:
+    """One murmur-run job and its peers' metrics files, read as they grow."""
+
+    def __init__(self, args, name, algorithm, out_dir):
+        self.dir = out_dir / name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.metrics = str(self.dir / "metrics-{rank}.jsonl")
+        launcher = common.binary(args.build, "murmur-run", "chaos")
+        peer = common.binary(args.build, "murmur-peer", "chaos")
+        program = [peer, *peer_flags(algorithm), "--epochs", str(args.epochs), "--metrics", self.metrics]
+        if args.train_examples:
+            program += ["--train-examples", str(args.train_examples)]
+        self.command = [launcher, "-np", str(args.np), "--on-failure", "continue", "--min-np", str(args.np // 2),
+                        "--summary", str(self.dir / "summary.json"), "--timeout", str(args.timeout), "--", *program]
+        self.np = args.np
+        self.log = open(self.dir / "murmur-run.log", "w")
+        self.start = time.time()
+        self.process = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT)
+        self.kills = []  # (rank, unix time)
+
+    def records(self, rank):
+        path = Path(self.metrics.replace("{rank}", str(rank)))
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass  # a line being written
+        return out
+
+    def pid(self, rank):
+        for r in self.records(rank):
+            if r.get(K.EVENT) == E.START:
+                return r[K.PID]
+        return None
+
+    def epochs_done(self, rank):
+        return sum(1 for r in self.records(rank) if r.get(K.EVENT) == E.EPOCH)
+
+    def wait_epoch(self, rank, epoch, timeout=1200):
+        """Until `rank` is in `epoch` (1-based): epoch - 1 epochs done."""
+        deadline = time.time() + timeout
+        while self.epochs_done(rank) < epoch - 1:
+            if time.time() > deadline or self.process.poll() is not None and self.epochs_done(rank) < epoch - 1:
+                return False
+            time.sleep(0.2)  # polling files another process writes
+        return True
+
+    def signal_peer(self, rank, signo):
+        pid = self.pid(rank)
+        if pid:
+            os.kill(pid, signo)
+            if signo == signal.SIGKILL:
+                self.kills.append((rank, time.time()))
+
+    def wait(self, timeout):
+        """Until every peer's summary (murmur-run may be dead) or the timeout."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None and all(self.finished_or_gone(r) for r in range(self.np)):
+                break
+            if all(self.finished_or_gone(r) for r in range(self.np)):
+                break
+            time.sleep(0.5)
+        self.end = time.time()
+        if self.process.poll() is None:
+            self.process.wait(timeout=60)
+
+    def finished_or_gone(self, rank):
+        if any(r.get(K.EVENT) == E.SUMMARY for r in self.records(rank)):
+            return True
+        pid = self.pid(rank)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+
+    def result(self):
+        survivors, accuracy, views, delays = [], [], 0, {}
+        generations = set()
+        for rank in range(self.np):
+            recs = self.records(rank)
+            summary = [r for r in recs if r.get(K.EVENT) == E.SUMMARY]
+            if summary:
+                survivors.append(rank)
+                accuracy.append(summary[-1][K.AVERAGE_MODEL_TEST_ACCURACY])
+            for r in recs:
+                if r.get(K.EVENT) != E.VIEW:
+                    continue
+                generations.add(r[K.GENERATION])
+                for victim, at in self.kills:
+                    if victim not in r[K.MEMBERS] and summary:
+                        delays.setdefault(victim, {}).setdefault(rank, r[K.UNIX_TIME] - at)
+        views = len(generations)
+        per_kill = {v: (min(d.values()), max(d.values())) for v, d in delays.items() if d}
+        return {"survivors": len(survivors), "accuracy": sum(accuracy) / len(accuracy) if accuracy else float("nan"),
+                "wall": self.end - self.start, "views": views, "view_delay": per_kill}
+
+
+def busy_core(stop):
+    while not stop.is_set():
+        pass  # the load itself: one core kept busy on purpose (scenario "quiet")
+
+
+def duty_cycle(job, rank, stop, running=0.025, period=0.1):
+    pid = None
+    while pid is None and not stop.is_set():
+        pid = job.pid(rank)
+        time.sleep(0.1)
+    while not stop.is_set():
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(period - running)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(running)
+        except ProcessLookupError:
+            return
+
+
+def run_scenario(args, scenario, algorithm, out_dir, index):
+    job = Job(args, f"{scenario}-{algorithm}-{index}", algorithm, out_dir)
+    stop = threading.Event()
+    helpers = []
+    if scenario == "kill":
+        if job.wait_epoch(3, 2):
+            job.signal_peer(3, signal.SIGKILL)
+        if job.wait_epoch(5, 3):
+            job.signal_peer(5, signal.SIGKILL)
+    elif scenario == "stop":
+        if job.wait_epoch(3, 2):
+            job.signal_peer(3, signal.SIGSTOP)
+            time.sleep(args.stop_seconds)  # the fault itself: stopped this long
+            job.signal_peer(3, signal.SIGCONT)
+    elif scenario == "launcher":
+        if job.wait_epoch(0, 1):
+            job.process.send_signal(signal.SIGKILL)
+        if job.wait_epoch(5, 3):
+            job.signal_peer(5, signal.SIGKILL)
+    elif scenario == "straggler":
+        helpers.append(threading.Thread(target=duty_cycle, args=(job, 3, stop)))
+    elif scenario == "quiet":
+        helpers.append(threading.Thread(target=busy_core, args=(stop,)))
+    for h in helpers:
+        h.start()
+    job.wait(args.timeout)
+    stop.set()
+    for h in helpers:
+        h.join()
+    return job.result() | {"scenario": scenario, "algorithm": algorithm, "command": " ".join(job.command)}
+
+
+def main():
+    args = parse_args()
+    out_dir = Path(args.out or f"/tmp/chaos-{int(time.time())}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    algorithms = args.algorithms.split(",")
+    rows = []
+    for algorithm in algorithms:
+        for index in range(args.runs):
+            base = run_scenario(args, "baseline", algorithm, out_dir, index)
+            rows.append(base | {"ratio": 1.0})
+            for scenario in args.scenarios.split(","):
+                if scenario != "kill" and algorithm != algorithms[0]:
+                    continue
+                row = run_scenario(args, scenario, algorithm, out_dir, index)
+                rows.append(row | {"ratio": row["wall"] / base["wall"]})
+                print(json.dumps(rows[-1]), flush=True)
+    with open(out_dir / "chaos.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["scenario", "algorithm", "survivors", "accuracy", "wall_s", "ratio", "views", "view_delay_s"])
+        for r in rows:
+            delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))
+            w.writerow([r["scenario"], r["algorithm"], r["survivors"], f"{r['accuracy']:.4f}", f"{r['wall']:.1f}",
+                        f"{r['ratio']:.2f}", r["views"], delays])
+    print(f"| scenario | algorithm | survivors | avg-model accuracy | wall s | vs baseline | views | "
+          f"kill -> new view (s, min-max over survivors) |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))
+        print(f"| {r['scenario']} | {r['algorithm']} | {r['survivors']} | {r['accuracy']:.4f} | {r['wall']:.1f} | "
+              f"{r['ratio']:.2f} | {r['views']} | {delays} |")
+    print(f"\nresults: {out_dir}/chaos.csv; commands in each row's murmur-run.log folder", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
