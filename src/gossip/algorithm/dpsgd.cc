@@ -28,7 +28,7 @@ class Dpsgd final : public RoundAlgorithm {
     cached_ = false;
   }
 
-  void begin_round(std::span<const float> params) override { snapshot_->assign(params.begin(), params.end()); }
+  void begin_round(std::span<const float> params) override { snapshot_.fresh().assign(params.begin(), params.end()); }
 
   void run_round(std::uint64_t round) override {
     // A static topology's neighbourhood is computed once; a time-varying
@@ -43,7 +43,7 @@ class Dpsgd final : public RoundAlgorithm {
     inbox_.resize(ins.size());
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k]->resize(n);
+      inbox_[k].fresh().resize(n);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kDpsgd, round), inbox_[k]));
     }
     for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), snapshot_));
