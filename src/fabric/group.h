@@ -11,22 +11,37 @@
 // control() calls are thread-safe.
 // Ownership: the Group owns the rendezvous client and the transport; the
 // destructor leaves the rendezvous (a clean leave) and closes the transport.
+//
+// Views and failover: the rendezvous pushes a membership view (generation,
+// live members) at every change; the Group passes each lost member to
+// transport().fail_peer() and then to the on_view callback. With
+// options.standby, each member hosts an idle standby rendezvous server and
+// publishes its address at join, so that the control plane (view(), on_view,
+// suspect, control(), barrier()) survives the loss of the rendezvous server
+// after join (rendezvous/client.h, "Failover").
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "fabric/rendezvous/client.h"
 #include "fabric/transport.h"
 #include "fabric/transport_options.h"
 
 namespace murmur::fabric {
 
 namespace rendezvous {
-class Client;
-}
+class Server;
+}  // namespace rendezvous
+
+struct MembershipView {
+  std::uint64_t generation = 0;
+  std::vector<PeerInfo> members;  // ascending rank
+};
 
 struct GroupOptions {
   int rank = 0;
@@ -43,6 +58,18 @@ struct GroupOptions {
   std::string link_profile;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds join_timeout{60000};
+  // The rendezvous server counts as lost after this long without an answer
+  // to heartbeats; the standby declares a silent suspect lost after this
+  // long without a heartbeat. 0: 3 x heartbeat_interval.
+  std::chrono::milliseconds heartbeat_stale{0};
+  // After a failover, members that have not reconnected within this are lost.
+  std::chrono::milliseconds failover_grace{5000};
+  // Host this member's standby rendezvous server (listening on an ephemeral
+  // port of standby_bind_host) and fail over to the members' standbys.
+  bool standby = true;
+  std::string standby_bind_host = "0.0.0.0";
+  // How the others reach this member's standby; empty: self_host.
+  std::string standby_host;
 };
 
 class Group final {
@@ -55,6 +82,19 @@ class Group final {
   const std::vector<PeerInfo>& peers() const { return peers_; }
   Transport& transport() { return *transport_; }
   rendezvous::Client& control() { return *control_; }
+
+  // The current view (a copy). Thread-safe.
+  MembershipView view() const;
+  // Replaces the callback; called on the client's io thread for every new
+  // view, in order, after the lost members have been passed to
+  // transport().fail_peer(). Must not block or call back into the Group.
+  struct LostPeer;
+  void on_view(std::function<void(const MembershipView& view, const std::vector<LostPeer>& lost)> callback);
+  using Evidence = rendezvous::Evidence;
+  using SuspectVerdict = rendezvous::SuspectVerdict;
+  // Blocks for one round trip to the membership service (bounded;
+  // kUnreachable if none answers).
+  SuspectVerdict suspect(int rank, Evidence evidence, const std::string& reason);
 
   // Every rank reaches `name` before any returns. FabricError on timeout or
   // when a member is lost meanwhile.
@@ -83,6 +123,7 @@ class Group final {
   // Declared in creation order so they are destroyed in reverse: the relay
   // outlives neither; the transport closes before the client leaves.
   std::shared_ptr<FailureRelay> relay_;
+  std::unique_ptr<rendezvous::Server> standby_;  // outlives the client: others may still use it
   std::unique_ptr<rendezvous::Client> control_;
   std::unique_ptr<Transport> transport_;
 };

@@ -1,82 +1,36 @@
 #include "fabric/rendezvous/client.h"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
-#include <condition_variable>
-#include <map>
-#include <mutex>
-#include <thread>
 
 #include "common/log.h"
 #include "fabric/errors.h"
-#include "fabric/rendezvous/connection.h"
-#include "fabric/rendezvous/wire.h"
+#include "fabric/rendezvous/client_impl.h"
 
 namespace murmur::fabric::rendezvous {
 namespace asio = boost::asio;
-using asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
 
-class Client::Impl {
- public:
-  explicit Impl(ClientOptions options);
-  ~Impl();
-
-  wire::Response call(wire::Request q, Clock::duration wait_for, const std::string& what);
-  void on_member_lost(std::function<void(const MemberLost&)> callback);
-  void leave();
-  const ClientOptions& options() const { return options_; }
-
- private:
-  // One request waiting for its answer.
-  struct Call {
-    bool done = false;
-    wire::Response response;
-    std::exception_ptr error;
-  };
-  enum class State { connecting, ready, failed };
-
-  asio::awaitable<void> run();
-  asio::awaitable<void> heartbeats();
-  asio::awaitable<void> connect(Clock::time_point deadline);
-  void dispatch(wire::ServerMessage message);
-  void connection_lost(const std::string& reason);
-  void fail_connect(std::exception_ptr error);
-  void notify(const MemberLost& lost);
-  void stop_io();
-  std::string server() const { return options_.server_host + ":" + std::to_string(options_.server_port); }
-  std::string me() const { return "rendezvous client rank " + std::to_string(options_.rank); }
-
-  ClientOptions options_;
-  asio::io_context io_;  // first: destroyed last
-  asio::steady_timer heartbeat_timer_;
-  std::shared_ptr<Connection> conn_;  // io thread only
-
-  // Lock order: mutex_ is a leaf; it is never held while calling the
-  // callback, sending, or waiting on the io thread.
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  State state_ = State::connecting;
-  std::exception_ptr broken_;  // why connecting failed or the connection was lost
-  bool leaving_ = false;       // the connection's end is expected: stay quiet
-  bool left_ = false;          // no more calls
-  std::uint64_t next_id_ = 1;  // 0 is "no answer wanted"
-  std::map<std::uint64_t, std::shared_ptr<Call>> pending_;
-  std::function<void(const MemberLost&)> callback_;
-
-  std::thread thread_;  // last: started once everything above exists
-};
+const char* verdict_name(SuspectVerdict verdict) {
+  switch (verdict) {
+    case SuspectVerdict::kDeclared:
+      return "declared";
+    case SuspectVerdict::kAlreadyLost:
+      return "already lost";
+    case SuspectVerdict::kAlive:
+      return "alive";
+    case SuspectVerdict::kNotMember:
+      return "not a member";
+    case SuspectVerdict::kUnreachable:
+      return "unreachable";
+  }
+  return "?";
+}
 
 Client::Impl::Impl(ClientOptions options) : options_(std::move(options)), heartbeat_timer_(io_) {
+  server_ = options_.server_host + ":" + std::to_string(options_.server_port);
   asio::co_spawn(io_, run(), asio::detached);
   thread_ = std::thread([this] { io_.run(); });
 
@@ -90,7 +44,7 @@ Client::Impl::Impl(ClientOptions options) : options_(std::move(options)), heartb
   lock.unlock();
   stop_io();
   if (error) std::rethrow_exception(error);
-  throw FabricError(me() + ": no Hello answer from " + server() + " within " +
+  throw FabricError(me() + ": no Hello answer from " + server_ + " within " +
                     std::to_string(options_.connect_timeout.count()) + " ms");
 }
 
@@ -111,130 +65,6 @@ void Client::Impl::stop_io() {
     io_.stop();
   });
   thread_.join();
-}
-
-asio::awaitable<void> Client::Impl::connect(Clock::time_point deadline) {
-  boost::system::error_code ec;
-  tcp::resolver resolver(io_);
-  auto backoff = std::chrono::milliseconds(50);
-  std::string last_error = "no attempt";
-  for (;;) {
-    auto endpoints = co_await resolver.async_resolve(options_.server_host, std::to_string(options_.server_port),
-                                                     asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) {
-      tcp::socket socket(io_);
-      co_await asio::async_connect(socket, endpoints, asio::redirect_error(asio::use_awaitable, ec));
-      if (!ec) {
-        socket.set_option(tcp::no_delay(true), ec);
-        conn_ = std::make_shared<Connection>(std::move(socket));
-        co_return;
-      }
-    }
-    last_error = ec.message();
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      throw FabricError(me() + ": cannot connect to rendezvous server " + server() + " within " +
-                        std::to_string(options_.connect_timeout.count()) + " ms: " + last_error);
-    }
-    // The server may simply not be up yet: retry with a growing pause.
-    asio::steady_timer pause(io_, std::min<Clock::duration>(backoff, deadline - now));
-    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
-  }
-}
-
-asio::awaitable<void> Client::Impl::run() {
-  const auto deadline = Clock::now() + options_.connect_timeout;
-  try {
-    co_await connect(deadline);
-    wire::Hello hello;
-    hello.token = options_.token;
-    hello.rank = options_.rank;
-    hello.size = options_.size;
-    hello.host = options_.self_host;
-    conn_->send(wire::encode(hello));
-
-    // A server that accepts but never answers must not hang us.
-    asio::steady_timer hello_timer(io_, deadline);
-    hello_timer.async_wait([conn = conn_](const boost::system::error_code& ec) {
-      if (!ec) conn->close();
-    });
-    std::optional<std::vector<std::uint64_t>> body;
-    try {
-      body = co_await conn_->read_frame(options_.max_message_bytes);
-    } catch (const boost::system::system_error&) {
-      // handled below as "no answer"
-    }
-    hello_timer.cancel();
-    if (!body) {
-      throw FabricError(me() + ": rendezvous server " + server() + " closed the connection without answering Hello" +
-                        (Clock::now() >= deadline ? " (timed out)" : ""));
-    }
-    const auto message = wire::decode_server(*body, options_.max_message_bytes);
-    const auto* welcome = std::get_if<wire::Welcome>(&message);
-    if (welcome == nullptr)
-      throw FabricError(me() + ": rendezvous server " + server() + " answered Hello with something else");
-    if (!welcome->ok) {
-      throw FabricError("rendezvous server " + server() + " refused rank " + std::to_string(options_.rank) + ": " +
-                        welcome->refused);
-    }
-  } catch (const std::exception& e) {
-    fail_connect(std::current_exception());
-    if (conn_) conn_->close();
-    co_return;
-  }
-  {
-    std::lock_guard lock(mutex_);
-    state_ = State::ready;
-  }
-  cv_.notify_all();
-  rendezvous_log().debug("{}: joined at {}", me(), server());
-  asio::co_spawn(io_, heartbeats(), asio::detached);
-
-  const auto conn = conn_;
-  try {
-    for (;;) {
-      auto body = co_await conn->read_frame(options_.max_message_bytes);
-      if (!body) {
-        connection_lost("the server closed the connection");
-        co_return;
-      }
-      dispatch(wire::decode_server(*body, options_.max_message_bytes));
-    }
-  } catch (const boost::system::system_error& e) {
-    connection_lost(e.code().message());
-  } catch (const std::exception& e) {
-    connection_lost(std::string("bad message from the server: ") + e.what());
-  }
-}
-
-asio::awaitable<void> Client::Impl::heartbeats() {
-  const auto frame = wire::encode(wire::Request{});  // id 0, heartbeat
-  for (;;) {
-    heartbeat_timer_.expires_after(options_.heartbeat_interval);
-    boost::system::error_code ec;
-    co_await heartbeat_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec || !conn_->is_open()) co_return;
-    conn_->send(frame);
-  }
-}
-
-void Client::Impl::dispatch(wire::ServerMessage message) {
-  if (auto* lost = std::get_if<MemberLost>(&message)) {
-    notify(*lost);
-    return;
-  }
-  if (auto* response = std::get_if<wire::Response>(&message)) {
-    {
-      std::lock_guard lock(mutex_);
-      auto it = pending_.find(response->id);
-      if (it == pending_.end()) return;  // its caller gave up already
-      it->second->done = true;
-      it->second->response = std::move(*response);
-      pending_.erase(it);
-    }
-    cv_.notify_all();
-  }
 }
 
 void Client::Impl::notify(const MemberLost& lost) {
@@ -264,10 +94,12 @@ void Client::Impl::connection_lost(const std::string& reason) {
   heartbeat_timer_.cancel();
   if (conn_) conn_->close();
   bool quiet;
+  std::string server;
   {
     std::lock_guard lock(mutex_);
     quiet = leaving_;
-    const std::string text = me() + ": connection to rendezvous server " + server() + " lost: " + reason;
+    server = server_;
+    const std::string text = me() + ": connection to rendezvous server " + server + " lost: " + reason;
     broken_ = std::make_exception_ptr(FabricError(text));
     for (auto& [id, call] : pending_) {
       call->done = true;
@@ -277,8 +109,31 @@ void Client::Impl::connection_lost(const std::string& reason) {
   }
   cv_.notify_all();
   if (quiet) return;
-  rendezvous_log().warn("{}: connection to rendezvous server {} lost: {}", me(), server(), reason);
-  notify(MemberLost{-1, server(), "connection to rendezvous server lost: " + reason, false});
+  rendezvous_log().warn("{}: connection to rendezvous server {} lost: {}", me(), server, reason);
+  notify(MemberLost{-1, server, "connection to rendezvous server lost: " + reason, false});
+}
+
+wire::Request Client::Impl::to_send(Call& call) const {
+  wire::Request q = call.request;
+  if (call.server_deadline) {
+    // Re-issued after a failover: the new server waits only what is left.
+    const auto left = std::max<Clock::duration>(*call.server_deadline - Clock::now(), Clock::duration::zero());
+    q.timeout_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count());
+  }
+  return q;
+}
+
+void Client::Impl::send_call(std::uint64_t id) {
+  std::vector<std::byte> frame;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = pending_.find(id);
+    // Answered, given up, or already sent on this connection by a failover.
+    if (it == pending_.end() || it->second->sent_on == epoch_) return;
+    it->second->sent_on = epoch_;
+    frame = wire::encode(to_send(*it->second));
+  }
+  if (conn_) conn_->send(std::move(frame));
 }
 
 wire::Response Client::Impl::call(wire::Request q, Clock::duration wait_for, const std::string& what) {
@@ -287,13 +142,14 @@ wire::Response Client::Impl::call(wire::Request q, Clock::duration wait_for, con
   if (left_) throw FabricError(me() + ": " + what + " after leave()");
   if (broken_) std::rethrow_exception(broken_);
   q.id = next_id_++;
+  const bool server_waits = q.op == wire::Op::wait || q.op == wire::Op::gather || q.op == wire::Op::barrier;
+  if (server_waits) call->server_deadline = Clock::now() + std::chrono::milliseconds(q.timeout_ms);
+  call->request = q;
   pending_[q.id] = call;
-  asio::post(io_, [this, frame = wire::encode(q)]() mutable {
-    if (conn_) conn_->send(std::move(frame));
-  });
+  asio::post(io_, [this, id = q.id] { send_call(id); });
   if (!cv_.wait_until(lock, Clock::now() + wait_for, [&] { return call->done; })) {
     pending_.erase(q.id);
-    throw FabricError(me() + ": " + what + ": no answer from rendezvous server " + server() + " within " +
+    throw FabricError(me() + ": " + what + ": no answer from rendezvous server " + server_ + " within " +
                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait_for).count()) + " ms");
   }
   if (call->error) std::rethrow_exception(call->error);
@@ -303,9 +159,48 @@ wire::Response Client::Impl::call(wire::Request q, Clock::duration wait_for, con
   return std::move(call->response);
 }
 
+SuspectVerdict Client::Impl::suspect(int rank, Evidence evidence, const std::string& reason) {
+  wire::Request q;
+  q.op = wire::Op::suspect;
+  q.rank = rank;
+  q.evidence = evidence;
+  q.key = reason;
+  try {
+    auto r = call(std::move(q), options_.suspect_timeout, "suspect rank " + std::to_string(rank));
+    if (r.kind == wire::Response::Kind::verdict && r.verdict != SuspectVerdict::kUnreachable) return r.verdict;
+    rendezvous_log().warn("{}: suspect rank {}: the server answered something other than a verdict", me(), rank);
+  } catch (const FabricError& e) {
+    rendezvous_log().warn("{}: suspect rank {}: {}", me(), rank, e.what());
+  }
+  std::lock_guard lock(mutex_);
+  return expelled_ ? SuspectVerdict::kNotMember : SuspectVerdict::kUnreachable;
+}
+
+void Client::Impl::remember_set(const std::string& key, const std::string& value) {
+  std::lock_guard lock(mutex_);
+  recent_sets_.emplace_back(key, value);
+  if (recent_sets_.size() > kRecentSets) recent_sets_.pop_front();
+}
+
 void Client::Impl::on_member_lost(std::function<void(const MemberLost&)> callback) {
   std::lock_guard lock(mutex_);
   callback_ = std::move(callback);
+}
+
+void Client::Impl::on_view(std::function<void(const View&, const std::vector<MemberLost>&)> callback) {
+  std::lock_guard lock(mutex_);
+  view_callback_ = std::move(callback);
+}
+
+View Client::Impl::view() const {
+  std::lock_guard lock(mutex_);
+  return view_;
+}
+
+void Client::Impl::set_standbys(std::vector<std::pair<int, Endpoint>> standbys) {
+  std::sort(standbys.begin(), standbys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::lock_guard lock(mutex_);
+  standbys_ = std::move(standbys);
 }
 
 void Client::Impl::leave() {
@@ -341,6 +236,7 @@ Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(o
 Client::~Client() = default;
 
 void Client::set(const std::string& key, const std::string& value) {
+  impl_->remember_set(key, value);
   wire::Request q;
   q.op = wire::Op::set;
   q.key = key;
@@ -395,9 +291,21 @@ std::vector<Member> Client::members() {
   return impl_->call(std::move(q), impl_->options().request_timeout, "members").members;
 }
 
+View Client::view() const { return impl_->view(); }
+
 void Client::on_member_lost(std::function<void(const MemberLost&)> callback) {
   impl_->on_member_lost(std::move(callback));
 }
+
+void Client::on_view(std::function<void(const View&, const std::vector<MemberLost>&)> callback) {
+  impl_->on_view(std::move(callback));
+}
+
+SuspectVerdict Client::suspect(int rank, Evidence evidence, const std::string& reason) {
+  return impl_->suspect(rank, evidence, reason);
+}
+
+void Client::set_standbys(std::vector<std::pair<int, Endpoint>> standbys) { impl_->set_standbys(std::move(standbys)); }
 
 void Client::leave() { impl_->leave(); }
 

@@ -7,9 +7,18 @@
 // stated timeout passes); none of them may be made from the callback.
 //
 // Failures: a refusal, a timeout or a lost server connection throws
-// FabricError (fabric/errors.h) with a message that says what happened. Once
-// the server connection is lost, the callback is told with rank -1 and every
-// pending and later call throws.
+// FabricError (fabric/errors.h) with a message that says what happened.
+//
+// Failover: once the client knows the members' standby servers
+// (set_standbys) and has a view, losing the server connection (EOF, error, or
+// no answer to heartbeats for heartbeat_stale) makes it reconnect to the
+// standby of the lowest-ranked member of its view, then the next, and say a
+// rejoining Hello with its view. The last 1024 keys it set are set
+// again there and every call in progress is sent again (wait/gather/barrier
+// with their remaining time): callers see no error. Without standbys, after
+// every standby refused, or once this rank was expelled from the view, the
+// connection is lost for good: the member-lost callback is told with rank -1
+// and every pending and later call throws.
 #pragma once
 
 #include <chrono>
@@ -18,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace murmur::fabric::rendezvous {
@@ -36,6 +46,23 @@ struct MemberLost {
   bool left_cleanly;
 };
 
+// The job's membership: generation 0 once all ranks joined, one more per
+// change; members in ascending rank.
+struct View {
+  std::uint64_t generation = 0;
+  std::vector<Member> members;
+};
+
+enum class Evidence { kTransportError, kSilent };
+enum class SuspectVerdict { kDeclared, kAlreadyLost, kAlive, kNotMember, kUnreachable };
+const char* verdict_name(SuspectVerdict verdict);
+
+// Where a member's standby server listens.
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
 struct ClientOptions {
   std::string server_host = "127.0.0.1";
   std::uint16_t server_port = 0;
@@ -50,6 +77,17 @@ struct ClientOptions {
   // wait their own timeout plus this much before giving up on the server.
   std::chrono::milliseconds request_timeout{30000};
   std::size_t max_message_bytes = 1 << 26;  // largest server message accepted
+  // The server counts as lost when nothing (not even a heartbeat answer) came
+  // from it for this long; 0: 3 x heartbeat_interval.
+  std::chrono::milliseconds heartbeat_stale{0};
+  // How long one standby may take to accept and answer the rejoining Hello
+  // before the next one in rank order is tried.
+  std::chrono::milliseconds failover_connect_timeout{2000};
+  // suspect() answers kUnreachable after this.
+  std::chrono::milliseconds suspect_timeout{10000};
+  // Say a rejoining Hello with this view instead of joining afresh (what a
+  // failover does; set by hand only to test a server).
+  std::optional<View> rejoin_view;
 };
 
 class Client final {
@@ -84,6 +122,17 @@ class Client final {
   // Replaces the callback. It runs on the client's io thread and must not
   // block (in particular it must not call this client's methods).
   void on_member_lost(std::function<void(const MemberLost&)> callback);
+  // The last view received (generation 0 with no members before the job
+  // started).
+  View view() const;
+  // Replaces the callback run on the io thread for every new view, in order,
+  // with the members lost in that change. Must not block or call this client.
+  void on_view(std::function<void(const View& view, const std::vector<MemberLost>& lost)> callback);
+  // Reports `rank` as looking dead. Blocks for one round trip (at most
+  // suspect_timeout; kUnreachable when no server answers).
+  SuspectVerdict suspect(int rank, Evidence evidence, const std::string& reason);
+  // Every member's standby server, by rank; enables failover. Thread-safe.
+  void set_standbys(std::vector<std::pair<int, Endpoint>> standbys);
   // Clean goodbye: the others see left_cleanly = true. Idempotent; later
   // calls other than leave() throw.
   void leave();

@@ -14,7 +14,9 @@
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("murmur::fabric::rendezvous::capnp_wire");
 
-const protocolVersion :UInt32 = 1;
+# 2: the server pushes ViewChanged (an old client cannot decode it), answers
+#    heartbeats whose id is not 0, and knows Suspect and rejoining Hellos.
+const protocolVersion :UInt32 = 2;
 
 struct Hello {
   version @0 :UInt32;     # protocolVersion of the sender
@@ -22,6 +24,12 @@ struct Hello {
   rank @2 :Int32;
   size @3 :Int32;         # world size; every member must agree
   host @4 :Text;          # how the others can reach this member
+  # Set when a member reconnects after its server was lost (failover): the
+  # last view it received. A standby server adopts the highest generation it
+  # is told about.
+  rejoin @5 :Bool;
+  generation @6 :UInt64;
+  members @7 :List(Member);
 }
 
 struct Request {
@@ -35,7 +43,27 @@ struct Request {
     heartbeat @6 :Void;   # never answered
     leave @7 :Void;       # answered with ok, then the server closes
     gather @8 :Gather;    # answered with values once every key of the gather is set, or an error at timeout
+    suspect @9 :Suspect;  # answered with a verdict
   }
+}
+
+# A member reports that `rank` looks dead to it.
+struct Suspect {
+  rank @0 :Int32;
+  evidence @1 :Evidence;
+  reason @2 :Text;
+}
+
+enum Evidence {
+  transportError @0;      # its data-plane link to the rank failed: declare at once
+  silent @1;              # no completion before the caller's deadline: declare only if heartbeats stopped too
+}
+
+enum Verdict {
+  declared @0;            # the rank is lost now (a new view follows)
+  alreadyLost @1;         # it was not in the current view any more
+  alive @2;               # it heartbeats: keep waiting
+  notMember @3;           # the asker is not in the current view: ignored
 }
 
 # The keys prefix + "0" ... prefix + (count - 1), decimal: one reply with all
@@ -77,7 +105,16 @@ struct Response {
     error @4 :Text;
     members @5 :List(Member);
     values @6 :List(Data);  # gather
+    verdict @7 :Verdict;    # suspect
   }
+}
+
+# Pushed, in order, to every live member whenever the membership changes:
+# generation 0 once all ranks joined, then one more per change.
+struct ViewChanged {
+  generation @0 :UInt64;
+  members @1 :List(Member);    # ascending rank
+  lost @2 :List(MemberLost);   # who left or was lost in this change
 }
 
 # Pushed, unasked, to every remaining member when one leaves or is lost.
@@ -100,5 +137,6 @@ struct ServerMessage {
     welcome @0 :Welcome;
     response @1 :Response;
     memberLost @2 :MemberLost;
+    viewChanged @3 :ViewChanged;
   }
 }

@@ -1,5 +1,7 @@
 #include "fabric/rendezvous/server.h"
 
+#include "fabric/rendezvous/server_impl.h"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -28,19 +30,6 @@
 namespace murmur::fabric::rendezvous {
 namespace asio = boost::asio;
 using asio::ip::tcp;
-using SessionPtr = std::shared_ptr<Session>;
-using TimerPtr = std::shared_ptr<asio::steady_timer>;
-
-namespace {
-
-// Compares without an early exit, so response time does not leak how much of
-// the token matched.
-bool same_token(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const std::size_t n = std::min(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 wire::Response error_response(std::uint64_t id, std::string text) {
   wire::Response r;
@@ -49,76 +38,6 @@ wire::Response error_response(std::uint64_t id, std::string text) {
   r.text = std::move(text);
   return r;
 }
-
-}  // namespace
-
-class Server::Impl {
- public:
-  explicit Impl(ServerOptions options);
-  ~Impl();
-
-  std::uint16_t port() const { return port_; }
-  std::size_t rejected_count() const { return rejected_.load(); }
-  std::size_t member_count() const { return member_count_.load(); }
-
- private:
-  // A client blocked in wait(key) or barrier(name), answered later.
-  struct Pending {
-    SessionPtr session;
-    std::uint64_t id;
-    TimerPtr timer;
-  };
-
-  asio::awaitable<void> accept_loop();
-  asio::awaitable<void> serve(SessionPtr s);
-  asio::awaitable<void> watch(SessionPtr s);
-
-  // Returns false when the connection is finished with.
-  bool handle(const SessionPtr& s, const wire::Hello& hello);
-  bool handle(const SessionPtr& s, const wire::Request& request);
-  void do_set(const SessionPtr& s, const wire::Request& q);
-  void do_wait(const SessionPtr& s, const wire::Request& q);
-  void do_barrier(const SessionPtr& s, const wire::Request& q);
-  void do_gather(const SessionPtr& s, const wire::Request& q);
-  // The values of prefix + "0" .. prefix + (count - 1); nullopt while one
-  // is missing.
-  std::optional<std::vector<std::string>> gathered(const std::string& prefix, std::uint32_t count) const;
-  // Answers the gathers that `key` completes.
-  void complete_gathers(const std::string& key);
-  void send_values(const SessionPtr& s, std::uint64_t id, std::vector<std::string> values);
-  void members_response(const SessionPtr& s, std::uint64_t id);
-
-  void send(const SessionPtr& s, wire::ServerMessage message) { s->conn->send(wire::encode(message)); }
-  // Protocol violation: counts, logs, closes (and loses the member if joined).
-  void reject(const SessionPtr& s, const std::string& what);
-  // Hello refused: counts, logs, tells the client why, closes.
-  void refuse(const SessionPtr& s, const std::string& reason);
-  // Removes a joined member, tells the others, fails what involved it.
-  void lose(const SessionPtr& s, const std::string& reason, bool left_cleanly);
-  void finish(const SessionPtr& s);
-  TimerPtr arm(std::uint64_t timeout_ms, std::function<void()> on_expiry);
-
-  ServerOptions options_;
-  asio::io_context io_;  // first: destroyed last, after everything using it
-  tcp::acceptor acceptor_;
-  std::uint16_t port_ = 0;
-  std::atomic<std::size_t> rejected_{0};
-  std::atomic<std::size_t> member_count_{0};  // members_.size(), for other threads
-
-  // Io thread only from here on.
-  std::set<SessionPtr> sessions_;      // every open connection
-  std::map<int, SessionPtr> members_;  // rank -> joined session
-  int world_size_ = 0;                 // fixed by the first Hello while anyone is joined
-  std::map<std::string, std::string> store_;
-  std::map<std::string, std::vector<Pending>> waiters_;  // key -> clients in wait()
-  struct Gathering {
-    Pending pending;
-    std::uint32_t count;
-  };
-  std::map<std::string, std::vector<Gathering>> gathers_;   // prefix -> clients in gather()
-  std::map<std::string, std::map<int, Pending>> barriers_;  // name -> rank -> arrival
-  std::thread thread_;                                      // last: started once everything above exists
-};
 
 Server::Impl::Impl(ServerOptions options) : options_(std::move(options)), acceptor_(io_) {
   const std::string where = options_.bind_host + ":" + std::to_string(options_.port);
@@ -249,47 +168,17 @@ void Server::Impl::finish(const SessionPtr& s) {
   sessions_.erase(s);
 }
 
-bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
-  if (s->joined) {
-    reject(s, "second Hello on one connection");
-    return false;
-  }
-  const auto refuse_with = [&](const std::string& reason) {
-    refuse(s, reason);
-    return false;
-  };
-  if (hello.version != wire::kProtocolVersion) {
-    return refuse_with("protocol version " + std::to_string(hello.version) + " differs from the server's " +
-                       std::to_string(wire::kProtocolVersion));
-  }
-  if (!same_token(hello.token, options_.token)) return refuse_with("cluster token mismatch");
-  if (hello.size <= 0 || hello.rank < 0 || hello.rank >= hello.size) {
-    return refuse_with("rank " + std::to_string(hello.rank) + " out of range for world size " +
-                       std::to_string(hello.size));
-  }
-  if (world_size_ != 0 && hello.size != world_size_) {
-    return refuse_with("world size " + std::to_string(hello.size) + " differs from " + std::to_string(world_size_));
-  }
-  if (auto it = members_.find(hello.rank); it != members_.end()) {
-    return refuse_with("rank " + std::to_string(hello.rank) + " already joined from host " + it->second->host);
-  }
-  s->joined = true;
-  s->rank = hello.rank;
-  s->host = hello.host;
-  members_[hello.rank] = s;
-  member_count_ = members_.size();
-  world_size_ = hello.size;
-  s->watchdog.cancel();  // re-arm with the heartbeat timeout
-  send(s, wire::Welcome{});
-  rendezvous_log().info("rendezvous server: rank {} joined from {} ({} of {})", s->rank, s->who(), members_.size(),
-                        world_size_);
-  return true;
-}
-
 bool Server::Impl::handle(const SessionPtr& s, const wire::Request& q) {
   if (!s->joined) {
     reject(s, std::string("'") + wire::op_name(q.op) + "' request before Hello");
     return false;
+  }
+  const bool member_only = q.op != wire::Op::heartbeat && q.op != wire::Op::suspect && q.op != wire::Op::leave;
+  if (!s->member && member_only) {
+    // A rank expelled from the view: it may learn so, not act on the job.
+    send(s, error_response(q.id, "rank " + std::to_string(s->rank) + " is not a member of view " +
+                                     std::to_string(generation_) + " (it was declared lost)"));
+    return true;
   }
   switch (q.op) {
     case wire::Op::set:
@@ -320,7 +209,17 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Request& q) {
       members_response(s, q.id);
       break;
     case wire::Op::heartbeat:
-      break;  // last_seen is already updated
+      // last_seen is already updated; echoed so the client can tell a
+      // server that accepts but no longer serves.
+      if (q.id != 0) {
+        wire::Response echo;
+        echo.id = q.id;
+        send(s, echo);
+      }
+      break;
+    case wire::Op::suspect:
+      do_suspect(s, q);
+      break;
     case wire::Op::leave: {
       wire::Response ok;
       ok.id = q.id;
@@ -456,7 +355,7 @@ void Server::Impl::do_barrier(const SessionPtr& s, const wire::Request& q) {
     send(s, error_response(q.id, "rank " + std::to_string(s->rank) + " is already waiting at barrier '" + q.key + "'"));
     return;
   }
-  if (static_cast<int>(arrived.size()) + 1 == world_size_) {
+  if (arrived.size() + 1 >= barrier_quorum()) {
     wire::Response ok;
     for (const auto& [rank, p] : arrived) {
       p.timer->cancel();
@@ -478,6 +377,7 @@ void Server::Impl::do_barrier(const SessionPtr& s, const wire::Request& q) {
     if (auto mine = it->second.find(rank); mine == it->second.end() || mine->second.timer != *timer) return;
     std::string missing;
     for (int r = 0; r < world_size_; ++r) {
+      if (view_started_ && view_.count(r) == 0) continue;
       if (it->second.count(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     }
     it->second.erase(rank);
@@ -512,64 +412,11 @@ void Server::Impl::refuse(const SessionPtr& s, const std::string& reason) {
   s->conn->close_after_flush();
 }
 
-void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool left_cleanly) {
-  if (!s->joined || s->gone) return;
-  s->gone = true;
-  if (auto it = members_.find(s->rank); it != members_.end() && it->second == s) members_.erase(it);
-  if (left_cleanly) {
-    rendezvous_log().info("rendezvous server: {} left", s->who());
-  } else {
-    rendezvous_log().warn("rendezvous server: lost {}: {}", s->who(), reason);
-  }
-  const MemberLost lost{s->rank, s->host, reason, left_cleanly};
-  for (const auto& [rank, m] : members_) send(m, lost);
-
-  // Its own waits die with it.
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    std::erase_if(it->second, [&](const Pending& p) {
-      if (p.session != s) return false;
-      p.timer->cancel();
-      return true;
-    });
-    it = it->second.empty() ? waiters_.erase(it) : std::next(it);
-  }
-  for (auto it = gathers_.begin(); it != gathers_.end();) {
-    std::erase_if(it->second, [&](const Gathering& g) {
-      if (g.pending.session != s) return false;
-      g.pending.timer->cancel();
-      return true;
-    });
-    it = it->second.empty() ? gathers_.erase(it) : std::next(it);
-  }
-  // No barrier can complete without it any more.
-  const std::string why =
-      "rank " + std::to_string(s->rank) + " (" + s->host + ") " + (left_cleanly ? "left" : "was lost: " + reason);
-  for (auto& [name, arrived] : barriers_) {
-    for (auto& [rank, p] : arrived) {
-      p.timer->cancel();
-      if (p.session != s) send(p.session, error_response(p.id, "barrier '" + name + "' failed: " + why));
-    }
-  }
-  barriers_.clear();
-  member_count_ = members_.size();
-  if (members_.empty()) {
-    // The job is over: its keys go with it, so that the next job on this
-    // server does not read the last one's addresses.
-    world_size_ = 0;
-    store_.clear();
-  }
-  if (left_cleanly) {
-    s->conn->close_after_flush();
-  } else {
-    s->conn->close();
-  }
-  s->watchdog.cancel();
-}
-
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Server::~Server() = default;
 std::uint16_t Server::port() const { return impl_->port(); }
 std::size_t Server::rejected_count() const { return impl_->rejected_count(); }
 std::size_t Server::member_count() const { return impl_->member_count(); }
+std::optional<std::uint64_t> Server::generation() const { return impl_->generation(); }
 
 }  // namespace murmur::fabric::rendezvous

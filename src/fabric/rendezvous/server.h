@@ -5,6 +5,19 @@
 // nothing for heartbeat_timeout, is declared lost: every other member gets a
 // MemberLost push, and pending barriers fail.
 //
+// Views: once all `size` ranks joined, the server owns the job's membership
+// view (generation 0, then one more per change) and pushes every new view to
+// every live member, in order, from its one io thread. A member may suspect
+// another (Request.suspect): a transport error declares it lost at once;
+// silence does so only if its last message is older than heartbeat_stale.
+// Suspicions from a rank outside the view are answered "not a member".
+//
+// Standby: every member hosts an idle Server; after the job's server is lost
+// the members reconnect to one of them with rejoining Hellos carrying their
+// last view. It adopts the highest generation it is told about, pushes it to
+// members holding an older one, and declares lost whoever of that view has
+// not rejoined within failover_grace.
+//
 // Threads: the server serves on one thread of its own (one io_context); the
 // constructor returns once it listens. All methods are thread-safe.
 // The key/value store belongs to the job: when the last member leaves or is
@@ -18,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace murmur::fabric::rendezvous {
@@ -30,6 +44,12 @@ struct ServerOptions {
   std::size_t max_message_bytes = 1 << 20;
   // A connection that has not said Hello within this time is dropped.
   std::chrono::milliseconds hello_timeout{10000};
+  // A silent-evidence suspicion declares a member whose last message is older
+  // than this (3 x the members' default heartbeat interval).
+  std::chrono::milliseconds heartbeat_stale{3000};
+  // After a failover, members of the adopted view that have not rejoined
+  // within this are declared lost.
+  std::chrono::milliseconds failover_grace{5000};
 };
 
 class Server final {
@@ -50,6 +70,8 @@ class Server final {
   std::size_t rejected_count() const;
   // Members joined now (ranks that said Hello and have not left or been lost).
   std::size_t member_count() const;
+  // The current view's generation, or nullopt before all ranks joined.
+  std::optional<std::uint64_t> generation() const;
 
  private:
   class Impl;

@@ -31,6 +31,7 @@ struct Session {
   Clock::time_point last_seen;
   bool joined = false;  // said a Hello that was accepted
   bool gone = false;    // left, lost, refused or closed: ignore whatever follows
+  bool member = false;  // joined and in the current view (a rejoin may be neither)
   int rank = -1;
   std::string host;
 };

@@ -31,6 +31,8 @@ const char* op_name(Op op) {
       return "leave";
     case Op::gather:
       return "gather";
+    case Op::suspect:
+      return "suspect";
   }
   return "?";
 }
@@ -104,10 +106,81 @@ Request read_request(cw::Request::Reader r) {
     case cw::Request::LEAVE:
       out.op = Op::leave;
       break;
+    case cw::Request::SUSPECT: {
+      auto q = r.getSuspect();
+      out.op = Op::suspect;
+      out.rank = q.getRank();
+      out.key = to_string(q.getReason());
+      switch (q.getEvidence()) {
+        case cw::Evidence::TRANSPORT_ERROR:
+          out.evidence = Evidence::kTransportError;
+          break;
+        case cw::Evidence::SILENT:
+          out.evidence = Evidence::kSilent;
+          break;
+        default:
+          throw DecodeError("suspect with unknown evidence " + std::to_string(int(q.getEvidence())));
+      }
+      break;
+    }
     default:
       throw DecodeError("request of unknown kind " + std::to_string(int(r.which())));
   }
   return out;
+}
+
+void write_members(capnp::List<cw::Member>::Builder list, const std::vector<Member>& members) {
+  for (unsigned i = 0; i < members.size(); ++i) {
+    list[i].setRank(members[i].rank);
+    list[i].setHost(members[i].host);
+  }
+}
+
+std::vector<Member> read_members(capnp::List<cw::Member>::Reader list) {
+  std::vector<Member> out;
+  out.reserve(list.size());
+  for (auto m : list) out.push_back(Member{m.getRank(), to_string(m.getHost())});
+  return out;
+}
+
+void write_lost(cw::MemberLost::Builder lost, const MemberLost& m) {
+  lost.setRank(m.rank);
+  lost.setHost(m.host);
+  lost.setReason(m.reason);
+  lost.setLeftCleanly(m.left_cleanly);
+}
+
+MemberLost read_lost(cw::MemberLost::Reader m) {
+  return MemberLost{m.getRank(), to_string(m.getHost()), to_string(m.getReason()), m.getLeftCleanly()};
+}
+
+cw::Verdict to_wire(SuspectVerdict v) {
+  switch (v) {
+    case SuspectVerdict::kDeclared:
+      return cw::Verdict::DECLARED;
+    case SuspectVerdict::kAlreadyLost:
+      return cw::Verdict::ALREADY_LOST;
+    case SuspectVerdict::kAlive:
+      return cw::Verdict::ALIVE;
+    case SuspectVerdict::kNotMember:
+    case SuspectVerdict::kUnreachable:
+      break;
+  }
+  return cw::Verdict::NOT_MEMBER;
+}
+
+SuspectVerdict from_wire(cw::Verdict v) {
+  switch (v) {
+    case cw::Verdict::DECLARED:
+      return SuspectVerdict::kDeclared;
+    case cw::Verdict::ALREADY_LOST:
+      return SuspectVerdict::kAlreadyLost;
+    case cw::Verdict::ALIVE:
+      return SuspectVerdict::kAlive;
+    case cw::Verdict::NOT_MEMBER:
+      return SuspectVerdict::kNotMember;
+  }
+  throw DecodeError("unknown suspect verdict " + std::to_string(int(v)));
 }
 
 }  // namespace
@@ -122,6 +195,9 @@ std::vector<std::byte> encode(const ClientMessage& message) {
     hello.setRank(h->rank);
     hello.setSize(h->size);
     hello.setHost(h->host);
+    hello.setRejoin(h->rejoin);
+    hello.setGeneration(h->generation);
+    write_members(hello.initMembers(static_cast<unsigned>(h->members.size())), h->members);
   } else {
     const auto& q = std::get<Request>(message);
     auto r = root.initRequest();
@@ -164,6 +240,13 @@ std::vector<std::byte> encode(const ClientMessage& message) {
       case Op::leave:
         r.setLeave();
         break;
+      case Op::suspect: {
+        auto sq = r.initSuspect();
+        sq.setRank(q.rank);
+        sq.setReason(q.key);
+        sq.setEvidence(q.evidence == Evidence::kSilent ? cw::Evidence::SILENT : cw::Evidence::TRANSPORT_ERROR);
+        break;
+      }
     }
   }
   return frame(builder);
@@ -195,27 +278,27 @@ std::vector<std::byte> encode(const ServerMessage& message) {
       case Response::Kind::error:
         r.setError(q->text);
         break;
-      case Response::Kind::members: {
-        auto list = r.initMembers(static_cast<unsigned>(q->members.size()));
-        for (unsigned i = 0; i < q->members.size(); ++i) {
-          list[i].setRank(q->members[i].rank);
-          list[i].setHost(q->members[i].host);
-        }
+      case Response::Kind::members:
+        write_members(r.initMembers(static_cast<unsigned>(q->members.size())), q->members);
         break;
-      }
+      case Response::Kind::verdict:
+        r.setVerdict(to_wire(q->verdict));
+        break;
       case Response::Kind::values: {
         auto list = r.initValues(static_cast<unsigned>(q->values.size()));
         for (unsigned i = 0; i < q->values.size(); ++i) list.set(i, as_data(q->values[i]));
         break;
       }
     }
+  } else if (const auto* m = std::get_if<MemberLost>(&message)) {
+    write_lost(root.initMemberLost(), *m);
   } else {
-    const auto& m = std::get<MemberLost>(message);
-    auto lost = root.initMemberLost();
-    lost.setRank(m.rank);
-    lost.setHost(m.host);
-    lost.setReason(m.reason);
-    lost.setLeftCleanly(m.left_cleanly);
+    const auto& v = std::get<ViewChanged>(message);
+    auto changed = root.initViewChanged();
+    changed.setGeneration(v.view.generation);
+    write_members(changed.initMembers(static_cast<unsigned>(v.view.members.size())), v.view.members);
+    auto lost = changed.initLost(static_cast<unsigned>(v.lost.size()));
+    for (unsigned i = 0; i < v.lost.size(); ++i) write_lost(lost[i], v.lost[i]);
   }
   return frame(builder);
 }
@@ -227,7 +310,8 @@ ClientMessage decode_client(std::span<const std::uint64_t> body, std::size_t max
     switch (root.which()) {
       case cw::ClientMessage::HELLO: {
         auto h = root.getHello();
-        return Hello{h.getVersion(), to_string(h.getToken()), h.getRank(), h.getSize(), to_string(h.getHost())};
+        return Hello{h.getVersion(),         to_string(h.getToken()), h.getRank(),       h.getSize(),
+                     to_string(h.getHost()), h.getRejoin(),           h.getGeneration(), read_members(h.getMembers())};
       }
       case cw::ClientMessage::REQUEST:
         return read_request(root.getRequest());
@@ -270,7 +354,11 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
             break;
           case cw::Response::MEMBERS:
             out.kind = Response::Kind::members;
-            for (auto m : r.getMembers()) out.members.push_back(Member{m.getRank(), to_string(m.getHost())});
+            out.members = read_members(r.getMembers());
+            break;
+          case cw::Response::VERDICT:
+            out.kind = Response::Kind::verdict;
+            out.verdict = from_wire(r.getVerdict());
             break;
           case cw::Response::VALUES:
             out.kind = Response::Kind::values;
@@ -281,9 +369,15 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
         }
         return out;
       }
-      case cw::ServerMessage::MEMBER_LOST: {
-        auto m = root.getMemberLost();
-        return MemberLost{m.getRank(), to_string(m.getHost()), to_string(m.getReason()), m.getLeftCleanly()};
+      case cw::ServerMessage::MEMBER_LOST:
+        return read_lost(root.getMemberLost());
+      case cw::ServerMessage::VIEW_CHANGED: {
+        auto v = root.getViewChanged();
+        ViewChanged out;
+        out.view.generation = v.getGeneration();
+        out.view.members = read_members(v.getMembers());
+        for (auto m : v.getLost()) out.lost.push_back(read_lost(m));
+        return out;
       }
       default:
         throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));

@@ -19,7 +19,7 @@
 
 namespace murmur::fabric::rendezvous::wire {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;
 inline constexpr std::size_t kPrefixBytes = 4;
 
 struct Hello {
@@ -28,19 +28,28 @@ struct Hello {
   int rank = 0;
   int size = 1;
   std::string host;
+  bool rejoin = false;  // failover: the fields below are the member's last view
+  std::uint64_t generation = 0;
+  std::vector<Member> members;
 };
 
-enum class Op { set, get, wait, barrier, members, heartbeat, leave, gather };
+enum class Op { set, get, wait, barrier, members, heartbeat, leave, gather, suspect };
 const char* op_name(Op op);
 
 struct Request {
   std::uint64_t id = 0;
   Op op = Op::heartbeat;
-  std::string key;               // set, get, wait, barrier (its name), gather (the prefix)
-  std::string value;             // set
-  std::uint64_t timeout_ms = 0;  // wait, barrier, gather
-  std::uint32_t count = 0;       // gather
+  std::string key;                                // set, get, wait, barrier (its name), gather (the prefix)
+  std::string value;                              // set
+  std::uint64_t timeout_ms = 0;                   // wait, barrier, gather
+  std::uint32_t count = 0;                        // gather
+  int rank = -1;                                  // suspect: whom
+  Evidence evidence = Evidence::kTransportError;  // suspect; `key` holds the reason
 };
+
+// Heartbeats with this id are answered (ok), so that a client notices a
+// server that accepts but no longer serves.
+inline constexpr std::uint64_t kHeartbeatEchoId = ~std::uint64_t{0};
 
 struct Welcome {
   bool ok = true;
@@ -48,16 +57,22 @@ struct Welcome {
 };
 
 struct Response {
-  enum class Kind { ok, value, not_found, error, members, values };
+  enum class Kind { ok, value, not_found, error, members, values, verdict };
   std::uint64_t id = 0;
   Kind kind = Kind::ok;
   std::string text;  // the value, or the error
   std::vector<Member> members;
-  std::vector<std::string> values;  // gather
+  std::vector<std::string> values;                        // gather
+  SuspectVerdict verdict = SuspectVerdict::kUnreachable;  // suspect (never kUnreachable on the wire)
+};
+
+struct ViewChanged {
+  View view;
+  std::vector<MemberLost> lost;
 };
 
 using ClientMessage = std::variant<Hello, Request>;
-using ServerMessage = std::variant<Welcome, Response, MemberLost>;
+using ServerMessage = std::variant<Welcome, Response, MemberLost, ViewChanged>;
 
 class DecodeError : public std::runtime_error {
  public:

@@ -1,0 +1,133 @@
+// Server::Impl, shared by server.cc (connections, key/value store, waits,
+// gathers, barriers) and server_membership.cc (Hello, views, losses,
+// suspicion, failover adoption). Internal.
+//
+// Threads: everything below `member_count_` runs on the io thread only.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabric/rendezvous/server.h"
+#include "fabric/rendezvous/session.h"
+#include "fabric/rendezvous/wire.h"
+
+namespace murmur::fabric::rendezvous {
+
+using SessionPtr = std::shared_ptr<Session>;
+using TimerPtr = std::shared_ptr<boost::asio::steady_timer>;
+
+wire::Response error_response(std::uint64_t id, std::string text);
+
+class Server::Impl {
+ public:
+  explicit Impl(ServerOptions options);
+  ~Impl();
+
+  std::uint16_t port() const { return port_; }
+  std::size_t rejected_count() const { return rejected_.load(); }
+  std::size_t member_count() const { return member_count_.load(); }
+  std::optional<std::uint64_t> generation() const {
+    const auto g = published_generation_.load();
+    if (g < 0) return std::nullopt;
+    return static_cast<std::uint64_t>(g);
+  }
+
+ private:
+  // A client blocked in wait(key) or barrier(name), answered later.
+  struct Pending {
+    SessionPtr session;
+    std::uint64_t id;
+    TimerPtr timer;
+  };
+
+  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> serve(SessionPtr s);
+  boost::asio::awaitable<void> watch(SessionPtr s);
+
+  // Returns false when the connection is finished with.
+  bool handle(const SessionPtr& s, const wire::Hello& hello);
+  bool handle(const SessionPtr& s, const wire::Request& request);
+  void do_set(const SessionPtr& s, const wire::Request& q);
+  void do_wait(const SessionPtr& s, const wire::Request& q);
+  void do_barrier(const SessionPtr& s, const wire::Request& q);
+  void do_gather(const SessionPtr& s, const wire::Request& q);
+  void do_suspect(const SessionPtr& s, const wire::Request& q);
+  // The values of prefix + "0" .. prefix + (count - 1); nullopt while one
+  // is missing.
+  std::optional<std::vector<std::string>> gathered(const std::string& prefix, std::uint32_t count) const;
+  // Answers the gathers that `key` completes.
+  void complete_gathers(const std::string& key);
+  void send_values(const SessionPtr& s, std::uint64_t id, std::vector<std::string> values);
+  void members_response(const SessionPtr& s, std::uint64_t id);
+
+  void send(const SessionPtr& s, wire::ServerMessage message) { s->conn->send(wire::encode(message)); }
+  // Protocol violation: counts, logs, closes (and loses the member if joined).
+  void reject(const SessionPtr& s, const std::string& what);
+  // Hello refused: counts, logs, tells the client why, closes.
+  void refuse(const SessionPtr& s, const std::string& reason);
+  // Removes a joined member, tells the others, fails what involved it.
+  // `tell_it`: the lost member is sent the new view before its connection
+  // closes, so that a stalled one learns it was expelled when it wakes.
+  void lose(const SessionPtr& s, const std::string& reason, bool left_cleanly, bool tell_it = false);
+  void drop_requests_of(const SessionPtr& s);
+  void finish(const SessionPtr& s);
+  TimerPtr arm(std::uint64_t timeout_ms, std::function<void()> on_expiry);
+
+  // Views (server_membership.cc).
+  // "" when `hello`'s rejoin view is well formed, else why not.
+  std::string malformed_rejoin(const wire::Hello& hello) const;
+  void admit(const SessionPtr& s, const wire::Hello& hello);
+  // Takes a rejoining member's view if it is newer than ours.
+  void adopt(const wire::Hello& hello);
+  void on_grace_expired();
+  // Removes `lost` from the view and publishes the next generation.
+  void change_view(const std::vector<MemberLost>& lost);
+  void push_view(const SessionPtr& s, const std::vector<MemberLost>& lost);
+  wire::ViewChanged current_view(const std::vector<MemberLost>& lost) const;
+  void fail_barriers(const std::string& why);
+  // How many arrivals complete a barrier: the view's members once it exists.
+  std::size_t barrier_quorum() const;
+  void end_job();
+
+  ServerOptions options_;
+  boost::asio::io_context io_;  // first: destroyed last, after everything using it
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  std::atomic<std::size_t> rejected_{0};
+  std::atomic<std::size_t> member_count_{0};            // members_.size(), for other threads
+  std::atomic<std::int64_t> published_generation_{-1};  // generation_, or -1 before the view
+
+  // Io thread only from here on.
+  std::set<SessionPtr> sessions_;      // every open connection
+  std::map<int, SessionPtr> members_;  // rank -> joined session in the view
+  int world_size_ = 0;                 // fixed by the first Hello while anyone is joined
+  bool view_started_ = false;
+  std::uint64_t generation_ = 0;
+  std::map<int, std::string> view_;  // rank -> host of every live member of the view
+  TimerPtr grace_timer_;             // armed by the first rejoin this server sees
+  std::map<std::string, std::string> store_;
+  std::map<std::string, std::vector<Pending>> waiters_;  // key -> clients in wait()
+  struct Gathering {
+    Pending pending;
+    std::uint32_t count;
+  };
+  std::map<std::string, std::vector<Gathering>> gathers_;   // prefix -> clients in gather()
+  std::map<std::string, std::map<int, Pending>> barriers_;  // name -> rank -> arrival
+  std::thread thread_;                                      // last: started once everything above exists
+};
+
+}  // namespace murmur::fabric::rendezvous

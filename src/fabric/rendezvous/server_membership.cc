@@ -1,0 +1,294 @@
+// The server's membership: Hello, the view and its generations, losses,
+// suspicion, and adopting the view of members that fail over to this server.
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "fabric/rendezvous/server_impl.h"
+
+namespace murmur::fabric::rendezvous {
+
+namespace {
+
+// Compares without an early exit, so response time does not leak how much of
+// the token matched.
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
+}  // namespace
+
+bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
+  if (s->joined) {
+    reject(s, "second Hello on one connection");
+    return false;
+  }
+  const auto refuse_with = [&](const std::string& reason) {
+    refuse(s, reason);
+    return false;
+  };
+  if (hello.version != wire::kProtocolVersion) {
+    return refuse_with("protocol version " + std::to_string(hello.version) + " differs from the server's " +
+                       std::to_string(wire::kProtocolVersion));
+  }
+  if (!same_token(hello.token, options_.token)) return refuse_with("cluster token mismatch");
+  if (hello.size <= 0 || hello.rank < 0 || hello.rank >= hello.size) {
+    return refuse_with("rank " + std::to_string(hello.rank) + " out of range for world size " +
+                       std::to_string(hello.size));
+  }
+  if (world_size_ != 0 && hello.size != world_size_) {
+    return refuse_with("world size " + std::to_string(hello.size) + " differs from " + std::to_string(world_size_));
+  }
+  if (hello.rejoin) {
+    if (auto why = malformed_rejoin(hello); !why.empty()) return refuse_with(why);
+  }
+  if (auto it = members_.find(hello.rank); it != members_.end()) {
+    return refuse_with("rank " + std::to_string(hello.rank) + " already joined from host " + it->second->host);
+  }
+  admit(s, hello);
+  return true;
+}
+
+std::string Server::Impl::malformed_rejoin(const wire::Hello& hello) const {
+  // Untrusted: a view must name ranks of this world, ascending, without repeats.
+  int previous = -1;
+  for (const auto& m : hello.members) {
+    if (m.rank <= previous || m.rank >= hello.size) {
+      return "rejoining Hello's view " + std::to_string(hello.generation) + " lists rank " + std::to_string(m.rank) +
+             " out of order or out of range for world size " + std::to_string(hello.size);
+    }
+    previous = m.rank;
+  }
+  return "";
+}
+
+void Server::Impl::admit(const SessionPtr& s, const wire::Hello& hello) {
+  s->joined = true;
+  s->rank = hello.rank;
+  s->host = hello.host;
+  world_size_ = hello.size;
+  s->watchdog.cancel();  // re-arm with the heartbeat timeout
+  if (hello.rejoin) adopt(hello);
+  bool grew = false;
+  if (view_started_ && view_.count(s->rank) == 0 && !hello.rejoin) {
+    // A fresh Hello from a rank the view lost: it joins again, as before views.
+    view_[s->rank] = s->host;
+    grew = true;
+  }
+  // A rejoin from a rank the view no longer holds is admitted only to be
+  // told so: it can hear the view and ask, but not act on the job.
+  s->member = !view_started_ || view_.count(s->rank) != 0;
+  if (s->member) {
+    members_[s->rank] = s;
+    member_count_ = members_.size();
+    if (view_started_) view_[s->rank] = s->host;
+  }
+  send(s, wire::Welcome{});
+  rendezvous_log().info("rendezvous server: rank {} {} from {} ({} of {}){}", s->rank,
+                        hello.rejoin ? "rejoined" : "joined", s->who(), members_.size(), world_size_,
+                        s->member ? "" : "; not a member of the current view");
+  if (!view_started_ && static_cast<int>(members_.size()) == world_size_) {
+    view_started_ = true;
+    generation_ = 0;
+    for (const auto& [rank, m] : members_) view_[rank] = m->host;
+    published_generation_ = 0;
+    for (const auto& [rank, m] : members_) push_view(m, {});
+  } else if (grew) {
+    ++generation_;
+    published_generation_ = static_cast<std::int64_t>(generation_);
+    for (const auto& [rank, m] : members_) push_view(m, {});
+  } else if (view_started_) {
+    push_view(s, {});  // a rejoining member learns the view this server holds
+  }
+}
+
+void Server::Impl::adopt(const wire::Hello& hello) {
+  if (!grace_timer_) {
+    grace_timer_ = arm(static_cast<std::uint64_t>(options_.failover_grace.count()), [this] { on_grace_expired(); });
+  }
+  if (view_started_ && hello.generation <= generation_) return;
+  rendezvous_log().info("rendezvous server: adopting view {} ({} members) from rank {}'s rejoin", hello.generation,
+                        hello.members.size(), hello.rank);
+  view_started_ = true;
+  generation_ = hello.generation;
+  published_generation_ = static_cast<std::int64_t>(generation_);
+  view_.clear();
+  for (const auto& m : hello.members) view_[m.rank] = m.host;
+  // Rejoined members the newer view no longer holds were expelled by a
+  // server this one never heard from: they learn it and are dropped.
+  for (auto it = members_.begin(); it != members_.end();) {
+    if (view_.count(it->first) != 0) {
+      push_view(it->second, {});
+      ++it;
+      continue;
+    }
+    const SessionPtr expelled = it->second;
+    it = members_.erase(it);
+    expelled->member = false;
+    drop_requests_of(expelled);
+    push_view(expelled, {});
+  }
+  member_count_ = members_.size();
+}
+
+void Server::Impl::on_grace_expired() {
+  std::vector<MemberLost> lost;
+  for (const auto& [rank, host] : view_) {
+    if (members_.count(rank) == 0) {
+      lost.push_back(MemberLost{rank, host,
+                                "did not rejoin within the failover grace (" + ms_text(options_.failover_grace) +
+                                    ") after the rendezvous server was lost",
+                                false});
+    }
+  }
+  if (lost.empty()) return;
+  for (const auto& m : lost)
+    rendezvous_log().warn("rendezvous server: lost rank {} ({}): {}", m.rank, m.host, m.reason);
+  change_view(lost);
+}
+
+void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool left_cleanly, bool tell_it) {
+  if (!s->joined || s->gone) return;
+  s->gone = true;
+  const bool was_member = s->member;
+  s->member = false;
+  if (auto it = members_.find(s->rank); it != members_.end() && it->second == s) members_.erase(it);
+  member_count_ = members_.size();
+  if (left_cleanly) {
+    rendezvous_log().info("rendezvous server: {} left", s->who());
+  } else {
+    rendezvous_log().warn("rendezvous server: lost {}: {}", s->who(), reason);
+  }
+  drop_requests_of(s);
+  const std::vector<MemberLost> lost{MemberLost{s->rank, s->host, reason, left_cleanly}};
+  if (was_member) change_view(lost);
+  if (tell_it && view_started_) push_view(s, lost);
+  if (left_cleanly || tell_it) {
+    s->conn->close_after_flush();
+  } else {
+    s->conn->close();
+  }
+  s->watchdog.cancel();
+}
+
+void Server::Impl::drop_requests_of(const SessionPtr& s) {
+  // Its own waits die with it.
+  for (auto it = waiters_.begin(); it != waiters_.end();) {
+    std::erase_if(it->second, [&](const Pending& p) {
+      if (p.session != s) return false;
+      p.timer->cancel();
+      return true;
+    });
+    it = it->second.empty() ? waiters_.erase(it) : std::next(it);
+  }
+  for (auto it = gathers_.begin(); it != gathers_.end();) {
+    std::erase_if(it->second, [&](const Gathering& g) {
+      if (g.pending.session != s) return false;
+      g.pending.timer->cancel();
+      return true;
+    });
+    it = it->second.empty() ? gathers_.erase(it) : std::next(it);
+  }
+}
+
+void Server::Impl::change_view(const std::vector<MemberLost>& lost) {
+  for (const auto& m : lost) view_.erase(m.rank);
+  if (view_started_) {
+    ++generation_;
+    published_generation_ = static_cast<std::int64_t>(generation_);
+  }
+  // MemberLost first (what clients before views relied on), then the view:
+  // one io thread sends both, so every member sees the same order.
+  for (const auto& [rank, m] : members_) {
+    for (const auto& l : lost) send(m, l);
+    if (view_started_) push_view(m, lost);
+  }
+  // No barrier can complete without them any more.
+  std::string why;
+  for (const auto& l : lost) {
+    why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(l.rank) + " (" + l.host + ") ") +
+           (l.left_cleanly ? "left" : "was lost: " + l.reason);
+  }
+  fail_barriers(why);
+  if (members_.empty() && (view_.empty() || !view_started_)) end_job();
+}
+
+void Server::Impl::push_view(const SessionPtr& s, const std::vector<MemberLost>& lost) { send(s, current_view(lost)); }
+
+wire::ViewChanged Server::Impl::current_view(const std::vector<MemberLost>& lost) const {
+  wire::ViewChanged v;
+  v.view.generation = generation_;
+  for (const auto& [rank, host] : view_) v.view.members.push_back(Member{rank, host});
+  v.lost = lost;
+  return v;
+}
+
+void Server::Impl::fail_barriers(const std::string& why) {
+  for (auto& [name, arrived] : barriers_) {
+    for (auto& [rank, p] : arrived) {
+      p.timer->cancel();
+      if (!p.session->gone) send(p.session, error_response(p.id, "barrier '" + name + "' failed: " + why));
+    }
+  }
+  barriers_.clear();
+}
+
+std::size_t Server::Impl::barrier_quorum() const {
+  return view_started_ ? view_.size() : static_cast<std::size_t>(world_size_);
+}
+
+void Server::Impl::end_job() {
+  // The job is over: its keys go with it, so that the next job on this
+  // server does not read the last one's addresses.
+  world_size_ = 0;
+  store_.clear();
+  view_started_ = false;
+  generation_ = 0;
+  view_.clear();
+  published_generation_ = -1;
+  if (grace_timer_) grace_timer_->cancel();
+  grace_timer_.reset();
+}
+
+void Server::Impl::do_suspect(const SessionPtr& s, const wire::Request& q) {
+  wire::Response r;
+  r.id = q.id;
+  r.kind = wire::Response::Kind::verdict;
+  const std::string by = "suspected by rank " + std::to_string(s->rank) + ": " + q.key;
+  auto member = members_.find(q.rank);
+  if (!s->member) {
+    rendezvous_log().info("rendezvous server: ignoring suspicion of rank {} from {}, not a member of view {}", q.rank,
+                          s->who(), generation_);
+    r.verdict = SuspectVerdict::kNotMember;
+  } else if (view_.count(q.rank) == 0) {
+    r.verdict = SuspectVerdict::kAlreadyLost;
+  } else if (q.evidence == Evidence::kSilent &&
+             (member == members_.end() ||
+              Session::Clock::now() - member->second->last_seen < options_.heartbeat_stale)) {
+    // Heartbeating, or not rejoined yet after a failover (the grace decides).
+    r.verdict = SuspectVerdict::kAlive;
+  } else {
+    const std::string reason = q.evidence == Evidence::kSilent
+                                   ? "no heartbeat for over " + ms_text(options_.heartbeat_stale) + "; " + by
+                                   : "transport error; " + by;
+    if (member != members_.end()) {
+      const SessionPtr suspect = member->second;  // lose() erases the map entry
+      lose(suspect, reason, false, /*tell_it=*/true);
+    } else {
+      rendezvous_log().warn("rendezvous server: lost rank {}: {}", q.rank, reason);
+      change_view({MemberLost{q.rank, view_[q.rank], reason, false}});
+    }
+    r.verdict = SuspectVerdict::kDeclared;
+  }
+  send(s, r);
+}
+
+}  // namespace murmur::fabric::rendezvous

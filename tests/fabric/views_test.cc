@@ -1,0 +1,320 @@
+// Membership views, suspicion and failover of the rendezvous control plane,
+// on real servers and clients over loopback (and a forked, stopped child).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabric/errors.h"
+#include "fabric/rendezvous/client.h"
+#include "fabric/rendezvous/server.h"
+#include "fabric/rendezvous/wire.h"
+#include "tests/support/wait.h"
+
+namespace murmur::fabric::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+
+ServerOptions server_options() {
+  ServerOptions o;
+  o.bind_host = "127.0.0.1";
+  o.token = "secret";
+  o.heartbeat_timeout = 30000ms;  // only suspicion declares members here
+  o.heartbeat_stale = 400ms;
+  o.failover_grace = 3000ms;
+  return o;
+}
+
+ClientOptions client_options(std::uint16_t port, int rank, int size) {
+  ClientOptions o;
+  o.server_port = port;
+  o.token = "secret";
+  o.rank = rank;
+  o.size = size;
+  o.self_host = "host" + std::to_string(rank);
+  o.heartbeat_interval = 100ms;
+  o.connect_timeout = 5000ms;
+  o.request_timeout = 10000ms;
+  return o;
+}
+
+// Records every view a client is told about; lets the test wait for one.
+class ViewLog {
+ public:
+  explicit ViewLog(Client& client) {
+    client.on_view([this](const View& v, const std::vector<MemberLost>& lost) {
+      {
+        std::lock_guard lock(mutex_);
+        views_.push_back({v, lost});
+      }
+      cv_.notify_all();
+    });
+  }
+  // The view of `generation`, with the members lost in it; nullopt after 5 s.
+  std::optional<std::pair<View, std::vector<MemberLost>>> wait_for(std::uint64_t generation) {
+    std::unique_lock lock(mutex_);
+    std::optional<std::pair<View, std::vector<MemberLost>>> found;
+    cv_.wait_for(lock, 5s, [&] {
+      for (const auto& e : views_) {
+        if (e.first.generation == generation) found = e;
+      }
+      return found.has_value();
+    });
+    return found;
+  }
+  std::vector<std::uint64_t> generations() {
+    std::lock_guard lock(mutex_);
+    std::vector<std::uint64_t> out;
+    for (const auto& e : views_) out.push_back(e.first.generation);
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::pair<View, std::vector<MemberLost>>> views_;
+};
+
+std::vector<int> ranks_of(const View& v) {
+  std::vector<int> out;
+  for (const auto& m : v.members) out.push_back(m.rank);
+  return out;
+}
+
+// A member that joins over a raw socket and can vanish without a leave.
+class RawMember {
+ public:
+  RawMember(std::uint16_t port, int rank, int size) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    wire::Hello hello;
+    hello.token = "secret";
+    hello.rank = rank;
+    hello.size = size;
+    hello.host = "raw" + std::to_string(rank);
+    const auto frame = wire::encode(wire::ClientMessage{hello});
+    EXPECT_EQ(::write(fd_, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+  }
+  ~RawMember() { vanish(); }
+  // Closes without a leave, as a crashed process would.
+  void vanish() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+TEST(Views, GenerationsCountChangesAndNameTheLost) {
+  Server server(server_options());
+  Client c0(client_options(server.port(), 0, 3));
+  ViewLog log0(c0);
+  Client c1(client_options(server.port(), 1, 3));
+  ViewLog log1(c1);
+  RawMember victim(server.port(), 2, 3);
+
+  const auto first = log0.wait_for(0);
+  ASSERT_TRUE(first.has_value()) << "no view 0 once all ranks joined";
+  EXPECT_EQ(ranks_of(first->first), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(first->first.members[2].host, "raw2");
+  EXPECT_EQ(server.generation(), 0u);
+
+  victim.vanish();
+  for (ViewLog* log : {&log0, &log1}) {
+    const auto next = log->wait_for(1);
+    ASSERT_TRUE(next.has_value()) << "no view 1 after rank 2's connection closed";
+    EXPECT_EQ(ranks_of(next->first), (std::vector<int>{0, 1}));
+    ASSERT_EQ(next->second.size(), 1u);
+    EXPECT_EQ(next->second[0].rank, 2);
+    EXPECT_FALSE(next->second[0].left_cleanly);
+  }
+  EXPECT_EQ(c1.view().generation, 1u);
+  // Every member saw the same sequence.
+  EXPECT_EQ(log0.generations(), log1.generations());
+
+  // A barrier now counts the live members of the view.
+  std::thread t1([&] { c1.barrier("after-loss", 5000ms); });
+  EXPECT_NO_THROW(c0.barrier("after-loss", 5000ms));
+  t1.join();
+}
+
+TEST(Views, SuspicionVerdicts) {
+  // Rank 2 is a child process, forked before any thread exists (see
+  // rendezvous_test.cc, KilledChildProcessIsReported), so it can be stopped.
+  int port_pipe[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a failed test
+    ::close(port_pipe[1]);
+    std::uint16_t port = 0;
+    if (::read(port_pipe[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
+    try {
+      new Client(client_options(port, 2, 4));  // heartbeats until stopped; never destroyed
+    } catch (...) {
+      ::_exit(3);
+    }
+    for (;;) ::pause();
+  }
+  ::close(port_pipe[0]);
+  Server server(server_options());
+  const std::uint16_t port = server.port();
+  ASSERT_EQ(::write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(port_pipe[1]);
+  Client c0(client_options(port, 0, 4));
+  ViewLog log0(c0);
+  Client c1(client_options(port, 1, 4));
+  RawMember rank3(port, 3, 4);
+  ASSERT_TRUE(log0.wait_for(0).has_value());
+
+  // Silent, but still heartbeating: keep waiting.
+  EXPECT_EQ(c1.suspect(2, Evidence::kSilent, "no completion in 1 s"), SuspectVerdict::kAlive);
+  // A transport error declares at once; a second suspicion finds it gone.
+  EXPECT_EQ(c0.suspect(3, Evidence::kTransportError, "link reset"), SuspectVerdict::kDeclared);
+  EXPECT_EQ(c1.suspect(3, Evidence::kTransportError, "link reset"), SuspectVerdict::kAlreadyLost);
+  const auto after3 = log0.wait_for(1);
+  ASSERT_TRUE(after3.has_value());
+  EXPECT_EQ(ranks_of(after3->first), (std::vector<int>{0, 1, 2}));
+  EXPECT_NE(after3->second.at(0).reason.find("suspected by rank 0"), std::string::npos) << after3->second.at(0).reason;
+
+  // Stopped: its heartbeats age past heartbeat_stale and silence declares it.
+  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  EXPECT_TRUE(testing::wait_for(
+      [&] { return c1.suspect(2, Evidence::kSilent, "no completion") == SuspectVerdict::kDeclared; }, 5s, 50ms));
+  const auto after2 = log0.wait_for(2);
+  ASSERT_TRUE(after2.has_value());
+  EXPECT_EQ(ranks_of(after2->first), (std::vector<int>{0, 1}));
+
+  // A rank that is not in the view (here: rank 3 coming back with the view it
+  // last knew) is heard but cannot expel anyone.
+  auto stale = client_options(port, 3, 4);
+  stale.rejoin_view = View{0, {{0, "host0"}, {1, "host1"}, {2, "host2"}, {3, "raw3"}}};
+  Client expelled(stale);
+  EXPECT_EQ(expelled.suspect(0, Evidence::kTransportError, "woke up"), SuspectVerdict::kNotMember);
+  EXPECT_THROW(expelled.set("k", "v"), FabricError);
+  EXPECT_EQ(server.generation(), 2u);
+  EXPECT_EQ(c0.view().members.size(), 2u);
+
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
+// A job of four clients, each with its standby server, whose server dies.
+struct FailoverJob {
+  static constexpr int kSize = 4;
+  std::unique_ptr<Server> primary = std::make_unique<Server>(server_options());
+  std::vector<std::unique_ptr<Server>> standbys;
+  // Before the clients: destroyed after them, so no view arrives at a dead log.
+  std::vector<std::unique_ptr<ViewLog>> logs;
+  std::vector<std::unique_ptr<Client>> clients;
+
+  FailoverJob() {
+    std::vector<std::pair<int, Endpoint>> endpoints;
+    for (int r = 0; r < kSize; ++r) {
+      standbys.push_back(std::make_unique<Server>(server_options()));
+      endpoints.push_back({r, Endpoint{"127.0.0.1", standbys.back()->port()}});
+    }
+    for (int r = 0; r < kSize; ++r) {
+      auto o = client_options(primary->port(), r, kSize);
+      o.failover_connect_timeout = 1000ms;
+      clients.push_back(std::make_unique<Client>(o));
+      logs.push_back(std::make_unique<ViewLog>(*clients.back()));
+      clients.back()->set_standbys(endpoints);
+    }
+  }
+
+  // True once every client holds view 0 (its push may precede on_view).
+  bool started() {
+    return testing::wait_for(
+        [&] {
+          for (auto& c : clients) {
+            if (c->view().members.size() != kSize) return false;
+          }
+          return true;
+        },
+        5s);
+  }
+};
+
+TEST(Failover, ControlPlaneSurvivesTheServer) {
+  FailoverJob job;
+  ASSERT_TRUE(job.started());
+  job.clients[0]->set("before", "a");
+  job.clients[0]->set("g0", "x0");
+  job.clients[1]->set("g1", "x1");
+
+  // A gather in progress when the server dies completes on the successor.
+  std::vector<std::string> gathered;
+  std::thread gatherer([&] { gathered = job.clients[1]->gather("g", 4, 10000ms); });
+  std::string waited;
+  std::thread waiter([&] { waited = job.clients[2]->wait("late", 10000ms); });
+  // Whether they reach the server before it dies or are sent to the
+  // successor, the keys they need are set only after the failover.
+  job.primary.reset();
+
+  // Calls made right away ride the failover.
+  job.clients[2]->set("g2", "x2");
+  job.clients[3]->set("g3", "x3");
+  job.clients[3]->set("late", "L");
+  gatherer.join();
+  waiter.join();
+  EXPECT_EQ(gathered, (std::vector<std::string>{"x0", "x1", "x2", "x3"}));
+  EXPECT_EQ(waited, "L");
+  // Keys set before the failover were set again on the successor.
+  EXPECT_EQ(job.clients[3]->get("before"), "a");
+  EXPECT_EQ(job.standbys[0]->member_count(), 4u) << "rank 0's standby is the successor";
+
+  // A barrier of everyone still completes.
+  std::vector<std::thread> others;
+  for (int r = 1; r < FailoverJob::kSize; ++r) {
+    others.emplace_back([&, r] { job.clients[r]->barrier("after-failover", 10000ms); });
+  }
+  EXPECT_NO_THROW(job.clients[0]->barrier("after-failover", 10000ms));
+  for (auto& t : others) t.join();
+
+  // A later loss is still pushed to the survivors as a new view.
+  const auto generation = job.clients[0]->view().generation;
+  EXPECT_EQ(job.clients[0]->suspect(3, Evidence::kTransportError, "link reset"), SuspectVerdict::kDeclared);
+  for (int r = 0; r < 3; ++r) {
+    const auto next = job.logs[r]->wait_for(generation + 1);
+    ASSERT_TRUE(next.has_value()) << "rank " << r << " saw no view after the loss";
+    EXPECT_EQ(ranks_of(next->first), (std::vector<int>{0, 1, 2}));
+  }
+}
+
+TEST(Failover, DeadSuccessorIsSkipped) {
+  FailoverJob job;
+  ASSERT_TRUE(job.started());
+  // Rank 0's standby is gone (its member lives on), then the server: every
+  // client, rank 0's included, moves on to rank 1's standby.
+  job.standbys[0].reset();
+  job.primary.reset();
+  job.clients[0]->set("k", "v");
+  EXPECT_EQ(job.clients[3]->wait("k", 10000ms), "v");
+  EXPECT_TRUE(testing::wait_for([&] { return job.standbys[1]->member_count() == 4; }, 10s));
+  EXPECT_EQ(job.clients[2]->view().members.size(), 4u);
+}
+
+}  // namespace
+}  // namespace murmur::fabric::rendezvous
