@@ -8,10 +8,15 @@
 // Life cycle:
 //   1. make_transport(options) opens the local endpoint; address() is then
 //      valid and is published through the rendezvous.
-//   2. connect(peers) is called once with every rank's PeerInfo (its own
-//      included). It may block until the connections it needs are up, and
-//      throws FabricError / PeerError if they cannot be made within
-//      options.connect_timeout.
+//   2. connect(peers) is called once, with peers.size() == size() and
+//      peers[r] describing rank r: either a live member (peers[r].rank == r,
+//      its address and host) or an absent one (peers[r].rank == -1; its host
+//      may still be given, for messages). Absent ranks are members the job
+//      lost before this process joined: they are failed at once, so every
+//      request to them fails with a PeerError at once instead of hanging.
+//      The own rank must be live. It may block until the connections it
+//      needs are up, and throws FabricError / PeerError if they cannot be
+//      made within options.connect_timeout.
 //   3. isend / irecv, from any thread.
 //   4. The destructor fails what is still pending (PeerError "transport
 //      closed"), joins the progress thread, closes the endpoint and then
@@ -45,6 +50,20 @@
 //     backend's reference keeps it alive exactly as long as needed. Gossip
 //     algorithms always do (gossip/algorithm/message_buffer.h).
 //
+// Joining a running job. Members are numbered by rank ("member id"); an id
+// is never reused: a new or restarted process joins with a new id >= the
+// job's original size. The joiner is created with options.size = its id + 1
+// (or more) and connect()s with the live members (a list with holes, see 2.
+// above). Every live member calls add_peer with the joiner's PeerInfo. The
+// joiner's connect() and the members' add_peer may run in any order and
+// concurrently (both endpoints listen from creation), but, as after the
+// first connect() (Group's "murmur/connected" barrier), no message may flow
+// between a member and the joiner until both sides have returned: libfabric
+// matches receives by source address, and a message that arrives before
+// its sender's address was inserted may never match a receive. The control
+// plane orders this; the transport does not. Tags and the ordering rules
+// above are unchanged for a joined peer.
+//
 // Thread safety: all methods are thread-safe. Backends make progress on one
 // internal thread that blocks on the provider's wait object or epoll: no
 // method and no idle state busy-polls a core.
@@ -72,14 +91,30 @@ class Transport {
   virtual ~Transport() = default;
 
   virtual int rank() const = 0;
+  // Ranks known so far (live, failed or absent); grows with add_peer.
   virtual int size() const = 0;
   // Backend and provider, e.g. "libfabric:tcp", "libfabric:shm", "asio".
   virtual std::string name() const = 0;
 
   // This endpoint's address as opaque bytes (may contain NULs).
   virtual std::string address() const = 0;
-  // See "Life cycle" above. peers.size() == size(), peers[r].rank == r.
+  // See "Life cycle" above: peers.size() == size(); peers[r].rank is r
+  // (live) or -1 (absent).
   virtual void connect(const std::vector<PeerInfo>& peers) = 0;
+
+  // After connect(): makes `peer.rank`, a process that joins the running
+  // job, reachable, and grows size() to peer.rank + 1. Only new ranks are
+  // accepted (peer.rank >= size()): ids are never reused, so a rank that is
+  // or was a member (live, failed, or absent) is refused with FabricError,
+  // and so is a call before connect(). Ranks skipped over (size() <= r <
+  // peer.rank) become absent, as in connect(). Safe to call concurrently
+  // with isend / irecv to other peers; requests to peer.rank may be posted
+  // once it returns. Blocks until the link can carry messages: the asio
+  // backend dials the new peer and waits up to options.connect_timeout
+  // (then fails the rank and throws PeerError); libfabric inserts its
+  // address on the progress thread and returns (the connection is made by
+  // the provider on first use).
+  virtual void add_peer(const PeerInfo& peer) = 0;
 
   virtual RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) = 0;
   virtual RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) = 0;

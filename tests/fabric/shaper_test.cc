@@ -75,6 +75,11 @@ class LoopbackTransport final : public Transport {
   std::string name() const override { return "loopback"; }
   std::string address() const override { return std::to_string(rank_); }
   void connect(const std::vector<PeerInfo>&) override {}
+  // The hub's size is fixed; joining is tested on real transports
+  // (join_test.cc).
+  void add_peer(const PeerInfo& peer) override {
+    throw FabricError("loopback: add_peer of rank " + std::to_string(peer.rank) + " is not supported");
+  }
 
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
     auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);

@@ -13,15 +13,19 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/log.h"
 #include "fabric/asio/link.h"
 #include "fabric/asio/wire.h"
 #include "fabric/errors.h"
+#include "fabric/peer_list.h"
 
 namespace murmur::fabric::asio {
 namespace {
@@ -53,10 +57,11 @@ class AsioTransport final : public Transport {
   ~AsioTransport() override;
 
   int rank() const override { return options_.rank; }
-  int size() const override { return options_.size; }
+  int size() const override { return size_.load(); }
   std::string name() const override { return "asio"; }
   std::string address() const override { return address_; }
   void connect(const std::vector<PeerInfo>& peers) override;
+  void add_peer(const PeerInfo& peer) override;
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override;
   RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override;
   void fail_peer(int peer, std::exception_ptr error) override;
@@ -68,7 +73,22 @@ class AsioTransport final : public Transport {
   void on_hello(std::shared_ptr<tcp::socket> socket, std::shared_ptr<wire::HandshakeBytes> hello);
   void dial(int peer, std::string host, std::string port);
   void on_connected(int peer);
+  // Our side of a handshake with `peer`. The size sent is what we know now;
+  // it is informative only (see on_hello).
+  wire::HandshakeBytes handshake_to(int peer) const {
+    return wire::encode_handshake({.rank = options_.rank, .size = static_cast<int>(links_.size()), .target = peer});
+  }
+  // Grows links_ to cover `peer` (ranks skipped over fail as absent) and
+  // dials it.
+  void open_link(const PeerInfo& peer, const std::string& host, const std::string& port);
   void close_all();
+  // Blocks until every rank in `ranks` is connected or `deadline` passes;
+  // returns whether they all are.
+  bool wait_connected(const std::vector<int>& ranks, Clock::time_point deadline);
+  // On the io thread: fails those of `ranks` still unconnected with "not
+  // connected within the connect timeout"; returns them as "rank r (host)"
+  // (empty if all connected meanwhile). Stops dialing them.
+  std::string give_up_on(const std::vector<int>& ranks);
 
   const TransportOptions options_;
   // Members in creation order; they close in reverse.
@@ -80,16 +100,22 @@ class AsioTransport final : public Transport {
   std::vector<std::unique_ptr<net::steady_timer>> retry_timers_;
   bool closing_ = false;          // io thread only
   bool dialing_stopped_ = false;  // io thread only
+  // Ranks below it have a Link; isend / irecv to higher ones are refused.
+  // Stored only once the io thread has grown links_ (add_peer).
+  std::atomic<int> size_;
+  std::atomic<bool> connect_called_{false};
 
-  std::mutex mutex_;  // guards connected_; leaf lock
+  // Lock order: add_mutex_ before mutex_; both before none other.
+  std::mutex add_mutex_;  // serialises add_peer's check and growth
+  std::mutex mutex_;      // guards up_; leaf lock
   std::condition_variable connected_cv_;
-  int connected_ = 0;
+  std::set<int> up_;  // ranks whose link has come up
 
   std::thread thread_;  // last: started once everything above exists
 };
 
 AsioTransport::AsioTransport(const TransportOptions& options)
-    : options_(options), work_(net::make_work_guard(io_)), acceptor_(io_) {
+    : options_(options), work_(net::make_work_guard(io_)), acceptor_(io_), size_(options.size) {
   if (options_.chunk_bytes == 0) throw FabricError("asio: chunk_bytes must be positive");
   std::string bind = options_.bind_host;
   std::string advertised = bind;
@@ -142,9 +168,10 @@ void AsioTransport::close_all() {
 }
 
 void AsioTransport::check_peer(int peer, const char* call) const {
-  if (peer < 0 || peer >= options_.size) {
+  const int size = size_.load();
+  if (peer < 0 || peer >= size) {
     throw FabricError(std::string("asio: ") + call + " to rank " + std::to_string(peer) + " outside a group of size " +
-                      std::to_string(options_.size));
+                      std::to_string(size));
   }
 }
 
@@ -180,10 +207,12 @@ void AsioTransport::on_hello(std::shared_ptr<tcp::socket> socket, std::shared_pt
   const std::string from = remote.address().to_string();
   std::string why;
   const auto hs = wire::decode_handshake(*hello, &why);
+  // Sizes are not compared: they differ once peers have joined (a member
+  // that added rank 5 has 6 ranks, a joiner with id 4 has 5). The rule that
+  // lower ranks dial higher ones holds for a joiner, whose id is above
+  // every member's.
   if (hs) {
-    if (hs->size != options_.size) {
-      why = "group size " + std::to_string(hs->size) + " differs from ours (" + std::to_string(options_.size) + ")";
-    } else if (hs->target != options_.rank) {
+    if (hs->target != options_.rank) {
       why = "it meant to reach rank " + std::to_string(hs->target);
     } else if (hs->rank < 0 || hs->rank >= options_.rank) {
       why = "rank " + std::to_string(hs->rank) + " is not a lower rank of this group";
@@ -197,8 +226,7 @@ void AsioTransport::on_hello(std::shared_ptr<tcp::socket> socket, std::shared_pt
     return;
   }
   const int peer = hs->rank;
-  auto reply = std::make_shared<wire::HandshakeBytes>(
-      wire::encode_handshake({.rank = options_.rank, .size = options_.size, .target = peer}));
+  auto reply = std::make_shared<wire::HandshakeBytes>(handshake_to(peer));
   net::async_write(*socket, net::buffer(*reply),
                    [this, socket, reply, peer, from](const boost::system::error_code& ec, std::size_t) {
                      if (closing_) return;
@@ -245,33 +273,33 @@ void AsioTransport::dial(int peer, std::string host, std::string port) {
             [this, attempt, peer, retry](const boost::system::error_code& ec, const tcp::endpoint&) {
               if (closing_) return;
               if (ec) return retry("connect: " + ec.message());
-              attempt->hello = wire::encode_handshake({.rank = options_.rank, .size = options_.size, .target = peer});
-              net::async_write(
-                  attempt->socket, net::buffer(attempt->hello),
-                  [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
-                    if (closing_) return;
-                    if (ec) return retry("handshake: " + ec.message());
-                    net::async_read(
-                        attempt->socket, net::buffer(attempt->reply),
-                        [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
-                          if (closing_) return;
-                          if (ec) return retry("handshake reply: " + ec.message());
-                          std::string why;
-                          const auto hs = wire::decode_handshake(attempt->reply, &why);
-                          if (hs && (hs->rank != peer || hs->size != options_.size || hs->target != options_.rank)) {
-                            why = "answered as rank " + std::to_string(hs->rank) + " of " + std::to_string(hs->size);
-                          }
-                          if (!why.empty()) {
-                            fabric_log().warn("asio rank {}: bad handshake reply from rank {} ({}): {}", options_.rank,
-                                              peer, links_[peer]->host(), why);
-                            return retry(why);
-                          }
-                          if (links_[peer]->connected() || links_[peer]->failed()) return;
-                          set_socket_options(attempt->socket);
-                          links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)));
-                          on_connected(peer);
-                        });
-                  });
+              attempt->hello = handshake_to(peer);
+              net::async_write(attempt->socket, net::buffer(attempt->hello),
+                               [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
+                                 if (closing_) return;
+                                 if (ec) return retry("handshake: " + ec.message());
+                                 net::async_read(
+                                     attempt->socket, net::buffer(attempt->reply),
+                                     [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
+                                       if (closing_) return;
+                                       if (ec) return retry("handshake reply: " + ec.message());
+                                       std::string why;
+                                       const auto hs = wire::decode_handshake(attempt->reply, &why);
+                                       if (hs && (hs->rank != peer || hs->target != options_.rank)) {
+                                         why = "answered as rank " + std::to_string(hs->rank) + " of " +
+                                               std::to_string(hs->size);
+                                       }
+                                       if (!why.empty()) {
+                                         fabric_log().warn("asio rank {}: bad handshake reply from rank {} ({}): {}",
+                                                           options_.rank, peer, links_[peer]->host(), why);
+                                         return retry(why);
+                                       }
+                                       if (links_[peer]->connected() || links_[peer]->failed()) return;
+                                       set_socket_options(attempt->socket);
+                                       links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)));
+                                       on_connected(peer);
+                                     });
+                               });
             });
       });
 }
@@ -280,25 +308,53 @@ void AsioTransport::on_connected(int peer) {
   fabric_log().debug("asio rank {}: connected to rank {} ({})", options_.rank, peer, links_[peer]->host());
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++connected_;
+    up_.insert(peer);
   }
   connected_cv_.notify_all();
 }
 
+bool AsioTransport::wait_connected(const std::vector<int>& ranks, Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return connected_cv_.wait_until(lock, deadline, [&] {
+    return std::all_of(ranks.begin(), ranks.end(), [&](int r) { return up_.count(r) != 0; });
+  });
+}
+
+std::string AsioTransport::give_up_on(const std::vector<int>& ranks) {
+  std::promise<std::string> missing_promise;
+  auto missing_future = missing_promise.get_future();
+  net::post(io_, [this, &ranks, &missing_promise] {
+    std::string missing;
+    for (int r : ranks) {
+      Link& link = *links_[r];
+      if (link.connected() || link.failed()) continue;
+      if (!missing.empty()) missing += ", ";
+      missing += "rank " + std::to_string(r) + " (" + link.host() + ")";
+      // A failed link is dialed no more (dial() checks).
+      link.fail(std::make_exception_ptr(PeerError(r, link.host(), "not connected within the connect timeout")));
+    }
+    missing_promise.set_value(missing);
+  });
+  return missing_future.get();
+}
+
 void AsioTransport::connect(const std::vector<PeerInfo>& peers) {
-  if (static_cast<int>(peers.size()) != options_.size) {
-    throw FabricError("asio: connect got " + std::to_string(peers.size()) + " peers for a group of size " +
-                      std::to_string(options_.size));
-  }
+  check_peer_list(peers, options_.size, options_.rank, "asio");
+  if (connect_called_.exchange(true))
+    throw FabricError("asio rank " + std::to_string(options_.rank) + ": connect() called twice");
+  std::vector<int> live;
   for (int r = 0; r < options_.size; ++r) {
-    if (peers[r].rank != r)
-      throw FabricError("asio: connect: peers[" + std::to_string(r) + "] has rank " + std::to_string(peers[r].rank));
+    if (r != options_.rank && !is_absent(peers[r])) live.push_back(r);
   }
-  // Lower ranks dial higher ones; each side waits for size-1 links.
+  // Lower ranks dial higher ones; each side waits for its live peers.
   net::post(io_, [this, peers] {
     for (int r = 0; r < options_.size; ++r) {
       if (r == options_.rank) continue;
       if (!peers[r].host.empty()) links_[r]->set_host(peers[r].host);
+      if (is_absent(peers[r])) {
+        links_[r]->fail(absent_peer_error(r, peers[r].host));
+        continue;
+      }
       if (r > options_.rank) {
         auto [host, port] = split_address(peers[r].address);
         if (peers[r].host.empty()) links_[r]->set_host(host);
@@ -306,29 +362,46 @@ void AsioTransport::connect(const std::vector<PeerInfo>& peers) {
       }
     }
   });
-  const auto deadline = Clock::now() + options_.connect_timeout;
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (connected_cv_.wait_until(lock, deadline, [this] { return connected_ >= options_.size - 1; })) return;
-  lock.unlock();
-  // Give up: stop dialing and fail the links still missing, on the io thread.
-  std::promise<std::string> missing_promise;
-  auto missing_future = missing_promise.get_future();
-  net::post(io_, [this, &missing_promise] {
-    dialing_stopped_ = true;
-    std::string missing;
-    for (auto& link : links_) {
-      if (link->connected() || link->failed()) continue;
-      if (!missing.empty()) missing += ", ";
-      missing += "rank " + std::to_string(link->rank()) + " (" + link->host() + ")";
-      link->fail(
-          std::make_exception_ptr(PeerError(link->rank(), link->host(), "not connected within the connect timeout")));
-    }
-    missing_promise.set_value(missing);
-  });
-  const std::string missing = missing_future.get();
+  if (wait_connected(live, Clock::now() + options_.connect_timeout)) return;
+  const std::string missing = give_up_on(live);
   if (missing.empty()) return;  // the last link came up meanwhile
   throw FabricError("asio rank " + std::to_string(options_.rank) + ": connect timed out after " +
                     std::to_string(options_.connect_timeout.count()) + " ms; still missing " + missing);
+}
+
+void AsioTransport::open_link(const PeerInfo& peer, const std::string& host, const std::string& port) {
+  for (int r = static_cast<int>(links_.size()); r <= peer.rank; ++r) {
+    links_.push_back(std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, false));
+    if (r < peer.rank) links_[r]->fail(absent_peer_error(r, "", skipped_rank_reason(peer.rank)));
+  }
+  links_[peer.rank]->set_host(peer.host.empty() ? host : peer.host);
+  dial(peer.rank, host, port);
+}
+
+void AsioTransport::add_peer(const PeerInfo& peer) {
+  {
+    std::lock_guard<std::mutex> add_lock(add_mutex_);
+    check_new_peer(peer, size_.load(), options_.rank, connect_called_.load(), "asio");
+    const std::pair<std::string, std::string> host_port = split_address(peer.address);
+    // The joiner's id is above ours, so we dial (see on_hello). links_ grows
+    // on the io thread; size_ only afterwards, so that no isend reaches a
+    // link that does not exist yet.
+    std::promise<void> grown;
+    net::post(io_, [&] {
+      open_link(peer, host_port.first, host_port.second);
+      grown.set_value();
+    });
+    grown.get_future().get();
+    size_.store(peer.rank + 1);
+  }
+  fabric_log().info("asio rank {}: rank {} ({}) joins; the group has {} ranks", options_.rank, peer.rank, peer.host,
+                    peer.rank + 1);
+  const std::vector<int> joiner{peer.rank};
+  if (wait_connected(joiner, Clock::now() + options_.connect_timeout)) return;
+  if (give_up_on(joiner).empty()) return;
+  throw PeerError(peer.rank, peer.host,
+                  "asio rank " + std::to_string(options_.rank) + ": the joining peer was not connected within " +
+                      std::to_string(options_.connect_timeout.count()) + " ms (connect timeout)");
 }
 
 // ---- data --------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/libfabric/fi_check.h"
+#include "fabric/peer_list.h"
 
 namespace murmur::fabric::libfabric {
 namespace {
@@ -63,6 +64,25 @@ void Engine::set_peers(std::vector<PeerInfo> peers, std::vector<fi_addr_t> addre
   peers_ = std::move(peers);
   addresses_ = std::move(addresses);
   failed_.assign(peers_.size(), nullptr);
+}
+
+void Engine::add_peer(const PeerInfo& peer) {
+  fi_addr_t address = FI_ADDR_NOTAVAIL;
+  const int ret = fi_av_insert(endpoint_.av.get(), peer.address.data(), 1, &address, 0, nullptr);
+  if (ret != 1) {
+    throw PeerError(peer.rank, peer.host, fi_error_text("fi_av_insert", ret < 0 ? ret : -FI_EADDRNOTAVAIL));
+  }
+  const auto size = static_cast<std::size_t>(peer.rank) + 1;
+  for (std::size_t r = peers_.size(); r + 1 < size; ++r) {
+    peers_.push_back(PeerInfo{});
+    addresses_.push_back(FI_ADDR_NOTAVAIL);
+    failed_.push_back(absent_peer_error(static_cast<int>(r), "", skipped_rank_reason(peer.rank)));
+  }
+  peers_.push_back(peer);
+  addresses_.push_back(address);
+  failed_.push_back(nullptr);
+  MURMUR_CHECK_EQ(peers_.size(), size);
+  fabric_log().debug("libfabric: rank {} ({}) inserted at fi_addr {}", peer.rank, peer.host, address);
 }
 
 std::exception_ptr Engine::peer_error(int peer, const std::string& reason) const {

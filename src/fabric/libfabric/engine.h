@@ -38,7 +38,14 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
   ~Engine();
 
+  // connect(): every rank's PeerInfo and AV address (FI_ADDR_NOTAVAIL for
+  // an absent rank, which the caller then fails).
   void set_peers(std::vector<PeerInfo> peers, std::vector<fi_addr_t> addresses);
+  // A peer joins: inserts its address into the AV (at whatever fi_addr the
+  // AV gives; addresses_ maps rank -> fi_addr) and grows the per-peer state
+  // to peer.rank + 1, failing the ranks skipped over. Throws PeerError when
+  // the provider refuses the address.
+  void add_peer(const PeerInfo& peer);
   std::size_t chunk_bytes() const { return chunk_bytes_; }
   std::size_t max_message_bytes() const { return max_message_bytes_; }
 

@@ -1,8 +1,8 @@
 // The libfabric Transport: a thread-safe front that hands operations to one
 // progress thread, which owns the endpoint and makes every fi_* data call.
 //
-// Lock order: mutex_ is a leaf lock except for Request's own (leaf) mutex,
-// which is never held while taking mutex_.
+// Lock order: add_mutex_, then mutex_, then Request's own (leaf) mutex;
+// Request's mutex is never held while taking mutex_.
 #include "fabric/libfabric/transport.h"
 
 #include <rdma/fi_cm.h>
@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <variant>
@@ -24,6 +25,7 @@
 #include "fabric/libfabric/engine.h"
 #include "fabric/libfabric/fi_check.h"
 #include "fabric/libfabric/waiter.h"
+#include "fabric/peer_list.h"
 
 namespace murmur::fabric::libfabric {
 namespace {
@@ -34,7 +36,13 @@ struct FailPeer {
   int peer;
   std::exception_ptr error;
 };
-using Command = std::variant<std::unique_ptr<Operation>, FailPeer>;
+// A joining peer's address, inserted into the AV by the progress thread
+// (FI_THREAD_DOMAIN: it alone touches the endpoint once connected).
+struct AddPeer {
+  PeerInfo peer;
+  std::shared_ptr<std::promise<void>> inserted;
+};
+using Command = std::variant<std::unique_ptr<Operation>, FailPeer, AddPeer>;
 
 // The state shared by the public handle and the progress thread. The thread
 // holds a reference so that, if it is stuck inside the provider (see
@@ -54,6 +62,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     failed_.assign(options.size, nullptr);
     outstanding_.resize(options.size);
     prune_at_.assign(options.size, kMinPruneSize);
+    hosts_.assign(options.size, "unknown host");
   }
 
   // Runs on the owning thread after shutdown(), or on the progress thread
@@ -114,33 +123,45 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     }
     for (auto& command : left) {
       if (auto* op = std::get_if<std::unique_ptr<Operation>>(&command)) {
-        (*op)->request->fail(engine_.peer_error((*op)->peer, "transport closed"));
+        (*op)->request->fail(peer_error((*op)->peer, "transport closed"));
+      } else if (auto* add = std::get_if<AddPeer>(&command)) {
+        add->inserted->set_exception(peer_error(add->peer.rank, "transport closed before the peer was added"));
       }
     }
   }
 
   int rank() const override { return options_.rank; }
-  int size() const override { return options_.size; }
+  int size() const override { return size_.load(); }
   std::string name() const override { return "libfabric:" + endpoint_.provider; }
   std::string address() const override { return address_; }
 
   void connect(const std::vector<PeerInfo>& peers) override {
-    if (static_cast<int>(peers.size()) != options_.size) {
-      throw FabricError("connect: got " + std::to_string(peers.size()) + " peers for a group of size " +
-                        std::to_string(options_.size));
-    }
+    check_peer_list(peers, options_.size, options_.rank, "libfabric");
     MURMUR_CHECK(!connected_.load());
     std::vector<fi_addr_t> addresses(peers.size(), FI_ADDR_NOTAVAIL);
+    std::vector<int> absent;
     for (std::size_t r = 0; r < peers.size(); ++r) {
-      MURMUR_CHECK_EQ(peers[r].rank, static_cast<int>(r));
+      if (is_absent(peers[r])) {
+        absent.push_back(static_cast<int>(r));
+        continue;
+      }
       const int ret = fi_av_insert(endpoint_.av.get(), peers[r].address.data(), 1, &addresses[r], 0, nullptr);
       if (ret != 1) {
         throw PeerError(peers[r].rank, peers[r].host, fi_error_text("fi_av_insert", ret < 0 ? ret : -FI_EADDRNOTAVAIL));
       }
     }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (std::size_t r = 0; r < peers.size(); ++r) {
+        if (!peers[r].host.empty()) hosts_[r] = peers[r].host;
+      }
+      // Absent from the start: no watchdog, nothing was pending.
+      for (int r : absent) failed_[r] = absent_peer_error(r, peers[r].host);
+    }
     // The progress thread starts only now: until then this thread alone
     // touched the endpoint (FI_THREAD_DOMAIN).
     engine_.set_peers(peers, std::move(addresses));
+    for (int r : absent) engine_.fail_peer(r, failed_[r]);
     connected_.store(true);
     thread_ = std::thread([self = shared_from_this()] {
       self->run();
@@ -162,6 +183,43 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     watchdog_ = std::thread([this] { watch_progress(); });
   }
 
+  void add_peer(const PeerInfo& peer) override {
+    std::lock_guard<std::mutex> add_lock(add_mutex_);
+    check_new_peer(peer, size_.load(), options_.rank, connected_.load(), "libfabric");
+    auto inserted = std::make_shared<std::promise<void>>();
+    auto done = inserted->get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) throw FabricError("libfabric transport: add_peer while closing");
+      commands_.emplace_back(AddPeer{peer, inserted});
+    }
+    waiter_.wake();
+    // The progress thread answers within one turn unless a provider holds
+    // it (see shutdown()); then the peer is not added.
+    if (done.wait_for(options_.connect_timeout) != std::future_status::ready) {
+      throw PeerError(peer.rank, peer.host,
+                      "libfabric rank " + std::to_string(options_.rank) +
+                          ": the progress thread did not insert the joining peer's address within the connect timeout");
+    }
+    done.get();  // rethrows fi_av_insert's failure
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto size = static_cast<std::size_t>(peer.rank) + 1;
+      for (std::size_t r = failed_.size(); r < static_cast<std::size_t>(peer.rank); ++r) {
+        failed_.push_back(absent_peer_error(static_cast<int>(r), "", skipped_rank_reason(peer.rank)));
+      }
+      failed_.resize(size);
+      outstanding_.resize(size);
+      prune_at_.resize(size, kMinPruneSize);
+      hosts_.resize(size, "unknown host");
+      hosts_[peer.rank] = peer.host;
+    }
+    // Only now: a request to the new rank must find its state above.
+    size_.store(peer.rank + 1);
+    fabric_log().info("libfabric rank {}: rank {} ({}) joins; the group has {} ranks", options_.rank, peer.rank,
+                      peer.host, peer.rank + 1);
+  }
+
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
     auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
     if (bytes > engine_.max_message_bytes()) {
@@ -180,7 +238,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
   }
 
   void fail_peer(int peer, std::exception_ptr error) override {
-    MURMUR_CHECK(peer >= 0 && peer < options_.size);
+    MURMUR_CHECK(peer >= 0 && peer < size_.load());
     if (!fail_outstanding(peer, error)) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -200,10 +258,10 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
   // retires its records of them later; whichever outcome comes first wins.
   // Returns false if the peer had failed before.
   bool fail_outstanding(int peer, std::exception_ptr error) {
-    MURMUR_CHECK(peer >= 0 && peer < options_.size);
     std::vector<std::weak_ptr<Request>> victims;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      MURMUR_CHECK(peer >= 0 && static_cast<std::size_t>(peer) < failed_.size());
       if (failed_[peer]) return false;
       failed_[peer] = error;
       victims.swap(outstanding_[peer]);
@@ -216,15 +274,26 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     return true;
   }
 
+  // The front's own PeerError for `peer`: engine_.peer_error reads state
+  // the progress thread grows (add_peer), so other threads use this one.
+  std::exception_ptr peer_error(int peer, const std::string& reason) {
+    std::string host;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      host = peer >= 0 && static_cast<std::size_t>(peer) < hosts_.size() ? hosts_[peer] : "?";
+    }
+    return std::make_exception_ptr(PeerError(peer, host, reason));
+  }
+
   void fail_all_outstanding(const std::string& reason) {
-    for (int peer = 0; peer < options_.size; ++peer) {
+    for (int peer = 0; peer < size_.load(); ++peer) {
       std::vector<std::weak_ptr<Request>> victims;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         victims.swap(outstanding_[peer]);
       }
       for (auto& weak : victims) {
-        if (auto request = weak.lock()) request->fail(engine_.peer_error(peer, reason));
+        if (auto request = weak.lock()) request->fail(peer_error(peer, reason));
       }
     }
   }
@@ -249,10 +318,9 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
           "failing every peer of rank {}",
           endpoint_.provider, std::chrono::duration_cast<std::chrono::milliseconds>(kStallTimeout).count(),
           options_.rank);
-      for (int peer = 0; peer < options_.size; ++peer) {
-        fail_outstanding(peer,
-                         engine_.peer_error(peer, "progress stuck inside libfabric provider " + endpoint_.provider +
-                                                      " after another peer failed; this endpoint is unusable"));
+      for (int peer = 0; peer < size_.load(); ++peer) {
+        fail_outstanding(peer, peer_error(peer, "progress stuck inside libfabric provider " + endpoint_.provider +
+                                                    " after another peer failed; this endpoint is unusable"));
       }
       lock.lock();
       progress_stuck_ = true;
@@ -273,7 +341,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
   }
 
   RequestPtr submit(RequestPtr request, int peer, Tag tag, void* data, std::size_t bytes) {
-    MURMUR_CHECK(peer >= 0 && peer < options_.size);
+    MURMUR_CHECK(peer >= 0 && peer < size_.load());
     if (!connected_.load()) {
       throw FabricError("libfabric transport: isend/irecv before connect()");
     }
@@ -302,6 +370,16 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     return request;
   }
 
+  // Progress thread: inserts a joining peer and tells add_peer how it went.
+  void add_peer_now(AddPeer& add) {
+    try {
+      engine_.add_peer(add.peer);
+      add.inserted->set_value();
+    } catch (...) {
+      add.inserted->set_exception(std::current_exception());
+    }
+  }
+
   void run() {
     bool busy = true;
     for (;;) {
@@ -316,9 +394,10 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
         for (auto& command : commands) {
           if (auto* op = std::get_if<std::unique_ptr<Operation>>(&command)) {
             engine_.submit(std::move(*op));
+          } else if (auto* fail = std::get_if<FailPeer>(&command)) {
+            engine_.fail_peer(fail->peer, fail->error);
           } else {
-            auto& fail = std::get<FailPeer>(command);
-            engine_.fail_peer(fail.peer, fail.error);
+            add_peer_now(std::get<AddPeer>(command));
           }
         }
         busy = engine_.progress() || !commands.empty();
@@ -347,13 +426,17 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
   Engine engine_;
   std::string address_;
   std::atomic<bool> connected_{false};
+  // Ranks known; stored by add_peer only after the state below covers them.
+  std::atomic<int> size_{options_.size};
+  std::mutex add_mutex_;  // serialises add_peer
 
-  std::mutex mutex_;  // guards below; taken before no other lock
+  std::mutex mutex_;  // guards below; taken before no other lock but Request's
   bool stopping_ = false;
   std::deque<Command> commands_;
   std::vector<std::exception_ptr> failed_;
   std::vector<std::vector<std::weak_ptr<Request>>> outstanding_;  // per peer
   std::vector<std::size_t> prune_at_;                             // per peer
+  std::vector<std::string> hosts_;                                // per peer, for errors
   bool thread_exited_ = false;
   std::condition_variable thread_exited_cv_;
   bool watch_requested_ = false;
@@ -376,6 +459,7 @@ class TransportHandle final : public Transport {
   std::string name() const override { return impl_->name(); }
   std::string address() const override { return impl_->address(); }
   void connect(const std::vector<PeerInfo>& peers) override { impl_->connect(peers); }
+  void add_peer(const PeerInfo& peer) override { impl_->add_peer(peer); }
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
     return impl_->isend(peer, tag, data, bytes);
   }

@@ -1,6 +1,7 @@
 #include "fabric/shaper/shaped_transport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "fabric/errors.h"
+#include "fabric/peer_list.h"
 
 namespace murmur::fabric::shaper {
 namespace {
@@ -36,9 +38,9 @@ class ShapedTransportImpl final : public ShapedTransport {
         hosts_(static_cast<std::size_t>(size_), "host unknown"),
         rng_(mix(seed ^ mix(static_cast<std::uint64_t>(rank_)))),
         timer_([this] { run_timer(); }) {
-    if (config_.max_rank() >= size_) {
-      fabric_log().warn("shaper: config names rank {} but the group has {} ranks; those edges never apply",
-                        config_.max_rank(), size_);
+    if (config_.max_rank() >= size_.load()) {
+      fabric_log().warn("shaper: config names rank {} but the group has {} ranks; those edges apply only if it joins",
+                        config_.max_rank(), size_.load());
     }
   }
 
@@ -59,23 +61,47 @@ class ShapedTransportImpl final : public ShapedTransport {
   }
 
   int rank() const override { return rank_; }
-  int size() const override { return size_; }
+  int size() const override { return size_.load(); }
   std::string name() const override { return "shaped(" + inner_->name() + ")"; }
   std::string address() const override { return inner_->address(); }
 
   void connect(const std::vector<PeerInfo>& peers) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (const auto& peer : peers) {
-        if (peer.rank >= 0 && peer.rank < size_) hosts_[static_cast<std::size_t>(peer.rank)] = peer.host;
+    inner_->connect(peers);
+    // Absent ranks fail here too, so that sends to them fail at once rather
+    // than after their link's latency.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t r = 0; r < peers.size() && r < hosts_.size(); ++r) {
+      if (!peers[r].host.empty()) hosts_[r] = peers[r].host;
+      if (is_absent(peers[r]) && !links_[r].failed) {
+        links_[r].failed = absent_peer_error(static_cast<int>(r), peers[r].host);
       }
     }
-    inner_->connect(peers);
+  }
+
+  // The inner transport first: a send the timer hands over must find the
+  // new rank there. The new link then follows the config like any other
+  // (the default profile, or the edges that name its rank).
+  void add_peer(const PeerInfo& peer) override {
+    std::lock_guard<std::mutex> add_lock(add_mutex_);
+    inner_->add_peer(peer);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto size = static_cast<std::size_t>(peer.rank) + 1;
+      for (std::size_t r = links_.size(); r + 1 < size; ++r) {
+        links_.emplace_back();
+        links_.back().failed = absent_peer_error(static_cast<int>(r), "", skipped_rank_reason(peer.rank));
+      }
+      // Never shrinks: a later rank's add_peer may have grown it first.
+      if (links_.size() < size) links_.resize(size);
+      if (hosts_.size() < size) hosts_.resize(size, "host unknown");
+      hosts_[static_cast<std::size_t>(peer.rank)] = peer.host;
+      if (size_.load() < peer.rank + 1) size_.store(peer.rank + 1);
+    }
   }
 
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
     MURMUR_CHECK_GE(peer, 0);
-    MURMUR_CHECK_LT(peer, size_);
+    MURMUR_CHECK_LT(peer, size_.load());
     if (peer == rank_) return inner_->isend(peer, tag, data, bytes);
     auto outer = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
     std::exception_ptr failed;
@@ -120,7 +146,7 @@ class ShapedTransportImpl final : public ShapedTransport {
 
   void fail_peer(int peer, std::exception_ptr error) override {
     MURMUR_CHECK_GE(peer, 0);
-    MURMUR_CHECK_LT(peer, size_);
+    MURMUR_CHECK_LT(peer, size_.load());
     std::vector<Pending> dropped;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -142,7 +168,7 @@ class ShapedTransportImpl final : public ShapedTransport {
 
   std::uint64_t bytes_shaped(int peer) const override {
     MURMUR_CHECK_GE(peer, 0);
-    MURMUR_CHECK_LT(peer, size_);
+    MURMUR_CHECK_LT(peer, size_.load());
     std::lock_guard<std::mutex> lock(mutex_);
     return links_[static_cast<std::size_t>(peer)].bytes_shaped;
   }
@@ -224,14 +250,18 @@ class ShapedTransportImpl final : public ShapedTransport {
   std::unique_ptr<Transport> inner_;
   const ShaperConfig config_;
   const int rank_;
-  const int size_;
+  // Grows with add_peer, stored once links_ and hosts_ cover the new rank.
+  std::atomic<int> size_;
   const Clock::time_point start_;
+  // Serialises add_peer, so that ranks join here in the inner's order.
+  // Lock order: add_mutex_ before inner_'s locks and mutex_.
+  std::mutex add_mutex_;
   // Lock order: mutex_ is a leaf; it is never held while calling inner_ or
   // completing a Request.
   mutable std::mutex mutex_;
   std::condition_variable wake_;    // timer: a new earliest send, or stop
-  std::vector<Link> links_;         // by destination rank
-  std::vector<std::string> hosts_;  // by rank, from connect()
+  std::vector<Link> links_;         // by destination rank; grows with add_peer
+  std::vector<std::string> hosts_;  // by rank, from connect() and add_peer
   std::mt19937_64 rng_;
   std::map<Key, Pending> queue_;
   std::uint64_t next_seq_ = 0;
