@@ -18,6 +18,7 @@
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/fabric_communicator.h"
 #include "gossip/algorithm/state_blob.h"
+#include "gossip/schedule/controller.h"
 #include "gossip/topology/factory.h"
 #include "tests/gossip/consensus_run.h"
 
@@ -220,6 +221,74 @@ TEST(ResumeState, RefusesAnotherAlgorithmsStateATruncatedOneAndAnotherSize) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("3000 parameters"), std::string::npos) << e.what();
   }
+}
+
+// The scheduler's state: link estimators fed by real transfers, the compute
+// estimator and the decisions, saved, loaded into a fresh controller and
+// saved again, byte for byte; a blob that does not fit changes nothing.
+TEST(ResumeState, ScheduleControllerStateRoundTripsAndRefusesWhatDoesNotFit) {
+  Cluster cluster = make_cluster(2);
+  gossip::schedule::ScheduleConfig config;
+  config.bounds.max_period = 1;  // each rank agrees with itself: the period must not move
+  std::vector<std::future<std::string>> futures;
+  for (int r = 0; r < 2; ++r) {
+    futures.push_back(std::async(std::launch::async, [&, r] {
+      gossip::AlgorithmOptions o;
+      o.channel = 3;
+      auto algorithm = gossip::make_algorithm("allreduce", o, *cluster.comms[r], nullptr);
+      auto self = [](const gossip::schedule::ScheduleProposal& mine) {
+        return std::vector<gossip::schedule::ScheduleProposal>{mine};
+      };
+      std::vector<float> x(5000, static_cast<float>(r));
+      std::string saved;
+      {
+        gossip::schedule::ScheduleController c(config, *algorithm, x.size(), 3, self, {});
+        for (int t = 0; t < 12; ++t) {
+          algorithm->step(x);
+          c.on_step(0.001 * (t + 1));
+        }
+        saved = c.save_state();
+      }
+      algorithm->finish(x);
+      return saved;
+    }));
+  }
+  const std::string saved = futures[0].get();
+  futures[1].get();
+  EXPECT_EQ(gossip::read_state_header(saved).name, "schedule");
+
+  Cluster lone = make_cluster(2);
+  gossip::AlgorithmOptions o;
+  auto algorithm = gossip::make_algorithm("allreduce", o, *lone.comms[0], nullptr);
+  auto self = [](const gossip::schedule::ScheduleProposal& mine) {
+    return std::vector<gossip::schedule::ScheduleProposal>{mine};
+  };
+  {
+    gossip::schedule::ScheduleController c(config, *algorithm, 5000, 3, self, {});
+    c.load_state(saved);
+    EXPECT_EQ(c.save_state(), saved);
+    ASSERT_TRUE(c.last_decision().has_value());
+  }
+  gossip::schedule::ScheduleController fresh(config, *algorithm, 5000, 3, self, {});
+  const std::string before = fresh.save_state();
+  auto expect_refused = [&](const std::string& blob, const std::string& needle) {
+    try {
+      fresh.load_state(blob);
+      FAIL() << "loaded " << blob.size() << " bytes: expected '" << needle << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fresh.save_state(), before) << "a refused blob changed the controller";
+  };
+  for (std::size_t cut = 0; cut < saved.size(); cut += 53) expect_refused(saved.substr(0, cut), "schedule");
+  expect_refused(saved.substr(0, saved.size() - 1), "bytes left");
+  gossip::schedule::ScheduleController other_size(config, *algorithm, 4999, 3, self, {});
+  EXPECT_THROW(other_size.load_state(saved), std::invalid_argument);
+  gossip::schedule::ScheduleConfig narrower = config;
+  narrower.bounds.min_period = 2;  // the saved period 1 is outside
+  narrower.bounds.max_period = 4;
+  gossip::schedule::ScheduleController other_bounds(narrower, *algorithm, 5000, 3, self, {});
+  EXPECT_THROW(other_bounds.load_state(saved), std::invalid_argument);
 }
 
 }  // namespace
