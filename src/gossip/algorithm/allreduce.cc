@@ -77,7 +77,7 @@ class RingAllreduce final : public RoundAlgorithm {
   }
 
   void run_round(std::uint64_t round) override {
-    *result_ = snapshot_;
+    result_.fresh() = snapshot_;
     aborted_ = false;
     const int p = static_cast<int>(members_.size());
     const int r = static_cast<int>(std::find(members_.begin(), members_.end(), rank()) - members_.begin());
@@ -88,7 +88,7 @@ class RingAllreduce final : public RoundAlgorithm {
       for (int s = 0; s < p - 1; ++s) {
         auto out = chunk(mod(r - s));
         auto in = chunk(mod(r - s - 1));
-        tmp_->resize(in.size());
+        tmp_.fresh().resize(in.size());
         if (!ring_step(left, right, tag(Phase::kAllreduce, round), out, tmp_, tmp_.span())) continue;
         const std::vector<float>& tmp = *tmp_;
         for (std::size_t i = 0; i < in.size(); ++i) in[i] += tmp[i];
@@ -102,7 +102,7 @@ class RingAllreduce final : public RoundAlgorithm {
     if (aborted_) {
       // No exact result this round: the model stays as it was (the next
       // complete round averages the ranks again).
-      *result_ = snapshot_;
+      result_.fresh() = snapshot_;
       return;
     }
     if (options_.average) {
@@ -194,7 +194,7 @@ class TopkAllreduce final : public RoundAlgorithm {
     for (std::size_t i = 0; i < n; ++i) snapshot_[i] -= reference_[i];  // the update to send
     const std::size_t cap = encoder_->max_encoded_bytes(n);
     inbox_.resize(comm_.size());
-    inbox_[me]->resize(cap);
+    inbox_[me].fresh().resize(cap);
     inbox_[me]->resize(encoder_->encode(snapshot_, *inbox_[me]));
     std::vector<fabric::RequestPtr> requests;
     std::vector<int> from;
@@ -202,7 +202,7 @@ class TopkAllreduce final : public RoundAlgorithm {
     // sized messages for large p; direct sends are fine at tens of ranks.
     for (int k : members_) {
       if (k == me) continue;
-      inbox_[k]->resize(cap);
+      inbox_[k].fresh().resize(cap);
       requests.push_back(traffic_.recv(k, tag(Phase::kTopkAllgather, round), inbox_[k]));
       from.push_back(k);
     }

@@ -83,11 +83,11 @@ class Choco final : public RoundAlgorithm {
   // x_hat_i. Communication thread, first round of a new view.
   void resync(std::uint64_t round) {
     const std::size_t n = x_hat_.size();
-    dense_->assign(x_hat_.begin(), x_hat_.end());
+    dense_.fresh().assign(x_hat_.begin(), x_hat_.end());
     inbox_.resize(hood_.in.size());
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < hood_.in.size(); ++k) {
-      inbox_[k]->resize(n * sizeof(float));
+      inbox_[k].fresh().resize(n * sizeof(float));
       requests.push_back(traffic_.recv(hood_.in[k].peer, tag(Phase::kChocoResync, round), inbox_[k]));
     }
     for (const auto& l : hood_.out) requests.push_back(traffic_.send(l.peer, tag(Phase::kChocoResync, round), dense_));
@@ -179,14 +179,14 @@ class Choco final : public RoundAlgorithm {
     diff_.resize(n);
     for (std::size_t i = 0; i < n; ++i) diff_[i] = snapshot_[i] - x_hat_[i];
     const std::size_t cap = encoder_->max_encoded_bytes(n);
-    message_->resize(cap);
+    message_.fresh().resize(cap);
     message_->resize(encoder_->encode(diff_, *message_));
     inbox_.resize(ins.size());
     // Neighbours may send at any ratio up to max_ratio.
     const std::size_t inbox_cap = std::max(cap, capacity_ ? capacity_->max_encoded_bytes(n) : 0);
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k]->resize(inbox_cap);
+      inbox_[k].fresh().resize(inbox_cap);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kChoco, round), inbox_[k]));
     }
     for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kChoco, round), message_));

@@ -32,7 +32,7 @@ class Dpsgd final : public RoundAlgorithm {
   // dpsgd keeps no state between rounds but the parameters.
   void load_own(StateReader& r, bool) override { r.finish(); }
 
-  void begin_round(std::span<const float> params) override { snapshot_->assign(params.begin(), params.end()); }
+  void begin_round(std::span<const float> params) override { snapshot_.fresh().assign(params.begin(), params.end()); }
 
   void run_round(std::uint64_t round) override {
     // A static topology's neighbourhood is computed once; a time-varying
@@ -47,7 +47,7 @@ class Dpsgd final : public RoundAlgorithm {
     inbox_.resize(ins.size());
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k]->resize(n);
+      inbox_[k].fresh().resize(n);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kDpsgd, round), inbox_[k]));
     }
     for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kDpsgd, round), snapshot_));

@@ -7,10 +7,15 @@
 //
 // A MessageBuffer is a handle to one heap vector: it cannot be copied
 // (copying a model into a message is an explicit `*to = *from`), only
-// moved, and a moved-from handle is empty. Resizing the vector is allowed
-// between rounds, once every request on it is done: algorithms that fail
-// are never run again (algorithm.h), so a vector a failed request may still
-// touch is never resized.
+// moved, and a moved-from handle is empty.
+//
+// Reuse. A round that goes on without a lost peer (tolerate_lost_peers)
+// leaves that peer's failed requests with the backend, which may still
+// write into their buffers. So a message is always built in fresh(): the
+// same vector when no request holds it any more (the usual case: no
+// allocation), else a new one, leaving the old to the requests that hold
+// it. Resizing or assigning through operator-> is only for a vector that
+// was just obtained from fresh() in the same round.
 //
 // Internal to algorithm/. Thread safety: as std::vector's.
 #pragma once
@@ -33,6 +38,12 @@ class MessageBuffer {
   std::vector<T>& operator*() const { return *data_; }
   std::vector<T>* operator->() const { return data_.get(); }
   std::span<T> span() const { return std::span<T>(*data_); }
+  // The vector to build the next message in (see "Reuse"); its contents are
+  // unspecified (the old ones, or none).
+  std::vector<T>& fresh() {
+    if (data_.use_count() > 1) data_ = std::make_shared<std::vector<T>>();
+    return *data_;
+  }
   // What a request retains (fabric::Request::retain).
   std::shared_ptr<const void> owner() const { return data_; }
 

@@ -98,7 +98,7 @@ class Sgp final : public RoundAlgorithm {
     const std::size_t n = snapshot_.size();
     const std::size_t bytes = sizeof(double) + n * sizeof(float);
     const double share = 1.0 / (1.0 + static_cast<double>(outs.size()));
-    out_->resize(bytes);
+    out_.fresh().resize(bytes);
     const double w_share = w_snapshot_ * share;
     std::memcpy(out_->data(), &w_share, sizeof(double));
     float* xs = reinterpret_cast<float*>(out_->data() + sizeof(double));
@@ -107,7 +107,7 @@ class Sgp final : public RoundAlgorithm {
     inbox_.resize(ins.size());
     std::vector<fabric::RequestPtr> requests;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      inbox_[k]->resize(bytes);
+      inbox_[k].fresh().resize(bytes);
       requests.push_back(traffic_.recv(ins[k].peer, tag(Phase::kSgp, round), inbox_[k]));
     }
     for (const auto& l : outs) requests.push_back(traffic_.send(l.peer, tag(Phase::kSgp, round), out_));
