@@ -84,6 +84,11 @@ void StateWriter::doubles(std::span<const double> values) {
   put(bytes_, values.data(), values.size_bytes());
 }
 
+void StateWriter::bytes(std::string_view value) {
+  u64(value.size());
+  bytes_ += value;
+}
+
 StateHeader read_state_header(std::string_view blob) {
   Cursor c{blob, 0, {}};
   return parse_header(c);
@@ -138,6 +143,14 @@ std::vector<double> StateReader::doubles(const char* field) {
   std::vector<double> v(n);
   std::memcpy(v.data(), take(n * sizeof(double), field), n * sizeof(double));
   return v;
+}
+
+std::string StateReader::bytes(const char* field) {
+  const std::uint64_t n = u64(field);
+  if (n > blob_.size() - at_)
+    malformed(name_, std::string(field) + " claims " + std::to_string(n) + " bytes, " +
+                         std::to_string(blob_.size() - at_) + " left");
+  return std::string(take(n, field), n);
 }
 
 void StateReader::finish() const {

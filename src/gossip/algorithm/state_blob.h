@@ -30,6 +30,7 @@ class StateWriter {
   void f64(double v);
   void floats(std::span<const float> values);
   void doubles(std::span<const double> values);
+  void bytes(std::string_view value);  // u64 length, then the bytes (a nested blob)
   std::string take() { return std::move(bytes_); }
 
  private:
@@ -57,6 +58,7 @@ class StateReader {
   double f64(const char* field);
   std::vector<float> floats(const char* field);
   std::vector<double> doubles(const char* field);
+  std::string bytes(const char* field);
   // Throws when bytes are left over (a blob of another layout).
   void finish() const;
 
