@@ -63,6 +63,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "murmur/gossip_options.h"
@@ -170,6 +171,19 @@ class Peer final {
   void step();    // after each local update
   void flush();   // wait for the round in flight and fold it into the tensors
   void finish();  // leave the gossip; tensors hold this rank's final model
+
+  // Checkpoints: the gossip algorithm's own state and the adaptive
+  // scheduler's (docs/resilience.md, "Checkpoints"), as opaque bytes for a
+  // checkpoint file; the tensors themselves are the caller's to save. Call
+  // between steps after flush(), on every rank (the first call joins the
+  // gossip, as step() does). load_state() before the first step(), on every
+  // rank, with what save_state() returned on this rank in a job with the
+  // same configuration; `other_view`: saved under other members than the
+  // present view's, so the algorithm re-derives what depends on its
+  // neighbours and the scheduler starts afresh. Throws
+  // std::invalid_argument naming what does not fit.
+  std::string save_state();
+  void load_state(std::string_view state, bool other_view = false);
 
   // Collectives (exact, blocking, outside the gossip).
   void average(float* data, std::size_t count, MemoryKind kind = MemoryKind::kAuto);

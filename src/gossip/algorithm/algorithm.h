@@ -50,6 +50,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gossip/algorithm/communicator.h"
@@ -199,6 +200,29 @@ class Algorithm {
   // caller's thread. Call before the first step; `views` must outlive the
   // algorithm. Null: membership never changes.
   virtual void set_views(ViewSchedule* views) = 0;
+
+  // Checkpoints (docs/resilience.md, "Checkpoints"). The algorithm's own
+  // state beyond the caller's parameters (registry.h: checkpoint_state), as
+  // bytes that load_state() of the same algorithm with the same options
+  // accepts (layout: state_blob.h). Caller thread, no round in flight (call
+  // flush() first: MURMUR_CHECKed). Empty for algorithms without state.
+  // The round counter is not in it: every rank resumes together, so rounds
+  // (their tags and the view gate's counter) restart at 0 everywhere; the
+  // rounds already run are kept only as the phase of a time-varying graph.
+  virtual std::string save_state() const;
+  // Restores it before the first step (MURMUR_CHECKed). Throws
+  // std::invalid_argument naming what does not fit (another algorithm,
+  // another layout, a malformed blob): the blob comes from a file. The
+  // parameter count it was saved for is checked at the first step, against
+  // the tensor given there (the same exception, from step()).
+  virtual void load_state(std::string_view state);
+  // The same, for a state saved under another membership view than the one
+  // this algorithm starts in: what depends on the old neighbours is
+  // re-derived at the first round (choco: keeps x_hat, recomputes s from the
+  // new neighbours' public copies; sgp: restarts push-sum at w = 1 from the
+  // parameters, the old weights no longer summing to the members;
+  // topk-allreduce: keeps its error feedback, re-agrees the reference).
+  virtual void load_state_from_other_view(std::string_view state);
 };
 
 // Throws std::invalid_argument naming the algorithm or option that does not

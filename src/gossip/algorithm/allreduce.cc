@@ -45,6 +45,10 @@ class RingAllreduce final : public RoundAlgorithm {
 
   void begin_round(std::span<const float> params) override { snapshot_.assign(params.begin(), params.end()); }
 
+  // Nothing beyond the driver's part: every round starts from the
+  // parameters alone.
+  void load_own(StateReader& r, bool) override { r.finish(); }
+
   std::size_t offset(int chunk) const { return static_cast<std::size_t>(chunk) * result_->size() / members_.size(); }
   std::span<float> chunk(int c) { return result_.span().subspan(offset(c), offset(c + 1) - offset(c)); }
 
@@ -150,6 +154,33 @@ class TopkAllreduce final : public RoundAlgorithm {
   void begin_round(std::span<const float> params) override {
     snapshot_.assign(params.begin(), params.end());
     taken_ = snapshot_;
+  }
+
+  // The reference every rank holds (empty before the first round) and the
+  // encoder's error-feedback residual (empty without feedback or before the
+  // first sparse round).
+  void save_own(StateWriter& w) const override {
+    w.floats(reference_);
+    auto* ef = dynamic_cast<const ErrorFeedback*>(encoder_.get());
+    w.floats(ef ? ef->residual() : std::span<const float>());
+  }
+
+  void load_own(StateReader& r, bool other_view) override {
+    auto reference = r.floats("topk-allreduce reference");
+    auto residual = r.floats("topk-allreduce error-feedback residual");
+    r.finish();
+    auto* ef = dynamic_cast<ErrorFeedback*>(encoder_.get());
+    for (const auto* v : {&reference, &residual})
+      if (!v->empty() && v->size() != r.elements())
+        throw std::invalid_argument("topk-allreduce: saved state has a vector of " + std::to_string(v->size()) +
+                                    " values for " + std::to_string(r.elements()) + " parameters");
+    if (!residual.empty() && !ef)
+      throw std::invalid_argument("topk-allreduce: saved state has an error-feedback residual, but compressor " +
+                                  encoder_->name() + " runs without feedback");
+    if (ef) ef->restore_residual(residual);
+    // Another view: the reference may differ between the ranks that held
+    // it; the first round re-agrees it (as adopt_view does).
+    if (!other_view) reference_ = std::move(reference);
   }
 
   void run_round(std::uint64_t round) override {

@@ -110,10 +110,54 @@ class Choco final : public RoundAlgorithm {
     for (std::size_t i = 0; i < n; ++i) s_[i] = static_cast<float>(s[i] + self * x_hat_[i]);
   }
 
+  void use_ratio(double ratio) {
+    encoder_ = make_compressor(spec_.with_ratio(ratio), Feedback::kNone);
+    self_decoder_ = make_compressor(spec_.with_ratio(ratio), Feedback::kNone);
+    ratio_in_use_ = ratio;
+  }
+
+  // The public copy x_hat, s = sum_j W(i,j) x_hat_j, and the ratios: in use
+  // (0: the configured one), pending for the next round and after a trial.
+  void save_own(StateWriter& w) const override {
+    w.floats(x_hat_);
+    w.floats(s_);
+    w.f64(ratio_in_use_);
+    w.f64(pending_ratio_);
+    w.f64(after_trial_ratio_);
+    w.u64(resync_ ? 1 : 0);
+  }
+
+  void load_own(StateReader& r, bool other_view) override {
+    auto x_hat = r.floats("choco x_hat");
+    auto s = r.floats("choco s");
+    const double in_use = r.f64("choco ratio in use");
+    const double pending = r.f64("choco pending ratio");
+    const double after_trial = r.f64("choco ratio after a trial");
+    const bool resync = r.u64("choco resync") != 0;
+    r.finish();
+    if (x_hat.size() != s.size() || (!x_hat.empty() && x_hat.size() != r.elements()))
+      throw std::invalid_argument("choco: saved state has " + std::to_string(x_hat.size()) + " x_hat and " +
+                                  std::to_string(s.size()) + " s values for " + std::to_string(r.elements()) +
+                                  " parameters");
+    for (double ratio : {in_use, pending, after_trial}) {
+      if (ratio == 0) continue;
+      if (!spec_.sparse() || !(ratio > 0) || ratio > std::max(max_ratio_, spec_.ratio))
+        throw std::invalid_argument("choco: saved state uses ratio " + std::to_string(ratio) + ", which compressor " +
+                                    spec_.text() + " with max ratio " + std::to_string(max_ratio_) + " cannot take");
+    }
+    if (in_use > 0) use_ratio(in_use);
+    pending_ratio_ = pending;
+    after_trial_ratio_ = after_trial;
+    x_hat_ = std::move(x_hat);
+    s_ = std::move(s);
+    // Another view: s summed the old neighbours' copies; the first round
+    // recomputes it from the new ones' (adopt_view's resync).
+    resync_ = resync || other_view;
+  }
+
   void begin_round(std::span<const float> params) override {
     if (pending_ratio_ > 0) {
-      encoder_ = make_compressor(spec_.with_ratio(pending_ratio_), Feedback::kNone);
-      self_decoder_ = make_compressor(spec_.with_ratio(pending_ratio_), Feedback::kNone);
+      use_ratio(pending_ratio_);
       pending_ratio_ = after_trial_ratio_;
       after_trial_ratio_ = 0;
     }
@@ -184,6 +228,7 @@ class Choco final : public RoundAlgorithm {
   double max_ratio_ = 0;                  // 0: the ratio cannot grow past the configured one
   double pending_ratio_ = 0;              // set_ratio -> next begin_round
   double after_trial_ratio_ = 0;          // the round after a trial round (set_ratio's trial_ratio)
+  double ratio_in_use_ = 0;               // the encoder's ratio; 0: the configured one
   std::unique_ptr<Compressor> capacity_;  // sizes receive buffers for max_ratio_
   std::unique_ptr<Compressor> encoder_;
   std::unique_ptr<Compressor> self_decoder_;

@@ -28,13 +28,17 @@ class Dpsgd final : public RoundAlgorithm {
     cached_ = false;
   }
 
+  // Nothing beyond the driver's part (steps, period, the graph's phase):
+  // dpsgd keeps no state between rounds but the parameters.
+  void load_own(StateReader& r, bool) override { r.finish(); }
+
   void begin_round(std::span<const float> params) override { snapshot_.fresh().assign(params.begin(), params.end()); }
 
   void run_round(std::uint64_t round) override {
     // A static topology's neighbourhood is computed once; a time-varying
     // one's every round.
     if (!cached_ || topology_->time_varying()) {
-      hood_ = neighbourhood(topology_->at_round(round), rank());
+      hood_ = neighbourhood(topology_->at_round(graph_round(round)), rank());
       cached_ = true;
     }
     const auto& ins = hood_.in;

@@ -19,3 +19,20 @@ std::unique_ptr<Algorithm> make_algorithm(const std::string& name, const Algorit
 }
 
 }  // namespace murmur::gossip
+
+namespace murmur::gossip {
+
+// Algorithms without state (adpsgd): nothing to save, and only nothing to
+// load. Its exchanges are pairwise on the parameters alone and their order
+// depends on timing, so there is no trajectory to continue exactly.
+std::string Algorithm::save_state() const { return {}; }
+
+void Algorithm::load_state(std::string_view state) {
+  if (!state.empty())
+    throw std::invalid_argument(name() + " keeps no state beyond the parameters, but the checkpoint holds " +
+                                std::to_string(state.size()) + " bytes of it (saved by another algorithm?)");
+}
+
+void Algorithm::load_state_from_other_view(std::string_view state) { load_state(state); }
+
+}  // namespace murmur::gossip

@@ -167,6 +167,12 @@ void RoundAlgorithm::retune(const Tuning& tuning) {
 void RoundAlgorithm::step(std::span<float> params) {
   MURMUR_CHECK(!finished_);
   check_not_failed();
+  if (expected_parameters_ != 0) {
+    if (params.size() != expected_parameters_)
+      throw std::invalid_argument(name_ + ": the saved state is for " + std::to_string(expected_parameters_) +
+                                  " parameters, the tensor has " + std::to_string(params.size()));
+    expected_parameters_ = 0;
+  }
   std::uint64_t step = 0;
   {
     std::lock_guard lock(mutex_);
@@ -187,6 +193,7 @@ void RoundAlgorithm::step(std::span<float> params) {
   }
   if (before_round_) before_round_();
   begin_round(params);
+  parameters_ = params.size();
   {
     std::lock_guard lock(mutex_);
     has_job_ = true;
@@ -206,6 +213,46 @@ void RoundAlgorithm::finish(std::span<float> params) {
   if (finished_) return;
   flush(params);
   finished_ = true;
+}
+
+namespace {
+constexpr std::uint32_t kDriverStateVersion = 1;
+}
+
+std::string RoundAlgorithm::save_state() const {
+  MURMUR_CHECK(!in_flight_);  // flush() first
+  StateWriter w(name_, parameters_, kDriverStateVersion * 1000 + state_version());
+  {
+    std::lock_guard lock(mutex_);
+    w.u64(stats_.steps);
+  }
+  w.u64(static_cast<std::uint64_t>(steps_since_round_));
+  w.u64(static_cast<std::uint64_t>(period_.load()));
+  w.u64(graph_round_offset_ + next_round_);
+  save_own(w);
+  return w.take();
+}
+
+void RoundAlgorithm::load(std::string_view state, bool other_view) {
+  MURMUR_CHECK(next_round_ == 0 && !in_flight_);  // before the first round
+  StateReader r(state, name_, kDriverStateVersion * 1000 + state_version());
+  const std::uint64_t steps = r.u64("steps");
+  const std::uint64_t since = r.u64("steps since the last round");
+  const std::uint64_t period = r.u64("period");
+  const std::uint64_t rounds = r.u64("rounds");
+  if (period < 1 || period > 1'000'000 || since >= period || rounds > steps)
+    throw std::invalid_argument(name_ + ": saved state has period " + std::to_string(period) + ", " +
+                                std::to_string(since) + " steps into it, " + std::to_string(rounds) + " rounds in " +
+                                std::to_string(steps) + " steps: not a state this algorithm writes");
+  load_own(r, other_view);  // finishes the reader, then commits
+  {
+    std::lock_guard lock(mutex_);
+    stats_.steps = steps;
+  }
+  steps_since_round_ = static_cast<int>(since);
+  period_.store(static_cast<int>(period));
+  graph_round_offset_ = rounds;
+  expected_parameters_ = r.elements();
 }
 
 AlgorithmStats RoundAlgorithm::stats() const {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/state_blob.h"
 #include "gossip/algorithm/traffic.h"
 
 namespace murmur::gossip::detail {
@@ -53,6 +54,12 @@ class RoundAlgorithm : public Algorithm {
   std::vector<TransferSample> take_transfer_samples() override { return traffic_.take_send_samples(); }
   double last_mixing_rms() const override { return mixing_rms_.load(); }
   double last_local_step_rms() const override { return local_step_rms_.load(); }
+  // The driver's part (steps, the position in the period, the period, the
+  // rounds run: the phase of a time-varying graph), then the subclass's
+  // (save_own). Header element count: the parameters of the last round.
+  std::string save_state() const final;
+  void load_state(std::string_view state) final { load(state, /*other_view=*/false); }
+  void load_state_from_other_view(std::string_view state) final { load(state, /*other_view=*/true); }
 
  protected:
   RoundAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm, bool default_overlap);
@@ -77,6 +84,18 @@ class RoundAlgorithm : public Algorithm {
   // the state of lost neighbours, prepare what new ones need.
   virtual void adopt_view(const ViewChange& change) = 0;
 
+  // The subclass's part of save_state()/load_state(), caller thread, no
+  // round in flight. load_own reads exactly what save_own wrote (same
+  // state_version()), calls reader.finish(), and only then changes
+  // anything (a blob refused leaves the algorithm as it was); `other_view`:
+  // see Algorithm::load_state_from_other_view.
+  virtual std::uint32_t state_version() const { return 1; }
+  virtual void save_own(StateWriter&) const {}
+  virtual void load_own(StateReader&, bool /*other_view*/) {}
+  // The round of the time-varying graph for round `round` of this run:
+  // rounds restart at 0 on resume, the graph's sequence goes on.
+  std::uint64_t graph_round(std::uint64_t round) const { return graph_round_offset_ + round; }
+
   // Traffic::wait_all_excusing with this algorithm's timeout and
   // tolerate_lost_peers; counts the round as incomplete when it excused
   // anyone. Communication thread.
@@ -94,13 +113,14 @@ class RoundAlgorithm : public Algorithm {
   void worker_loop();
   void complete_round(std::span<float> params);
   void check_not_failed() const;
+  void load(std::string_view state, bool other_view);
 
   const std::string name_;
   const bool overlap_;
   std::atomic<int> period_;             // written on the caller thread, read anywhere
   int steps_since_round_ = 0;           // caller thread only
   std::function<void()> before_round_;  // caller thread only
-  ViewSchedule* gate_ = nullptr;            // caller thread only
+  ViewSchedule* gate_ = nullptr;        // caller thread only
   std::atomic<std::uint64_t> view_generation_{0};
   std::atomic<std::uint64_t> incomplete_rounds_{0};
   std::set<int> excused_logged_;  // communication thread only: peers already logged
@@ -120,8 +140,13 @@ class RoundAlgorithm : public Algorithm {
   std::atomic<double> mixing_rms_{0};
   std::atomic<double> local_step_rms_{0};
   std::uint64_t next_round_ = 0;  // caller thread only
-  bool in_flight_ = false;        // caller thread only
-  bool finished_ = false;         // caller thread only
+  // Rounds run before a resume (load_state): written before the first round,
+  // read by run_round (ordered by the driver's mutex).
+  std::uint64_t graph_round_offset_ = 0;
+  std::size_t parameters_ = 0;           // caller thread only: size at the last begin_round
+  std::size_t expected_parameters_ = 0;  // caller thread only: from load_state, checked at the first step
+  bool in_flight_ = false;               // caller thread only
+  bool finished_ = false;                // caller thread only
 
   // Lock order: mutex_ is taken alone (never while calling out).
   mutable std::mutex mutex_;

@@ -21,7 +21,10 @@
 // both sums among them (docs/resilience.md, "sgp's mass"). A new view
 // changes only the graph; the weights carry on.
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "gossip/algorithm/algorithm.h"
@@ -54,6 +57,32 @@ class Sgp final : public RoundAlgorithm {
     topology_ = view_topology_.get();
   }
 
+  // The numerator x, the weight w and what the caller was given (its
+  // update since is added to x). Empty before the first round.
+  void save_own(StateWriter& w) const override {
+    w.floats(x_);
+    w.floats(given_);
+    w.f64(w_);
+  }
+
+  void load_own(StateReader& r, bool other_view) override {
+    auto x = r.floats("sgp numerator x");
+    auto given = r.floats("sgp given");
+    const double w = r.f64("sgp weight w");
+    r.finish();
+    if (x.size() != given.size() || (!x.empty() && x.size() != r.elements()) || !(w > 0) || !std::isfinite(w))
+      throw std::invalid_argument("sgp: saved state has " + std::to_string(x.size()) + " numerator and " +
+                                  std::to_string(given.size()) + " given values for " + std::to_string(r.elements()) +
+                                  " parameters, weight " + std::to_string(w));
+    // Another view: the weights no longer sum to the members; push-sum
+    // restarts at w = 1 from the parameters (absorb() at the first round).
+    if (other_view) return;
+    x_ = std::move(x);
+    given_ = std::move(given);
+    w_ = w;
+    weight_.store(w);
+  }
+
   void begin_round(std::span<const float> params) override {
     absorb(params);
     snapshot_ = x_;
@@ -62,7 +91,7 @@ class Sgp final : public RoundAlgorithm {
   }
 
   void run_round(std::uint64_t round) override {
-    Graph g = topology_->at_round(round);
+    Graph g = topology_->at_round(graph_round(round));
     const int me = rank();
     const auto& ins = g.in(me);
     const auto& outs = g.out(me);

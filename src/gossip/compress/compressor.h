@@ -95,6 +95,9 @@ class ErrorFeedback final : public Compressor {
   std::string name() const override;
   bool biased() const override { return false; }
   std::span<const float> residual() const;
+  // Sets the residual (a checkpoint's); empty: none yet (the next encode
+  // starts from zero). The next encode keeps it only if its n matches.
+  void restore_residual(std::span<const float> residual);
   Compressor& inner();
 
  private:

@@ -19,6 +19,9 @@ ErrorFeedback::~ErrorFeedback() = default;
 std::string ErrorFeedback::name() const { return "ef(" + inner_->name() + ")"; }
 std::span<const float> ErrorFeedback::residual() const { return state_->residual; }
 Compressor& ErrorFeedback::inner() { return *inner_; }
+void ErrorFeedback::restore_residual(std::span<const float> residual) {
+  state_->residual.assign(residual.begin(), residual.end());
+}
 
 std::size_t ErrorFeedback::max_bytes(std::size_t n, const EncodeParams& p) const {
   return inner_->max_encoded_bytes(n, p);

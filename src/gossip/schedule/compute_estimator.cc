@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "common/check.h"
@@ -19,6 +21,18 @@ void ComputeEstimator::observe(double seconds) {
   std::sort(v.begin(), v.end());
   const std::size_t mid = v.size() / 2;
   median_ = v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+void ComputeEstimator::save(StateWriter& w) const { w.doubles(std::vector<double>(recent_.begin(), recent_.end())); }
+
+void ComputeEstimator::load(StateReader& r) {
+  const auto recent = r.doubles("compute seconds");
+  for (double s : recent)
+    if (!(s >= 0) || !std::isfinite(s))
+      throw std::invalid_argument("saved state of schedule: a step of " + std::to_string(s) + " seconds");
+  recent_.clear();
+  median_ = 0;
+  for (double s : recent) observe(s);
 }
 
 }  // namespace murmur::gossip::schedule

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <deque>
 
+#include "gossip/algorithm/state_blob.h"
+
 namespace murmur::gossip::schedule {
 
 class ComputeEstimator {
@@ -23,6 +25,10 @@ class ComputeEstimator {
   void observe(double seconds);
   double seconds_per_step() const { return median_; }
   std::size_t samples() const { return recent_.size(); }
+  // A checkpoint's copy: the recent steps (load() keeps the last `window`;
+  // throws std::invalid_argument for a negative or non-finite one).
+  void save(StateWriter& w) const;
+  void load(StateReader& r);
 
  private:
   std::size_t window_;

@@ -175,4 +175,105 @@ void ScheduleController::apply(ScheduleDecision decision, const ScheduleInputs& 
   last_ = std::move(decision);
 }
 
+namespace {
+constexpr std::uint32_t kScheduleStateVersion = 1;
+}
+
+std::string ScheduleController::save_state() const {
+  StateWriter w("schedule", parameters_, kScheduleStateVersion);
+  w.u64(steps_);
+  w.u64(decisions_);
+  w.f64(ratio_);
+  w.f64(observed_message_bytes_);
+  w.f64(reference_);
+  policy_.save(w);
+  compute_.save(w);
+  w.u64(links_.size());
+  for (const auto& [peer, estimator] : links_) {
+    w.u64(static_cast<std::uint64_t>(peer));
+    estimator.save(w);
+  }
+  w.u64(last_ ? 1 : 0);
+  if (last_) {
+    w.u64(last_->round);
+    w.i64(last_->period);
+    w.i64(last_->proposed_period);
+    w.f64(last_->ratio);
+    std::vector<double> links;
+    for (const auto& [peer, ratio] : last_->link_ratio) {
+      links.push_back(peer);
+      links.push_back(ratio);
+    }
+    w.doubles(links);
+  }
+  return w.take();
+}
+
+void ScheduleController::read_state(std::string_view state, AdaptivePolicy& policy, ComputeEstimator& compute,
+                                    std::map<int, LinkEstimator>& links, bool commit) {
+  StateReader r(state, "schedule", kScheduleStateVersion);
+  if (r.elements() != parameters_)
+    throw std::invalid_argument("saved state of schedule: for " + std::to_string(r.elements()) +
+                                " parameters, this job has " + std::to_string(parameters_));
+  const std::uint64_t steps = r.u64("steps");
+  const std::uint64_t decisions = r.u64("decisions");
+  const double ratio = r.f64("ratio");
+  const double message_bytes = r.f64("observed message bytes");
+  const double reference = r.f64("consensus reference");
+  const auto& b = policy_.bounds();
+  if (!(ratio >= b.min_ratio && ratio <= b.max_ratio))
+    throw std::invalid_argument("saved state of schedule: ratio " + std::to_string(ratio) + " outside [" +
+                                std::to_string(b.min_ratio) + ", " + std::to_string(b.max_ratio) + "]");
+  policy.load(r);
+  compute.load(r);
+  const std::uint64_t count = r.u64("links");
+  links.clear();
+  for (std::uint64_t k = 0; k < count; ++k) {
+    const std::uint64_t peer = r.u64("link peer");
+    if (peer > 1'000'000) throw std::invalid_argument("saved state of schedule: link to peer " + std::to_string(peer));
+    links.try_emplace(static_cast<int>(peer), config_.link).first->second.load(r);
+  }
+  std::optional<ScheduleDecision> last;
+  if (r.u64("has a decision") != 0) {
+    ScheduleDecision d;
+    d.round = r.u64("decision round");
+    d.period = static_cast<int>(r.i64("decision period"));
+    d.proposed_period = static_cast<int>(r.i64("decision proposed period"));
+    d.ratio = r.f64("decision ratio");
+    const auto by_link = r.doubles("decision link ratios");
+    if (by_link.size() % 2 != 0 || d.period < b.min_period || d.period > b.max_period ||
+        !(d.ratio >= b.min_ratio && d.ratio <= b.max_ratio))
+      throw std::invalid_argument("saved state of schedule: decision (period " + std::to_string(d.period) + ", ratio " +
+                                  std::to_string(d.ratio) + ") outside this job's bounds");
+    for (std::size_t i = 0; i < by_link.size(); i += 2) d.link_ratio[static_cast<int>(by_link[i])] = by_link[i + 1];
+    d.reason = "restored from a checkpoint";
+    last = std::move(d);
+  }
+  r.finish();
+  if (!commit) return;
+  steps_ = steps;
+  decisions_ = decisions;
+  ratio_ = ratio;
+  observed_message_bytes_ = message_bytes;
+  reference_ = reference;
+  last_ = std::move(last);
+}
+
+void ScheduleController::load_state(std::string_view state) {
+  {
+    // Everything checked on copies first: a blob refused changes nothing.
+    AdaptivePolicy policy = policy_;
+    ComputeEstimator compute = compute_;
+    std::map<int, LinkEstimator> links;
+    read_state(state, policy, compute, links, /*commit=*/false);
+  }
+  read_state(state, policy_, compute_, links_, /*commit=*/true);
+  Tuning tuning;
+  tuning.period = last_ ? last_->period : policy_.bounds().min_period;
+  if (algorithm_.tunes_ratio()) tuning.ratio = ratio_;
+  algorithm_.retune(tuning);
+  sched_log().info("schedule restored: period {}, ratio {:g}, {} decisions, {} links", tuning.period, ratio_,
+                   decisions_, links_.size());
+}
+
 }  // namespace murmur::gossip::schedule

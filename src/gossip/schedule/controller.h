@@ -44,6 +44,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/schedule/compute_estimator.h"
@@ -95,6 +97,19 @@ class ScheduleController {
   const std::optional<ScheduleDecision>& last_decision() const { return last_; }
   double current_ratio() const { return ratio_; }
 
+  // Checkpoints: the link estimators, the compute estimator, the policy's
+  // memory and the current decision (period, ratios), with the counters
+  // that keep decisions at the same steps on every rank, as a state blob
+  // (state_blob.h, name "schedule", elements: the parameters). Caller
+  // thread, between steps. load_state() applies the saved decision to the
+  // algorithm at once (retune), so the first steps run as the saved job
+  // did; it throws std::invalid_argument naming what does not fit (another
+  // owner, another parameter count, bounds that the saved state breaks, a
+  // malformed blob) and then changes nothing. Call it before the first
+  // step, after the algorithm's own load_state.
+  std::string save_state() const;
+  void load_state(std::string_view state);
+
  private:
   ScheduleInputs gather_inputs();
   // The before-round hook: a reaction between agreements, if one is due.
@@ -103,6 +118,10 @@ class ScheduleController {
   // Retunes the algorithm, logs a change, records the decision (with
   // "agreed": false for a reaction between agreements) and keeps it.
   void apply(ScheduleDecision decision, const ScheduleInputs& in, bool agreed);
+  // Reads `state` into the given parts (checks everything first when they
+  // are copies; load_state then reads it again into the members).
+  void read_state(std::string_view state, AdaptivePolicy& policy, ComputeEstimator& compute,
+                  std::map<int, LinkEstimator>& links, bool commit);
 
   const ScheduleConfig config_;
   Algorithm& algorithm_;

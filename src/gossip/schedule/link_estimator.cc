@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "common/check.h"
 
@@ -293,6 +295,79 @@ void LinkEstimator::refit() {
   estimate_.latency_s = latency;
   estimate_.bandwidth_Bps = median(std::move(rates));
   estimate_.line_identified = probe_latency.has_value();
+}
+
+namespace {
+
+template <typename Samples>
+void save_samples(StateWriter& w, const Samples& samples) {
+  std::vector<double> v;
+  for (const auto& s : samples) {
+    v.push_back(s.bytes);
+    v.push_back(s.seconds);
+    v.push_back(static_cast<double>(s.seq));
+  }
+  w.doubles(v);
+}
+
+template <typename Sample>
+std::vector<Sample> load_samples(StateReader& r, const char* field, std::size_t most) {
+  const auto v = r.doubles(field);
+  if (v.size() % 3 != 0 || v.size() / 3 > most)
+    throw std::invalid_argument(std::string("saved state of schedule: ") + field + " holds " +
+                                std::to_string(v.size()) + " numbers, not up to " + std::to_string(most) +
+                                " samples of 3");
+  std::vector<Sample> out;
+  for (std::size_t i = 0; i < v.size(); i += 3) {
+    if (!(v[i] >= 0) || !(v[i + 1] >= 0) || !std::isfinite(v[i]) || !std::isfinite(v[i + 1]) || !(v[i + 2] >= 0))
+      throw std::invalid_argument(std::string("saved state of schedule: ") + field + " has a bad sample");
+    out.push_back({v[i], v[i + 1], static_cast<std::uint64_t>(v[i + 2])});
+  }
+  return out;
+}
+
+}  // namespace
+
+void LinkEstimator::save(StateWriter& w) const {
+  save_samples(w, window_);
+  save_samples(w, small_);
+  save_samples(w, run_);
+  w.u64(static_cast<std::uint64_t>(run_direction_));
+  w.u64(next_seq_);
+  w.f64(estimate_.latency_s);
+  w.f64(estimate_.bandwidth_Bps);
+  w.u64(estimate_.samples);
+  w.u64(estimate_.line_identified ? 1 : 0);
+  w.u64(estimate_.observed);
+  w.u64(estimate_.changes);
+  w.u64(estimate_.late_receiver);
+  w.f64(estimate_.suspect_bandwidth_Bps);
+}
+
+void LinkEstimator::load(StateReader& r) {
+  auto window = load_samples<Sample>(r, "link window", options_.window);
+  auto small = load_samples<Sample>(r, "link probes", options_.window);
+  auto run = load_samples<Sample>(r, "link suspects", options_.window);
+  const std::uint64_t direction = r.u64("link suspect direction");
+  if (direction > static_cast<std::uint64_t>(Verdict::kFaster))
+    throw std::invalid_argument("saved state of schedule: link suspect direction " + std::to_string(direction));
+  LinkEstimate e;
+  const std::uint64_t next_seq = r.u64("link sequence");
+  e.latency_s = r.f64("link latency");
+  e.bandwidth_Bps = r.f64("link bandwidth");
+  e.samples = r.u64("link samples");
+  e.line_identified = r.u64("link line identified") != 0;
+  e.observed = r.u64("link observed");
+  e.changes = r.u64("link changes");
+  e.late_receiver = r.u64("link late receiver");
+  e.suspect_bandwidth_Bps = r.f64("link suspect bandwidth");
+  window_.assign(window.begin(), window.end());
+  small_.assign(small.begin(), small.end());
+  run_ = std::move(run);
+  run_direction_ = static_cast<Verdict>(direction);
+  next_seq_ = next_seq;
+  last_sample_time_.reset();
+  estimate_ = e;
 }
 
 }  // namespace murmur::gossip::schedule

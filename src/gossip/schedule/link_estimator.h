@@ -40,6 +40,8 @@
 #include <optional>
 #include <vector>
 
+#include "gossip/algorithm/state_blob.h"
+
 namespace murmur::gossip::schedule {
 
 struct LinkEstimatorOptions {
@@ -107,6 +109,14 @@ class LinkEstimator {
   bool needs_probe(double now) const;
 
   const LinkEstimatorOptions& options() const { return options_; }
+
+  // A checkpoint's copy (ScheduleController::save_state): the samples, the
+  // pending suspects and the estimate. Times of another process's clock
+  // (the last sample's, the last change's) are not kept: a loaded estimator
+  // needs_probe() at once and has no last_change_time. load() throws
+  // std::invalid_argument for counts that do not fit these options.
+  void save(StateWriter& w) const;
+  void load(StateReader& r);
 
  private:
   struct Sample {

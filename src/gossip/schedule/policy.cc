@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -323,5 +325,67 @@ ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in, int agreed_per
 }
 
 ScheduleDecision AdaptivePolicy::decide(const ScheduleInputs& in) { return decide(in, propose_period(in)); }
+
+namespace {
+
+template <typename Map>
+std::vector<double> flatten(const Map& by_key) {
+  std::vector<double> v;
+  for (const auto& [key, value] : by_key) {
+    v.push_back(key);
+    v.push_back(static_cast<double>(value));
+  }
+  return v;
+}
+
+}  // namespace
+
+void AdaptivePolicy::save(StateWriter& w) const {
+  w.u64(ladder_.size());
+  w.u64(floor_rung_);
+  w.i64(period_cap_);
+  w.i64(period_);
+  w.doubles(flatten(link_rung_));
+  w.doubles(flatten(held_one_size_));
+  w.u64(rounds_since_step_back_);
+  w.i64(calm_rounds_);
+}
+
+void AdaptivePolicy::load(StateReader& r) {
+  const std::uint64_t rungs = r.u64("policy ladder size");
+  const std::uint64_t floor = r.u64("policy floor rung");
+  const std::int64_t cap = r.i64("policy period cap");
+  const std::int64_t period = r.i64("policy period");
+  const auto link_rung = r.doubles("policy link rungs");
+  const auto held = r.doubles("policy links held at one size");
+  const std::uint64_t since_step_back = r.u64("policy rounds since step back");
+  const std::int64_t calm = r.i64("policy calm rounds");
+  auto refuse = [](const std::string& what) {
+    throw std::invalid_argument("saved state of schedule: " + what + " does not fit this job's schedule bounds");
+  };
+  if (rungs != ladder_.size())
+    refuse("a ratio ladder of " + std::to_string(rungs) + " rungs (this one has " + std::to_string(ladder_.size()) +
+           ")");
+  if (floor >= rungs) refuse("floor rung " + std::to_string(floor));
+  if (cap < bounds_.min_period || cap > bounds_.max_period) refuse("period cap " + std::to_string(cap));
+  if (period < bounds_.min_period || period > bounds_.max_period) refuse("period " + std::to_string(period));
+  if (link_rung.size() % 2 != 0 || held.size() % 2 != 0) refuse("an odd list of links");
+  std::map<int, std::size_t> rung_by_link;
+  for (std::size_t i = 0; i < link_rung.size(); i += 2) {
+    if (!(link_rung[i + 1] >= 0 && link_rung[i + 1] < static_cast<double>(rungs))) refuse("a link rung");
+    rung_by_link[static_cast<int>(link_rung[i])] = static_cast<std::size_t>(link_rung[i + 1]);
+  }
+  std::map<int, int> held_by_link;
+  for (std::size_t i = 0; i < held.size(); i += 2)
+    held_by_link[static_cast<int>(held[i])] = static_cast<int>(held[i + 1]);
+  floor_rung_ = floor;
+  period_cap_ = static_cast<int>(cap);
+  period_ = static_cast<int>(period);
+  link_rung_ = std::move(rung_by_link);
+  held_one_size_ = std::move(held_by_link);
+  rounds_since_step_back_ = since_step_back;
+  calm_rounds_ = static_cast<int>(calm);
+  proposed_ = false;
+}
 
 }  // namespace murmur::gossip::schedule

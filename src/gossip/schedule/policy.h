@@ -43,6 +43,8 @@
 #include <string>
 #include <vector>
 
+#include "gossip/algorithm/state_blob.h"
+
 namespace murmur::gossip::schedule {
 
 struct ScheduleBounds {
@@ -142,6 +144,13 @@ class AdaptivePolicy {
 
   const ScheduleBounds& bounds() const { return bounds_; }
   const std::vector<double>& ladder() const { return ladder_; }
+
+  // A checkpoint's copy of what carries from one decision to the next (the
+  // guard's floor and cap, the last period, each link's rung, the
+  // hysteresis counters). load() throws std::invalid_argument when it does
+  // not fit these bounds (another ladder, a period outside them).
+  void save(StateWriter& w) const;
+  void load(StateReader& r);
 
  private:
   ScheduleDecision decide(const ScheduleInputs& in, int agreed_period, bool explore);

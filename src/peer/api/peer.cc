@@ -20,6 +20,7 @@
 #include "gossip/algorithm/fabric_communicator.h"
 #include "gossip/algorithm/gossip_setup.h"
 #include "gossip/algorithm/registry.h"
+#include "gossip/algorithm/state_blob.h"
 #include "gossip/schedule/controller.h"
 #include "gossip/schedule/schedule_file.h"
 #include "gossip/topology/factory.h"
@@ -97,8 +98,8 @@ class Peer::Impl {
     if (config_.survive_lost_peers) start_membership(gossip_options);
     scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s),
                                                     membership_.get());
-    schedule_gather_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/",
-                                                            to_ms(config_.timeout_s), membership_.get());
+    schedule_gather_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/", to_ms(config_.timeout_s),
+                                                            membership_.get());
 
     gossip::AlgorithmOptions options = gossip::algorithm_options(gossip_options, schedule);
     options.channel = kGossipChannel;
@@ -220,6 +221,36 @@ class Peer::Impl {
     tensors_.gather();
     gossip_->flush(tensors_.flat());
     tensors_.scatter();
+  }
+
+  // Layout (state_blob.h, name "peer", elements: the tensors' floats):
+  // the algorithm's blob, then the scheduler's (empty without one).
+  std::string save_state() {
+    start();
+    gossip::StateWriter w("peer", tensors_.count(), 1);
+    w.bytes(gossip_ ? gossip_->save_state() : std::string());
+    w.bytes(controller_ ? controller_->save_state() : std::string());
+    return w.take();
+  }
+
+  void load_state(std::string_view state, bool other_view) {
+    start();
+    gossip::StateReader r(state, "peer", 1);
+    if (r.elements() != tensors_.count())
+      throw std::invalid_argument("saved state is for " + std::to_string(r.elements()) + " floats, rank " +
+                                  std::to_string(env_.rank) + " registered " + std::to_string(tensors_.count()) +
+                                  " (tensors: " + tensors_.describe() + ")");
+    const std::string algorithm = r.bytes("algorithm state");
+    const std::string schedule = r.bytes("scheduler state");
+    r.finish();
+    if (gossip_) {
+      if (other_view) {
+        gossip_->load_state_from_other_view(algorithm);
+      } else {
+        gossip_->load_state(algorithm);
+      }
+    }
+    if (controller_ && !schedule.empty() && !other_view) controller_->load_state(schedule);
   }
 
   void finish() {
@@ -430,8 +461,8 @@ class Peer::Impl {
   std::unique_ptr<gossip::FabricCommunicator> communicator_;
   std::shared_ptr<gossip::Topology> topology_;
   std::unique_ptr<peer::Membership> membership_;  // null: survive_lost_peers off, or a job of one
-  gossip::PushedViews collective_views_;         // the collective's view, chosen by exact_mean
-  gossip::View collective_view_;                 // caller thread: the view collective_ runs in
+  gossip::PushedViews collective_views_;          // the collective's view, chosen by exact_mean
+  gossip::View collective_view_;                  // caller thread: the view collective_ runs in
   std::unique_ptr<gossip::Algorithm> gossip_;
   std::unique_ptr<gossip::Algorithm> collective_;
   bool started_ = false;  // the layout check passed (caller thread)
@@ -459,6 +490,12 @@ std::size_t Peer::parameter_count() const { return impl_->parameter_count(); }
 void Peer::step() {
   impl_->guarded([&] { impl_->step(); });
 }
+std::string Peer::save_state() {
+  return impl_->guarded([&] { return impl_->save_state(); });
+}
+void Peer::load_state(std::string_view state, bool other_view) {
+  impl_->guarded([&] { impl_->load_state(state, other_view); });
+}
 void Peer::flush() {
   impl_->guarded([&] { impl_->flush(); });
 }
@@ -479,8 +516,6 @@ double Peer::consensus_distance() {
 }
 PeerStats Peer::stats() const { return impl_->stats(); }
 PeerView Peer::view() const { return impl_->view(); }
-void Peer::on_view_change(std::function<void(const PeerView&)> callback) {
-  impl_->on_view_change(std::move(callback));
-}
+void Peer::on_view_change(std::function<void(const PeerView&)> callback) { impl_->on_view_change(std::move(callback)); }
 
 }  // namespace murmur

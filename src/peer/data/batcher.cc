@@ -43,6 +43,13 @@ void Batcher::start_epoch(int epoch) {
   position_ = 0;
 }
 
+void Batcher::seek(std::size_t position) {
+  if (position > order_.size())
+    throw std::invalid_argument("data position " + std::to_string(position) + " is past the shard's " +
+                                std::to_string(order_.size()) + " examples");
+  position_ = position;
+}
+
 bool Batcher::next(Batch& batch) {
   if (position_ >= order_.size()) return false;
   const std::size_t n = std::min(order_.size() - position_, static_cast<std::size_t>(batch_size_));

@@ -46,6 +46,12 @@ class Batcher {
   // batch's storage: no allocation once it has held a full batch.
   bool next(Batch& batch);
 
+  // Examples of this epoch already taken, and a jump to such a position
+  // after start_epoch (a checkpoint's: the same order, the same place).
+  // seek throws std::invalid_argument past the shard's end.
+  std::size_t position() const { return position_; }
+  void seek(std::size_t position);
+
   int steps_per_epoch() const;
   std::size_t examples() const { return order_.size(); }
   int batch_size() const { return batch_size_; }

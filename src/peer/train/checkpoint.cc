@@ -16,7 +16,8 @@ namespace murmur::peer::train {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'U', 'R', 'M', 'U', 'R', 'C', 'K'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kOldestVersion = 1;
 // A header is a few hundred bytes; anything far larger is not ours.
 constexpr std::uint32_t kMaxHeaderBytes = 1 << 16;
 
@@ -33,6 +34,15 @@ void append_u32(std::string& out, std::uint32_t v) {
 std::uint32_t read_u32(const std::string& in, std::size_t offset) {
   const auto* b = reinterpret_cast<const unsigned char*>(in.data() + offset);
   return b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+}
+
+void append_u64(std::string& out, std::uint64_t v) {
+  append_u32(out, static_cast<std::uint32_t>(v));
+  append_u32(out, static_cast<std::uint32_t>(v >> 32));
+}
+
+std::uint64_t read_u64(const std::string& in, std::size_t offset) {
+  return read_u32(in, offset) | (static_cast<std::uint64_t>(read_u32(in, offset + 4)) << 32);
 }
 
 std::uint32_t crc32_of(const std::string& bytes, std::size_t length) {
@@ -72,7 +82,12 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
                                  {"parameters", c.parameters.size()},
                                  {"epoch", c.epoch},
                                  {"step", c.step},
-                                 {"momentum", !c.momentum.empty()}};
+                                 {"momentum", !c.momentum.empty()},
+                                 {"algorithm", c.algorithm},
+                                 {"data_pass", c.data_pass},
+                                 {"data_position", c.data_position},
+                                 {"view_generation", c.view_generation},
+                                 {"view_members", c.view_members}};
   const std::string header_text = header.dump();
   std::string bytes;
   bytes.reserve(64 + header_text.size() + 8 * c.parameters.size());
@@ -82,6 +97,10 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   bytes += header_text;
   append(bytes, c.parameters.data(), c.parameters.size() * sizeof(float));
   append(bytes, c.momentum.data(), c.momentum.size() * sizeof(float));
+  for (const std::string* blob : {&c.algorithm_state, &c.schedule_state}) {
+    append_u64(bytes, blob->size());
+    bytes += *blob;
+  }
   append_u32(bytes, crc32_of(bytes, bytes.size()));
 
   const std::filesystem::path target(path);
@@ -122,7 +141,9 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (bytes.size() < fixed + 4) fail(path, "truncated (" + std::to_string(bytes.size()) + " bytes)");
   if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) fail(path, "not a murmur checkpoint (bad magic)");
   const std::uint32_t version = read_u32(bytes, sizeof(kMagic));
-  if (version != kVersion) fail(path, "version " + std::to_string(version) + ", expected " + std::to_string(kVersion));
+  if (version < kOldestVersion || version > kVersion)
+    fail(path, "version " + std::to_string(version) + ", this build reads " + std::to_string(kOldestVersion) + " to " +
+                   std::to_string(kVersion));
   const std::uint32_t stored_crc = read_u32(bytes, bytes.size() - 4);
   if (crc32_of(bytes, bytes.size() - 4) != stored_crc) fail(path, "checksum mismatch (corrupt or truncated)");
   const std::uint32_t header_bytes = read_u32(bytes, sizeof(kMagic) + 4);
@@ -141,22 +162,48 @@ Checkpoint load_checkpoint(const std::string& path) {
     c.step = header.at("step").get<std::int64_t>();
     count = header.at("parameters").get<std::size_t>();
     has_momentum = header.at("momentum").get<bool>();
+    if (version >= 2) {
+      c.algorithm = header.at("algorithm").get<std::string>();
+      c.data_pass = header.at("data_pass").get<int>();
+      c.data_position = header.at("data_position").get<std::uint64_t>();
+      c.view_generation = header.at("view_generation").get<std::uint64_t>();
+      c.view_members = header.at("view_members").get<std::vector<int>>();
+    }
   } catch (const nlohmann::json::exception& e) {
     fail(path, std::string("bad header: ") + e.what());
   }
+  c.version = static_cast<int>(version);
   const std::size_t payload = bytes.size() - 4 - fixed - header_bytes;
   const std::size_t vectors = has_momentum ? 2 : 1;
-  if (count > payload / sizeof(float) || payload != vectors * count * sizeof(float)) {
+  // Version 2: the two state sections, each at least its u64 length.
+  const std::size_t sections = version >= 2 ? 16 : 0;
+  if (count > payload / sizeof(float) / vectors || vectors * count * sizeof(float) + sections > payload ||
+      (version < 2 && payload != vectors * count * sizeof(float))) {
     fail(path, "header says " + std::to_string(count) + " parameters" + (has_momentum ? " and momentum" : "") +
                    " but the file holds " + std::to_string(payload) + " payload bytes");
   }
-  const char* data = bytes.data() + fixed + header_bytes;
+  const std::size_t data = fixed + header_bytes;
   c.parameters.resize(count);
-  std::memcpy(c.parameters.data(), data, count * sizeof(float));
+  std::memcpy(c.parameters.data(), bytes.data() + data, count * sizeof(float));
   if (has_momentum) {
     c.momentum.resize(count);
-    std::memcpy(c.momentum.data(), data + count * sizeof(float), count * sizeof(float));
+    std::memcpy(c.momentum.data(), bytes.data() + data + count * sizeof(float), count * sizeof(float));
   }
+  std::size_t at = data + vectors * count * sizeof(float);
+  const std::size_t end = bytes.size() - 4;
+  for (auto [blob, what] : {std::pair{&c.algorithm_state, "algorithm state"}, {&c.schedule_state, "scheduler state"}}) {
+    if (version < 2) break;
+    if (end - at < 8)
+      fail(path, std::string("truncated before the ") + what + " section at byte " + std::to_string(at));
+    const std::uint64_t size = read_u64(bytes, at);
+    at += 8;
+    if (size > end - at)
+      fail(path, std::string("the ") + what + " section claims " + std::to_string(size) + " bytes at byte " +
+                     std::to_string(at) + ", " + std::to_string(end - at) + " are left");
+    blob->assign(bytes, at, size);
+    at += size;
+  }
+  if (at != end) fail(path, std::to_string(end - at) + " bytes after the last section");
   return c;
 }
 

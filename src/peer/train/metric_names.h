@@ -87,7 +87,7 @@ inline constexpr char kJoined[] = "joined";    // ranks
 inline constexpr char kSpectralGap[] = "spectral_gap";
 inline constexpr char kGraph[] = "graph";  // how the view's graph was built, one line
 inline constexpr char kReason[] = "reason";
-inline constexpr char kPosition[] = "position";  // this rank's place in the view (its shard)
+inline constexpr char kPosition[] = "position";   // this rank's place in the view (its shard)
 inline constexpr char kUnixTime[] = "unix_time";  // wall clock, seconds since 1970 (across processes)
 }  // namespace key
 

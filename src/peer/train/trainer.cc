@@ -27,6 +27,8 @@
 #include "peer/train/evaluation.h"
 #include "peer/train/metric_names.h"
 #include "peer/train/metrics_writer.h"
+#include "peer/train/peer_state_sections.h"
+#include "peer/train/resume_plan.h"
 
 namespace murmur::peer::train {
 
@@ -70,8 +72,8 @@ Accuracy evaluate_shared(Peer& peer, model::Model& model, std::span<const float>
   // Slices by place in the live view; every member is at the same round.
   const PeerView view = peer.view();
   const std::size_t world = view.ranks.size();
-  const std::size_t position = static_cast<std::size_t>(
-      std::find(view.ranks.begin(), view.ranks.end(), peer.rank()) - view.ranks.begin());
+  const std::size_t position =
+      static_cast<std::size_t>(std::find(view.ranks.begin(), view.ranks.end(), peer.rank()) - view.ranks.begin());
   const std::size_t first = test.size() * position / world;
   const std::size_t last = test.size() * (position + 1) / world;
   const auto mine = evaluate_range(model, test, first, last - first, batch, scratch);
@@ -173,6 +175,7 @@ class TrainingRun {
   int first_epoch_ = 0;
   long step_ = 0;
   int batcher_pass_ = 0;
+  std::size_t resume_position_ = 0;  // examples of batcher_pass_ already taken (a checkpoint's)
   data::Batch batch_, eval_scratch_;
   double compute_seconds_ = 0;
   // Training time = time - setup - evaluation: the setup (data, group,
@@ -228,6 +231,7 @@ TrainSummary TrainingRun::run() {
   write_start();
   setup_seconds_ = seconds_since(start_);
   batcher_->start_epoch(batcher_pass_);
+  batcher_->seek(resume_position_);
   for (int epoch = first_epoch_; epoch < o_.epochs; ++epoch) {
     repartition_if_the_view_changed(epoch);
     end_epoch(epoch, train_epoch(epoch));
@@ -238,14 +242,10 @@ TrainSummary TrainingRun::run() {
 void TrainingRun::resume() {
   const auto path = checkpoint_path(o_.checkpoint_dir, rank_);
   auto c = load_checkpoint(path);
-  const std::size_t parameters = model_->parameter_count();
-  if (c.model != o_.model || c.parameters.size() != parameters || c.world_size != world_ || c.rank != rank_) {
-    throw CheckpointError("checkpoint " + path + " is of rank " + std::to_string(c.rank) + " of " +
-                          std::to_string(c.world_size) + ", model " + c.model + " (" +
-                          std::to_string(c.parameters.size()) + " parameters); this run is rank " +
-                          std::to_string(rank_) + " of " + std::to_string(world_) + ", model " + o_.model + " (" +
-                          std::to_string(parameters) + " parameters)");
-  }
+  const PeerView view = peer_.view();
+  const ResumePlan plan = plan_resume(c, path,
+                                      {rank_, world_, o_.model, model_->parameter_count(), o_.peer.algorithm,
+                                       view.generation, std::vector<int>(view.ranks.begin(), view.ranks.end())});
   // Ranks that resume from different epochs would gossip out of step. The
   // variance over ranks is the same number on every rank, so either all
   // of them refuse or none does.
@@ -257,9 +257,16 @@ void TrainingRun::resume() {
   }
   write_parameters(*model_, c.parameters);
   if (!c.momentum.empty()) write_device_vector(device_, optimizer_.momentum(), c.momentum);
+  if (plan.algorithm_state) {
+    peer_.load_state(join_peer_state(c.algorithm_state, plan.schedule_state ? c.schedule_state : std::string(),
+                                     model_->parameter_count()),
+                     plan.other_view);
+    batcher_pass_ = c.data_pass;
+    resume_position_ = c.data_position;
+  }
   first_epoch_ = c.epoch;
   step_ = c.step;
-  peer_log().info("resumed from {} after epoch {} (step {})", path, c.epoch, c.step);
+  peer_log().info("resumed after epoch {} (step {}): {}", c.epoch, c.step, plan.note);
 }
 
 void TrainingRun::write_start() {
@@ -365,15 +372,16 @@ void TrainingRun::on_view(const PeerView& view) {
     lost_ranks.push_back(d.rank);
   }
   const bool gap = std::isfinite(view.spectral_gap);
-  write_timed({{key::kEvent, event::kView},
-               {key::kStep, step_},
-               {key::kUnixTime, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
-               {key::kGeneration, view.generation},
-               {key::kMembers, view.ranks},
-               {key::kLost, lost},
-               {key::kJoined, view.joined},
-               {key::kSpectralGap, gap ? nlohmann::json(view.spectral_gap) : nlohmann::json(nullptr)},
-               {key::kGraph, view.topology}});
+  write_timed(
+      {{key::kEvent, event::kView},
+       {key::kStep, step_},
+       {key::kUnixTime, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
+       {key::kGeneration, view.generation},
+       {key::kMembers, view.ranks},
+       {key::kLost, lost},
+       {key::kJoined, view.joined},
+       {key::kSpectralGap, gap ? nlohmann::json(view.spectral_gap) : nlohmann::json(nullptr)},
+       {key::kGraph, view.topology}});
   if (o_.events)
     events::emit_event(events::to_json(events::ViewEvent{rank_, view.generation, static_cast<int>(view.ranks.size()),
                                                          lost_ranks, view.joined, view.spectral_gap}));
@@ -406,7 +414,10 @@ void TrainingRun::end_epoch(int epoch, const EpochTotals& totals) {
   if (!o_.checkpoint_dir.empty()) save_checkpoint_after(epoch);
 }
 
+// Every rank, at the same epoch end: the round in flight is folded in first,
+// so that the algorithm's state is complete (Peer::save_state).
 void TrainingRun::save_checkpoint_after(int epoch) {
+  peer_.flush();
   Checkpoint c;
   c.rank = rank_;
   c.world_size = world_;
@@ -415,6 +426,13 @@ void TrainingRun::save_checkpoint_after(int epoch) {
   c.step = step_;
   c.parameters = read_parameters(*model_);
   c.momentum = read_device_vector(device_, optimizer_.momentum());
+  c.algorithm = o_.peer.algorithm;
+  split_peer_state(peer_.save_state(), c.algorithm_state, c.schedule_state);
+  c.data_pass = batcher_pass_;
+  c.data_position = batcher_->position();
+  const PeerView view = peer_.view();
+  c.view_generation = view.generation;
+  c.view_members.assign(view.ranks.begin(), view.ranks.end());
   save_checkpoint(checkpoint_path(o_.checkpoint_dir, rank_), c);
 }
 
