@@ -110,8 +110,10 @@ TEST(ViewGate, ASupersededAgreementIsAbandonedForTheLaterView) {
 }
 
 TEST(ViewGate, AFailedAgreementFailsBefore) {
-  ViewGate::Agree agree = [](const View&, std::uint64_t, const std::function<bool()>&)
-      -> std::optional<std::vector<std::uint64_t>> { throw std::runtime_error("no rendezvous"); };
+  ViewGate::Agree agree = [](const View&, std::uint64_t,
+                             const std::function<bool()>&) -> std::optional<std::vector<std::uint64_t>> {
+    throw std::runtime_error("no rendezvous");
+  };
   ViewGate gate(View{0, {0, 1}}, 0, agree, plain);
   gate.propose(View{1, {0}});
   EXPECT_TRUE(wait_for(

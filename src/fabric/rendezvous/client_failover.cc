@@ -111,7 +111,9 @@ asio::awaitable<void> Client::Impl::say_hello(std::shared_ptr<Connection> conn, 
   }
 }
 
-void Client::Impl::use_connection(std::shared_ptr<Connection> conn, const std::string& name) {
+void Client::Impl::use_connection(std::shared_ptr<Connection> conn, const Endpoint& where) {
+  const std::string name = name_of(where);
+  server_endpoint_ = where;
   conn_ = std::move(conn);
   ++epoch_;
   last_heard_ = Clock::now();
@@ -129,7 +131,7 @@ asio::awaitable<void> Client::Impl::run() {
   try {
     auto conn = co_await open(first, deadline, /*retry=*/true);
     co_await say_hello(conn, hello(false), deadline, name_of(first));
-    use_connection(std::move(conn), name_of(first));
+    use_connection(std::move(conn), first);
   } catch (const std::exception& e) {
     fail_connect(std::current_exception());
     co_return;
@@ -200,8 +202,16 @@ asio::awaitable<bool> Client::Impl::fail_over(const std::string& reason) {
     std::lock_guard lock(mutex_);
     if (expelled_ || !view_known_ || standbys_.empty()) co_return false;
     lost_server = server_;
-    // Lowest-ranked live member first, so that every client converges on
-    // the same standby; the server just lost is not asked again.
+    // The server itself first: a connection can end while its server lives
+    // (this process was stopped past heartbeat_stale and expelled, or the
+    // server closed it for a fault). Only a server that does not answer is
+    // replaced; otherwise a member the job expelled would fail over to a
+    // standby of its own and go on alone (split brain). The server answers
+    // an expelled member with the view that lacks it.
+    candidates.push_back(server_endpoint_);
+    ranks.push_back(-1);
+    // Then the lowest-ranked live member's standby, so that every client
+    // converges on the same one.
     for (const auto& m : view_.members) {
       for (const auto& [rank, where] : standbys_) {
         if (rank != m.rank || name_of(where) == lost_server) continue;
@@ -218,13 +228,18 @@ asio::awaitable<bool> Client::Impl::fail_over(const std::string& reason) {
       try {
         auto conn = co_await open(candidates[i], deadline, /*retry=*/false);
         co_await say_hello(conn, hello(true), deadline, name_of(candidates[i]));
-        use_connection(std::move(conn), name_of(candidates[i]));
+        use_connection(std::move(conn), candidates[i]);
       } catch (const std::exception& e) {
         rendezvous_log().debug("{}: standby of rank {}: {}", me(), ranks[i], e.what());
         continue;
       }
-      rendezvous_log().warn("{}: rendezvous server {} lost ({}); rank {}'s standby at {} took over", me(), lost_server,
-                            reason, ranks[i], name_of(candidates[i]));
+      if (ranks[i] < 0) {
+        rendezvous_log().warn("{}: connection to rendezvous server {} lost ({}); reconnected", me(), lost_server,
+                              reason);
+      } else {
+        rendezvous_log().warn("{}: rendezvous server {} lost ({}); rank {}'s standby at {} took over", me(),
+                              lost_server, reason, ranks[i], name_of(candidates[i]));
+      }
       resend_after_failover();
       co_return true;
     }

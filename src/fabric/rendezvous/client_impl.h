@@ -79,7 +79,7 @@ class Client::Impl {
   // Reconnects to a standby; false when none accepted.
   boost::asio::awaitable<bool> fail_over(const std::string& reason);
   wire::Hello hello(bool rejoin) const;
-  void use_connection(std::shared_ptr<Connection> conn, const std::string& name);
+  void use_connection(std::shared_ptr<Connection> conn, const Endpoint& where);
   void resend_after_failover();
   void dispatch(wire::ServerMessage message);
   void take_view(wire::ViewChanged changed);
@@ -104,6 +104,7 @@ class Client::Impl {
   std::uint64_t epoch_ = 1;           // io thread: one more per connection
   Clock::time_point last_heard_;      // io thread: anything from the server
   std::string stale_reason_;          // io thread: why heartbeats() closed the connection
+  Endpoint server_endpoint_;          // io thread: where the server in use listens
 
   // Lock order: mutex_ is a leaf; it is never held while calling a
   // callback, sending, or waiting on the io thread.

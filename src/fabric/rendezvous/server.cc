@@ -148,7 +148,10 @@ asio::awaitable<void> Server::Impl::watch(SessionPtr s) {
     const auto deadline = s->last_seen + limit;
     if (Session::Clock::now() >= deadline) {
       if (s->joined) {
-        lose(s, "no heartbeat for " + std::to_string(options_.heartbeat_timeout.count()) + " ms", false);
+        // Told before its connection closes: a stopped process reads, when it
+        // wakes, that it is out, instead of failing over (client_failover.cc).
+        lose(s, "no heartbeat for " + std::to_string(options_.heartbeat_timeout.count()) + " ms", false,
+             /*tell_it=*/true);
       } else {
         reject(s, "no Hello within " + std::to_string(options_.hello_timeout.count()) + " ms");
       }

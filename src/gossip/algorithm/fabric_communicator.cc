@@ -73,8 +73,8 @@ void FabricCommunicator::wait_detecting(std::span<const fabric::RequestPtr> requ
   std::set<int> reported;  // failed links, told once per wait
   for (;;) {
     const double deadline_s = detector_.deadline->deadline_s();
-    const auto until =
-        std::min(ceiling, fabric::Clock::now() + std::chrono::duration_cast<fabric::Clock::duration>(Seconds(deadline_s)));
+    const auto until = std::min(
+        ceiling, fabric::Clock::now() + std::chrono::duration_cast<fabric::Clock::duration>(Seconds(deadline_s)));
     std::exception_ptr error;
     bool settled = false;
     try {

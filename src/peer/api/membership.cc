@@ -55,8 +55,7 @@ Membership::~Membership() {
   gate_.reset();  // stops its thread before the members it uses go
 }
 
-void Membership::on_group_view(const fabric::MembershipView& view,
-                               const std::vector<fabric::Group::LostPeer>& lost) {
+void Membership::on_group_view(const fabric::MembershipView& view, const std::vector<fabric::Group::LostPeer>& lost) {
   std::string reasons;
   {
     std::lock_guard lock(mutex_);

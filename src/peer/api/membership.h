@@ -115,8 +115,8 @@ class Membership {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable committed_cv_;
-  std::vector<gossip::View> committed_;                  // agreed, ascending (initial first)
-  std::vector<ViewEvent::Departure> departures_;         // every member declared lost, with why
+  std::vector<gossip::View> committed_;           // agreed, ascending (initial first)
+  std::vector<ViewEvent::Departure> departures_;  // every member declared lost, with why
   std::vector<ViewEvent> history_;
   std::function<void(const ViewEvent&)> listener_;
   std::set<int> reported_links_;  // failed links already reported

@@ -99,9 +99,8 @@ ScalarGather::Gathered ScalarGather::gather(std::span<const double> values, cons
   }
 }
 
-std::vector<std::vector<double>> ScalarGather::parse(const std::vector<std::string>& replies,
-                                                     const gossip::View& view, std::size_t count,
-                                                     const std::string& what) const {
+std::vector<std::vector<double>> ScalarGather::parse(const std::vector<std::string>& replies, const gossip::View& view,
+                                                     std::size_t count, const std::string& what) const {
   std::vector<std::vector<double>> gathered;
   gathered.reserve(replies.size());
   for (std::size_t k = 0; k < replies.size(); ++k) {

@@ -42,8 +42,8 @@ std::vector<ScheduleProposal> ScheduleAgreement::operator()(const SchedulePropos
   }
   // The view is taken here, on the caller's thread at this decision's step,
   // where it is the same on every member (scalar_gather.h).
-  in_flight_ = std::async(std::launch::async,
-                          [this, mine, view = gather_.start_view()] { return gather_now(mine, view); });
+  in_flight_ =
+      std::async(std::launch::async, [this, mine, view = gather_.start_view()] { return gather_now(mine, view); });
   return previous;
 }
 
