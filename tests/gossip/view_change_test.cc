@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <map>
 #include <memory>
@@ -61,17 +62,27 @@ struct Board {
   }
 };
 
-// The graph of a view: the job's generator regenerated on the live members.
-ViewGate::Prepare prepare_for(const std::string& kind, int member_space) {
-  return [kind, member_space](const View& from, const View& to) {
+// The graph of a view, in rank space of `member_space` ranks: the job's
+// generator regenerated on the live members.
+std::shared_ptr<const gossip::Topology> graph_of(const std::string& kind, const View& view, int member_space) {
+  if (kind == "none") return nullptr;
+  std::shared_ptr<const gossip::Topology> positions = gossip::make_topology({.kind = kind, .nodes = view.size()});
+  return std::make_shared<gossip::MemberTopology>(positions, view.members, member_space);
+}
+
+// `member_space` is read at each change (a join grows it); `exchange`, if
+// set, is the change's exchange_params (a join's sponsor and joiner).
+ViewGate::Prepare prepare_for(const std::string& kind, std::function<int()> member_space,
+                              std::function<void(std::span<float>, std::uint64_t)> exchange = {}) {
+  return [kind, member_space, exchange](const View& from, const View& to) {
     ViewChange change;
     change.view = to;
-    if (kind != "none") {
-      std::shared_ptr<const gossip::Topology> positions = gossip::make_topology({.kind = kind, .nodes = to.size()});
-      change.topology = std::make_shared<gossip::MemberTopology>(positions, to.members, member_space);
-    }
+    change.topology = graph_of(kind, to, member_space());
     for (int m : from.members)
       if (!to.contains(m)) change.lost.push_back(m);
+    for (int m : to.members)
+      if (!from.contains(m)) change.joined.push_back(m);
+    if (!change.joined.empty()) change.exchange_params = exchange;
     return change;
   };
 }
@@ -83,6 +94,8 @@ struct Rank {
   std::unique_ptr<gossip::Algorithm> algorithm;
   std::vector<float> x;
 };
+
+std::string address_of(const Rank& rank) { return rank.transport->address(); }
 
 struct Case {
   std::string algorithm;
@@ -120,7 +133,8 @@ std::vector<std::unique_ptr<Rank>> make_ranks(int size, const Case& c, Board& bo
   for (int r = 0; r < size; ++r) {
     auto& rank = *ranks[r];
     rank.comm = std::make_unique<gossip::FabricCommunicator>(*rank.transport, peers);
-    rank.gate = std::make_unique<ViewGate>(initial, r, board.agree_for(r), prepare_for(c.topology, size));
+    rank.gate = std::make_unique<ViewGate>(initial, r, board.agree_for(r),
+                                           prepare_for(c.topology, [&rank] { return rank.transport->size(); }));
     gossip::AlgorithmOptions o;
     o.compressor = c.compressor;
     o.gamma = c.gamma;
@@ -199,6 +213,133 @@ TEST_P(ViewChangeTest, SurvivorsAdoptTheViewAndAgree) {
     ranks[r]->algorithm.reset();
     ranks[r]->gate.reset();
   }
+}
+
+// Four ranks run; a fifth joins: its transport connects to theirs while
+// they add_peer it, the view with it is proposed to all, and rank 0
+// sponsors it: at the view's first round it sends the joiner that round and
+// its parameters (raw channel 0). All five end in agreement, the joiner
+// having entered at the view's first round.
+TEST_P(ViewChangeTest, AJoinerEntersAtTheViewAndAgrees) {
+  const Case c = GetParam();
+  if (c.algorithm == "adpsgd") GTEST_SKIP() << "adpsgd takes no new members (docs/resilience.md)";
+  constexpr int kSize = 4, kJoiner = 4, kSponsor = 0;
+  const fabric::Tag kJoinTag = 77;  // channel 0: raw fabric traffic
+  Board board;
+  std::shared_ptr<const gossip::Topology> topology;
+  if (c.topology != "none") topology = gossip::make_topology({.kind = c.topology, .nodes = kSize});
+  auto ranks = make_ranks(kSize, c, board, topology);
+
+  // The joiner's data plane: members add it, it connects to them.
+  fabric::TransportOptions o;
+  o.backend = "asio";
+  o.peers_on_this_host = true;
+  o.rank = kJoiner;
+  o.size = kJoiner + 1;
+  o.connect_timeout = 20s;
+  auto joiner = std::make_unique<Rank>();
+  joiner->transport = fabric::make_transport(o);
+  std::vector<fabric::PeerInfo> peers;
+  for (int r = 0; r < kSize; ++r) peers.push_back(fabric::PeerInfo{r, "host" + std::to_string(r), ""});
+  // Addresses are the members' own (a member's PeerInfo for itself is unused by others).
+  const fabric::PeerInfo joiner_info{kJoiner, "host4", joiner->transport->address()};
+  View with_joiner{1, {0, 1, 2, 3, 4}};
+
+  // The sponsor's side of the join: round number and parameters.
+  auto sponsor_sends = [&](std::span<float> params, std::uint64_t first_round) {
+    auto message = std::make_shared<std::vector<double>>(params.begin(), params.end());
+    message->insert(message->begin(), static_cast<double>(first_round));
+    auto request = ranks[kSponsor]->transport->isend(kJoiner, kJoinTag, message->data(), message->size() * 8);
+    request->retain(message);
+    request->wait_until(fabric::Clock::now() + 20s);
+  };
+  std::atomic<std::uint64_t> joined_at{0};
+  auto joiner_receives = [&](std::span<float> params, std::uint64_t first_round) {
+    std::vector<double> message(params.size() + 1);
+    auto request = joiner->transport->irecv(kSponsor, kJoinTag, message.data(), message.size() * 8);
+    ASSERT_TRUE(request->wait_until(fabric::Clock::now() + 20s));
+    EXPECT_EQ(static_cast<std::uint64_t>(message[0]), first_round);
+    joined_at = first_round;
+    for (std::size_t i = 0; i < params.size(); ++i) params[i] = static_cast<float>(message[i + 1]);
+  };
+  // Members' gates: the sponsor sends when it adopts the view with the joiner.
+  for (int r = 0; r < kSize; ++r) {
+    auto& rank = *ranks[r];
+    rank.algorithm->set_views(nullptr);
+    rank.gate.reset();
+    rank.gate = std::make_unique<ViewGate>(
+        View{0, {0, 1, 2, 3}}, r, board.agree_for(r),
+        prepare_for(
+            c.topology, [&rank] { return rank.transport->size(); },
+            r == kSponsor ? std::function<void(std::span<float>, std::uint64_t)>(sponsor_sends)
+                          : [](std::span<float>, std::uint64_t) {}));
+    rank.algorithm->set_views(rank.gate.get());
+  }
+
+  std::atomic<bool> proposed{false};
+  std::vector<std::future<void>> runs;
+  for (int r = 0; r < kSize; ++r) {
+    runs.push_back(std::async(std::launch::async, [&, r] {
+      auto& rank = *ranks[r];
+      for (int t = 0; t < c.steps; ++t) {
+        if (t == 2 * c.steps / 3) wait_for([&] { return proposed.load(); }, 60s);
+        rank.algorithm->step(rank.x);
+      }
+      rank.algorithm->finish(rank.x);
+    }));
+  }
+  ASSERT_TRUE(
+      wait_for([&] { return ranks[0]->algorithm->stats().steps >= static_cast<std::uint64_t>(c.steps / 3); }, 60s));
+  // Data plane first (transport.h: no message before both sides returned),
+  // then the view.
+  std::vector<std::future<void>> adds;
+  for (int r = 0; r < kSize; ++r)
+    adds.push_back(std::async(std::launch::async, [&, r] { ranks[r]->transport->add_peer(joiner_info); }));
+  std::vector<fabric::PeerInfo> joiner_peers;
+  for (int r = 0; r < kSize; ++r)
+    joiner_peers.push_back(fabric::PeerInfo{r, "host" + std::to_string(r), address_of(*ranks[r])});
+  joiner_peers.push_back(joiner_info);
+  joiner->transport->connect(joiner_peers);
+  for (auto& f : adds) f.get();
+  joiner->comm = std::make_unique<gossip::FabricCommunicator>(*joiner->transport, joiner_peers);
+  joiner->gate =
+      std::make_unique<ViewGate>(View{0, {0, 1, 2, 3}}, kJoiner, board.agree_for(kJoiner),
+                                 prepare_for(
+                                     c.topology, [&] { return joiner->transport->size(); }, joiner_receives));
+  gossip::AlgorithmOptions options;
+  options.compressor = c.compressor;
+  options.gamma = c.gamma;
+  options.timeout_s = 30;
+  options.tolerate_lost_peers = true;
+  auto joiner_graph = graph_of(c.topology, with_joiner, kJoiner + 1);
+  joiner->algorithm = gossip::make_algorithm(c.algorithm, options, *joiner->comm, joiner_graph.get());
+  joiner->algorithm->set_views(joiner->gate.get());
+  joiner->x.assign(200, 1000.0f);  // replaced by the sponsor's model
+  for (int r = 0; r < kSize; ++r) ranks[r]->gate->propose(with_joiner);
+  joiner->gate->propose(with_joiner);
+  proposed = true;
+  // Period 1: round k is step k + 1, so the members' last round is steps - 1.
+  joiner->algorithm->step(joiner->x);  // blocks until admitted; enters at the view's first round
+  const auto first = static_cast<int>(joined_at.load());
+  for (int t = first + 1; t < c.steps; ++t) joiner->algorithm->step(joiner->x);
+  joiner->algorithm->finish(joiner->x);
+  for (auto& f : runs) f.get();
+
+  std::vector<double> mean(joiner->x.size(), 0.0);
+  auto all = [&](int r) -> std::vector<float>& { return r == kJoiner ? joiner->x : ranks[r]->x; };
+  for (int r = 0; r <= kJoiner; ++r)
+    for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += all(r)[i] / (kJoiner + 1);
+  double scale = 0;
+  for (double m : mean) scale = std::max(scale, std::abs(m));
+  for (int r = 0; r <= kJoiner; ++r) {
+    double worst = 0;
+    for (std::size_t i = 0; i < mean.size(); ++i) worst = std::max(worst, std::abs(all(r)[i] - mean[i]));
+    EXPECT_LT(worst, c.tolerance * std::max(1.0, scale)) << "rank " << r << " disagrees after the join";
+  }
+  EXPECT_GT(first, 0);
+  EXPECT_EQ(joiner->algorithm->stats().view_generation, 1u);
+  for (int r = 0; r < kSize; ++r) ranks[r]->algorithm.reset();
+  joiner->algorithm.reset();
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, ViewChangeTest,

@@ -42,12 +42,13 @@ ViewGate::Agree fixed_reports(std::vector<std::uint64_t> others, std::atomic<std
 
 TEST(ViewGate, TakesEffectTwoRoundsAfterTheLatestReport) {
   std::atomic<std::uint64_t> mine{0};
-  ViewGate gate(View{0, {0, 1, 2}}, 0, fixed_reports({9, 7}, mine), plain);
+  // The others started rounds 9 and 7: they report 11 and 9.
+  ViewGate gate(View{0, {0, 1, 2}}, 0, fixed_reports({11, 9}, mine), plain);
   for (std::uint64_t r = 0; r <= 5; ++r) EXPECT_FALSE(gate.before(r));
   gate.propose(View{1, {0, 1}});
   ASSERT_TRUE(wait_for([&] { return gate.committed() == 1; }, 10s));
-  EXPECT_EQ(mine.load(), 5u);  // the last round started when it reported
-  // max(5, 9, 7) + 2 = 11
+  EXPECT_EQ(mine.load(), 7u);  // two after the last round started when it reported
+  // max(7, 11, 9) = 11
   for (std::uint64_t r = 6; r <= 10; ++r) EXPECT_FALSE(gate.before(r)) << r;
   auto change = gate.before(11);
   ASSERT_TRUE(change);
@@ -59,15 +60,15 @@ TEST(ViewGate, TakesEffectTwoRoundsAfterTheLatestReport) {
 TEST(ViewGate, StartsAtMostOneMoreRoundWhileAReportIsOut) {
   std::atomic<std::uint64_t> mine{0};
   std::promise<void> release;
-  ViewGate gate(View{0, {0, 1}}, 1, fixed_reports({3}, mine, &release), plain);
+  ViewGate gate(View{0, {0, 1}}, 1, fixed_reports({5}, mine, &release), plain);
   EXPECT_FALSE(gate.before(3));
   gate.propose(View{1, {0, 1}});
-  ASSERT_TRUE(wait_for([&] { return mine.load() == 3u; }, 10s));
+  ASSERT_TRUE(wait_for([&] { return mine.load() == 5u; }, 10s));
   EXPECT_FALSE(gate.before(4));  // s + 1 may start
   auto blocked = std::async(std::launch::async, [&] { return gate.before(5); });
   EXPECT_EQ(blocked.wait_for(200ms), std::future_status::timeout);  // s + 2 waits for the agreement
   release.set_value();
-  auto change = blocked.get();  // R = max(3, 3) + 2 = 5: takes effect right there
+  auto change = blocked.get();  // R = max(5, 5) = 5: takes effect right there
   ASSERT_TRUE(change);
   EXPECT_EQ(change->first_round, 5u);
   EXPECT_GT(gate.blocked_seconds(), 0.1);
@@ -107,6 +108,21 @@ TEST(ViewGate, ASupersededAgreementIsAbandonedForTheLaterView) {
   auto change = gate.before(2);
   ASSERT_TRUE(change);
   EXPECT_EQ(change->view.generation, 2u);
+}
+
+TEST(ViewGate, AJoiningMemberEntersAtTheFirstRoundOfTheViewThatAdmitsIt) {
+  std::atomic<std::uint64_t> mine{0};
+  // Rank 2 joins: the members started rounds 40 and 41.
+  ViewGate gate(View{3, {0, 1}}, 2, fixed_reports({42, 43}, mine), plain);
+  auto entered = std::async(std::launch::async, [&] { return gate.before(0); });
+  EXPECT_EQ(entered.wait_for(100ms), std::future_status::timeout);  // not admitted yet
+  gate.propose(View{4, {0, 1, 2}});
+  auto change = entered.get();
+  ASSERT_TRUE(change);
+  EXPECT_EQ(change->view.generation, 4u);
+  EXPECT_EQ(change->first_round, 43u);
+  EXPECT_EQ(mine.load(), 2u);  // no round started: it imposes nothing
+  EXPECT_FALSE(gate.before(44));
 }
 
 TEST(ViewGate, AFailedAgreementFailsBefore) {

@@ -149,6 +149,9 @@ class TopkAllreduce final : public RoundAlgorithm {
   void adopt_view(const ViewChange& change) override {
     members_ = change.view.members;
     reference_.clear();
+    // Joined members have ranks past the job's first size.
+    while (decoders_.size() < static_cast<std::size_t>(comm_.size()))
+      decoders_.push_back(make_compressor(options_.compressor, Feedback::kNone));
   }
 
   void begin_round(std::span<const float> params) override {

@@ -162,7 +162,13 @@ class Choco final : public RoundAlgorithm {
       after_trial_ratio_ = 0;
     }
     snapshot_.assign(params.begin(), params.end());
-    if (x_hat_.size() != snapshot_.size()) {
+    if (resync_ && x_hat_.empty()) {
+      // A member that joins: its public copy starts at its model (which its
+      // sponsor sent), so that the resync hands its neighbours a real
+      // estimate; zeros would pull them towards zero until it caught up.
+      x_hat_ = snapshot_;
+      s_.assign(snapshot_.size(), 0.0f);
+    } else if (x_hat_.size() != snapshot_.size()) {
       x_hat_.assign(snapshot_.size(), 0.0f);
       s_.assign(snapshot_.size(), 0.0f);
     }

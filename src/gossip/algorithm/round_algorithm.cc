@@ -187,6 +187,9 @@ void RoundAlgorithm::step(std::span<float> params) {
   if (in_flight_) complete_round(params);
   if (gate_) {
     if (auto change = gate_->before(next_round_)) {
+      // A joining member enters at the view's first round.
+      next_round_ = std::max(next_round_, change->first_round);
+      if (change->exchange_params) change->exchange_params(params, next_round_);
       adopt_view(*change);
       view_generation_.store(change->view.generation);
     }

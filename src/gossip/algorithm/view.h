@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,10 @@ struct ViewChange {
   std::vector<int> lost;
   std::vector<int> joined;
   std::uint64_t first_round = 0;  // the round (or step) from which it applies
+  // Called by the algorithm with the caller's parameters when it adopts the
+  // view, before its first round (caller thread): a joining member receives
+  // its model here, the member that sponsors it sends it. May be empty.
+  std::function<void(std::span<float> params, std::uint64_t first_round)> exchange_params;
 };
 
 // What an algorithm asks before each round (adpsgd: each step): the view

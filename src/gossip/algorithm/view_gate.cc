@@ -13,6 +13,7 @@ ViewGate::ViewGate(View initial, int self, Agree agree, Prepare prepare)
     : self_(self), agree_(std::move(agree)), prepare_(std::move(prepare)), current_(std::move(initial)) {
   newest_known_ = current_.generation;
   committed_generation_ = current_.generation;
+  joining_ = !current_.contains(self_);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -30,7 +31,7 @@ void ViewGate::propose(View next, std::string reason) {
     std::lock_guard lock(mutex_);
     if (next.generation <= newest_known_) return;
     newest_known_ = next.generation;
-    if (!next.contains(self_)) {
+    if (!next.contains(self_) && !joining_) {
       expelled_ = "this member (rank " + std::to_string(self_) + ") is not in the job's membership view " +
                   std::to_string(next.generation) + (reason.empty() ? "" : ": " + reason) +
                   "; the others declared it lost (stopped or unreachable for too long) and go on without it";
@@ -59,9 +60,11 @@ void ViewGate::run() {
     cv_.wait(lock, [&] { return stop_ || failed_ || !proposals_.empty(); });
     if (stop_ || failed_) return;
     View proposed = proposals_.front();
-    // The report: the last round started, and the promise to start at most
-    // one more until the view is committed (view_gate.h).
-    const std::uint64_t report = started_any_ ? started_ : 0;
+    // The report: the first round this member could switch at, two after
+    // the last round it started (and not before the last view's), with the
+    // promise to start at most one more until the view is committed
+    // (view_gate.h).
+    const std::uint64_t report = std::max(started_any_ ? started_ + 2 : 2, last_first_round_);
     reporting_ = true;
     limit_ = started_any_ ? started_ + 1 : 1;
     lock.unlock();
@@ -82,7 +85,7 @@ void ViewGate::run() {
     } else if (reports) {
       std::uint64_t most = 0;
       for (std::uint64_t r : *reports) most = std::max(most, r);
-      last_first_round_ = std::max(last_first_round_, most + 2);
+      last_first_round_ = std::max(last_first_round_, most);
       committed_generation_ = proposed.generation;
       gossip_log().info("membership view {} ({} members) agreed: it takes effect at round {}", proposed.generation,
                         proposed.size(), last_first_round_);
@@ -104,9 +107,20 @@ std::optional<ViewChange> ViewGate::before(std::uint64_t counter) {
     if (failed_) std::rethrow_exception(failed_);
     if (!expelled_.empty()) throw std::runtime_error(expelled_);
     if (stop_) throw std::runtime_error("membership: the view gate was stopped");
-    while (!commits_.empty() && commits_.front().first_round <= counter) {
+    // A joining member enters at the first round of the view that admits it.
+    while (!commits_.empty() && (commits_.front().first_round <= counter || joining_)) {
+      const bool admits = commits_.front().view.contains(self_);
+      if (joining_ && admits) counter = std::max(counter, commits_.front().first_round);
       adopt = std::move(commits_.front().view);
       commits_.pop_front();
+      if (joining_ && admits) {
+        joining_ = false;
+        break;
+      }
+    }
+    if (joining_) {
+      cv_.wait(lock);
+      continue;
     }
     // A report is out: at most limit_ may start before its view is agreed.
     if (reporting_ && counter > limit_) {

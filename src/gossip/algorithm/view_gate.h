@@ -5,13 +5,15 @@
 // graphs before the same round. Members learn of a loss at different times,
 // and some are in the middle of a round that waits for a neighbour.
 //
-// The rule (docs/resilience.md, "Switching views"): when a member learns of a
-// proposed view it reports s, the last round it has started, and from then
-// on starts at most round s + 1 until the view is committed. Once every
-// member of the proposed view has reported, each computes the same first
-// round R = max(R of the view before, max over reports of s + 2): every
-// member runs rounds < R on the old graph (with the lost members' messages
-// excused) and round R on the new one. No deadlock: neighbours' started
+// The rule (docs/resilience.md, "Membership views"): when a member learns
+// of a proposed view, with s the last round it has started, it reports
+// max(s + 2, R of the last view it agreed) and from then on starts at most
+// round s + 1 until the view is committed. Once every member of the proposed
+// view has reported, each computes the same first round R = the largest
+// report: every member runs rounds < R on the old graph (with the lost
+// members' messages excused) and round R on the new one. A member that
+// joins with the view has started no round: its report (2) never exceeds a
+// member's, and it learns R from the others' reports like everyone else. No deadlock: neighbours' started
 // rounds differ by at most one (a round completes only after every
 // neighbour started it), so each member's allowed rounds are enough to let
 // its neighbours reach their own reports.
@@ -58,6 +60,9 @@ class ViewGate final : public ViewSchedule {
   // (topology for the new view, lost and joined members). Caller thread.
   using Prepare = std::function<ViewChange(const View& from, const View& to)>;
 
+  // A member outside `initial` is joining: its first before() waits for the
+  // agreed view that admits it and returns it with the view's first round,
+  // which may be past `counter` (the caller moves its round counter there).
   ViewGate(View initial, int self, Agree agree, Prepare prepare);
   ~ViewGate();
   ViewGate(const ViewGate&) = delete;
@@ -104,6 +109,7 @@ class ViewGate final : public ViewSchedule {
   std::uint64_t started_ = 0;  // the last counter passed to before()
   bool started_any_ = false;
   std::string expelled_;  // non-empty: this member is not in a newer view
+  bool joining_ = false;  // not in the adopted view yet: waiting to be admitted
   std::exception_ptr failed_;
   bool stop_ = false;
   double blocked_seconds_ = 0;
