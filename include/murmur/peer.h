@@ -110,6 +110,20 @@ struct PeerConfig : GossipOptions {
   // for.
   double lost_peer_floor_s = 2;
   double lost_peer_multiplier = 8;
+
+  // Joining a running job as a new member, with a rank the job assigns
+  // (docs/resilience.md, "Joining"). Also when MURMUR_JOIN=1 or
+  // MURMUR_RESTART_COUNT > 0 (murmur-run --join, --on-failure restart). The
+  // first step() blocks until the job admits this peer, then overwrites the
+  // registered tensors with a live member's (its sponsor's) and starts the
+  // round every member starts with the view that admits it.
+  bool join = false;
+  // State beyond the tensors that a joiner needs (an optimizer's momentum,
+  // the step, the epoch): the sponsor's join_state() reaches the joiner's
+  // on_join_state(), inside that first step(), on the caller's thread of
+  // each. Both may be empty.
+  std::function<std::string()> join_state;
+  std::function<void(const std::string&)> on_join_state;
 };
 
 // A membership view: who takes part in the job from some round on.
@@ -199,6 +213,9 @@ class Peer final {
 
   // The view the gossip runs in now. Any thread.
   PeerView view() const;
+  // Whether this peer joins a running job (PeerConfig::join or the
+  // environment): its first step() takes the job's model and state.
+  bool joining() const;
   // Called with every new view the gossip adopts, on the thread that calls
   // step(), from inside it, before the round that uses the view. Must not
   // call back into the Peer.

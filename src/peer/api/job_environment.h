@@ -22,6 +22,10 @@ struct JobEnvironment {
   std::string token;
   std::string host_name;
   std::string link_profile;
+  // Join a running job as a new member (PeerConfig::join, MURMUR_JOIN=1, or
+  // MURMUR_RESTART_COUNT > 0: a peer murmur-run restarted); rank and world
+  // size then only describe the launch, the job assigns the rank.
+  bool joining = false;
 };
 
 // Reads one environment variable; nullopt when unset. Tests pass a map.

@@ -9,6 +9,7 @@
 #include "common/text.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/client.h"
+#include "gossip/algorithm/gossip_setup.h"
 #include "gossip/topology/view_topology.h"
 
 namespace murmur::peer {
@@ -32,7 +33,15 @@ constexpr std::chrono::milliseconds kAttempt{200};
 
 Membership::Membership(fabric::Group& group, Options options)
     : group_(group), options_(std::move(options)), deadline_(options_.deadline) {
-  const gossip::View initial = to_gossip_view(group_.view());
+  const gossip::View current = to_gossip_view(group_.view());
+  // A joiner's gate starts in the view before the one that admitted it, so
+  // that it takes part in that view's agreement and enters at its first
+  // round (view_gate.h).
+  gossip::View initial = current;
+  if (options_.joining) {
+    initial.generation = current.generation == 0 ? 0 : current.generation - 1;
+    std::erase(initial.members, group_.rank());
+  }
   committed_.push_back(initial);
   ViewEvent first;
   first.generation = initial.generation;
@@ -48,6 +57,12 @@ Membership::Membership(fabric::Group& group, Options options)
   group_.on_view([this](const fabric::MembershipView& view, const std::vector<fabric::Group::LostPeer>& lost) {
     on_group_view(view, lost);
   });
+  if (options_.joining) gate_->propose(current, "");
+}
+
+void Membership::on_join(JoinHook hook) {
+  std::lock_guard lock(mutex_);
+  join_hook_ = std::move(hook);
 }
 
 Membership::~Membership() {
@@ -118,11 +133,17 @@ std::shared_ptr<const gossip::Topology> Membership::topology_for(const gossip::V
     *description = "no graph (" + options_.gossip.algorithm + ")";
     return nullptr;
   }
-  auto built = gossip::topology_for_view(options_.gossip, *options_.topology, view.members);
+  // Members that joined have ranks past the job's graph: a generator's job
+  // graph is made again over every rank so far (a graph file cannot grow, so
+  // such jobs refuse joins: peer.cc).
+  std::shared_ptr<const gossip::Topology> full = options_.topology;
+  const int ranks = std::max(view.members.back() + 1, static_cast<int>(group_.peers().size()));
+  if (view.members.back() >= full->size()) full = gossip::make_gossip_topology(options_.gossip, ranks);
+  auto built = gossip::topology_for_view(options_.gossip, *full, view.members);
   *description = built.description;
   *spectral_gap = built.spectral_gap;
   std::shared_ptr<const gossip::Topology> positions = std::move(built.topology);
-  return std::make_shared<gossip::MemberTopology>(positions, view.members, group_.size());
+  return std::make_shared<gossip::MemberTopology>(positions, view.members, ranks);
 }
 
 gossip::ViewChange Membership::prepare(const gossip::View& from, const gossip::View& to) {
@@ -147,6 +168,12 @@ gossip::ViewChange Membership::prepare(const gossip::View& from, const gossip::V
     }
     history_.push_back(event);
     listener = listener_;
+    if (!change.joined.empty() && join_hook_) {
+      change.exchange_params = [hook = join_hook_, members = to.members, joined = change.joined](
+                                   std::span<float> params, std::uint64_t first_round) {
+        hook(members, joined, params, first_round);
+      };
+    }
   }
   peer_log().warn("membership view {}: {} members; {}", to.generation, to.size(), event.topology);
   if (listener) listener(event);

@@ -32,6 +32,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,16 @@ class Membership {
     std::shared_ptr<const gossip::Topology> topology;
     gossip::DeadlineOptions deadline;
     std::chrono::milliseconds agreement_timeout{120000};
+    // This member joined a running job (Group::join_running): its gossip
+    // enters at the first round of the current view, which admitted it.
+    bool joining = false;
   };
+  // What a view that admits members does at its first round (JoinExchange::
+  // exchange: the sponsor sends, the joiners receive). Set before the first
+  // step.
+  using JoinHook = std::function<void(const std::vector<int>& members, const std::vector<int>& joined,
+                                      std::span<float> params, std::uint64_t first_round)>;
+  void on_join(JoinHook hook);
   Membership(fabric::Group& group, Options options);
   ~Membership();
   Membership(const Membership&) = delete;
@@ -119,6 +129,7 @@ class Membership {
   std::vector<ViewEvent::Departure> departures_;  // every member declared lost, with why
   std::vector<ViewEvent> history_;
   std::function<void(const ViewEvent&)> listener_;
+  JoinHook join_hook_;
   std::set<int> reported_links_;  // failed links already reported
 
   std::unique_ptr<gossip::ViewGate> gate_;  // last: its thread uses everything above

@@ -25,6 +25,7 @@
 #include "gossip/schedule/schedule_file.h"
 #include "gossip/topology/factory.h"
 #include "peer/api/job_environment.h"
+#include "peer/api/join_exchange.h"
 #include "peer/api/membership.h"
 #include "peer/api/scalar_gather.h"
 #include "peer/api/schedule_agreement.h"
@@ -65,7 +66,7 @@ class Peer::Impl {
     const auto schedule = gossip::check_gossip_options(gossip_options);
     const bool adaptive = schedule.mode == gossip::schedule::ScheduleMode::kAdaptive;
 
-    if (env_.world_size == 1) {
+    if (env_.world_size == 1 && !env_.joining) {
       // A job of one: nothing to gossip with, no network at all. Still load
       // a topology file so that a bad --topology fails here.
       if (gossip::algorithm_info(config_.algorithm).needs_topology && !gossip::is_generator(config_.topology)) {
@@ -93,9 +94,23 @@ class Peer::Impl {
     group_options.transport.provider = config_.provider;
     group_options.link_profile = env_.link_profile;
     group_options.join_timeout = to_ms(config_.join_timeout_s);
-    group_ = fabric::Group::join(group_options);
+    group_options.job_signature = job_signature(config_);
+    if (env_.joining) {
+      check_can_join();
+      group_ = fabric::Group::join_running(group_options);
+      env_.rank = group_->rank();
+    } else {
+      group_ = fabric::Group::join(group_options);
+    }
     communicator_ = std::make_unique<gossip::FabricCommunicator>(group_->transport(), group_->peers());
-    if (config_.survive_lost_peers) start_membership(gossip_options);
+    if (config_.survive_lost_peers || env_.joining) start_membership(gossip_options);
+    if (env_.joining) {
+      // The graph of the view that admitted this member, in rank space.
+      std::string description;
+      double gap = 0;
+      topology_ = std::const_pointer_cast<gossip::Topology>(
+          membership_->topology_for(gossip::View{group_->view().generation, view_ranks()}, &description, &gap));
+    }
     scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s),
                                                     membership_.get());
     schedule_gather_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/schedule/", to_ms(config_.timeout_s),
@@ -117,8 +132,22 @@ class Peer::Impl {
     collective_ = gossip::make_algorithm("allreduce", exact, *communicator_, nullptr);
     if (membership_) {
       collective_view_ = membership_->adopted();
+      if (env_.joining) {
+        // The collectives run over the view that admitted this member from
+        // their first call (exact_mean).
+        collective_view_ = gossip::View{group_->view().generation, view_ranks()};
+        gossip::ViewChange change;
+        change.view = collective_view_;
+        collective_views_.push(change);
+      }
       gossip_->set_views(&membership_->gate());
       collective_->set_views(&collective_views_);
+      join_exchange_ = std::make_unique<peer::JoinExchange>(*communicator_, config_.timeout_s, config_.join_state,
+                                                            config_.on_join_state);
+      membership_->on_join([this](const std::vector<int>& members, const std::vector<int>& joined,
+                                  std::span<float> params, std::uint64_t first_round) {
+        join_exchange_->exchange(members, joined, params, first_round);
+      });
     }
     if (adaptive) schedule_config_ = schedule;
     peer_log().info("joined as rank {} of {} on {}: {} on {}, compressor {}, period {}", env_.rank, env_.world_size,
@@ -173,8 +202,13 @@ class Peer::Impl {
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
   std::string host(int rank) const {
-    if (rank < 0 || rank >= env_.world_size) throw std::invalid_argument("no rank " + std::to_string(rank));
-    return group_ ? group_->peers()[rank].host : env_.host_name;
+    if (!group_) {
+      if (rank != 0) throw std::invalid_argument("no rank " + std::to_string(rank));
+      return env_.host_name;
+    }
+    const auto peers = group_->peers();  // grows with joiners
+    if (rank < 0 || rank >= static_cast<int>(peers.size())) throw std::invalid_argument("no rank " + std::to_string(rank));
+    return peers[static_cast<std::size_t>(rank)].host;
   }
 
   void add_tensor(const std::string& name, float* data, std::size_t count, MemoryKind kind) {
@@ -306,6 +340,8 @@ class Peer::Impl {
     return std::sqrt(average(squared));
   }
 
+  bool joining() const { return env_.joining; }
+
   PeerView view() const {
     PeerView v;
     if (!membership_) {
@@ -360,6 +396,39 @@ class Peer::Impl {
     return v;
   }
 
+  std::vector<int> view_ranks() const {
+    std::vector<int> ranks;
+    for (const auto& m : group_->view().members) ranks.push_back(m.rank);
+    return ranks;
+  }
+
+  // What a joiner must share with the job (the rendezvous compares it at
+  // join, naming each difference): the build and wire, the backend, and
+  // every gossip setting ranks must agree on. The tensor layout is checked
+  // at the first step, as for every rank.
+  static std::string job_signature(const PeerConfig& config) {
+    std::string signature = std::string("build=") + MURMUR_VERSION + ";backend=" + config.backend +
+                            ";provider=" + config.provider;
+    visit_agreed_fields(config, [&signature](const char* name, const auto& value) {
+      signature += std::string(";") + name + "=" + as_text(value);
+    });
+    return signature;
+  }
+
+  // Joins the gossip needs: the view's graph must grow with new ranks (a
+  // generator, not a graph file) and the algorithm must take new members.
+  void check_can_join() const {
+    if (!config_.survive_lost_peers)
+      throw std::invalid_argument("joining a running job needs membership views (survive_lost_peers)");
+    const auto& info = gossip::algorithm_info(config_.algorithm);
+    if (info.needs_topology && !gossip::is_generator(config_.topology))
+      throw std::invalid_argument("a job on the graph file '" + config_.topology +
+                                  "' cannot take new members: the file names every node (use a generator)");
+    if (!info.has_rounds)
+      throw std::invalid_argument(config_.algorithm +
+                                  " cannot take new members: its exchange pairs are fixed by the job's first graph");
+  }
+
   void start_membership(const GossipOptions& gossip_options) {
     peer::Membership::Options m;
     m.gossip = gossip_options;
@@ -368,6 +437,7 @@ class Peer::Impl {
     m.deadline.multiplier = config_.lost_peer_multiplier;
     m.deadline.ceiling_s = std::max(config_.timeout_s, config_.lost_peer_floor_s);
     m.agreement_timeout = to_ms(config_.timeout_s);
+    m.joining = env_.joining;
     membership_ = std::make_unique<peer::Membership>(*group_, m);
     auto* membership = membership_.get();
     communicator_->set_failure_detector(
@@ -432,7 +502,9 @@ class Peer::Impl {
     auto& control = group_->control();
     const std::string prefix = "murmur/peer/layout/";
     control.set(prefix + std::to_string(env_.rank), layout);
-    for (int r = 0; r < env_.world_size; ++r) {
+    // Every member of the view this rank starts in (a joiner: the one that
+    // admitted it); keys persist, so members lost since still count.
+    for (int r : view_ranks()) {
       const std::string theirs = control.wait(prefix + std::to_string(r), to_ms(config_.join_timeout_s));
       if (theirs != layout) {
         throw std::invalid_argument("rank " + std::to_string(r) + " (" + host(r) + ") registered " + theirs +
@@ -461,6 +533,7 @@ class Peer::Impl {
   std::unique_ptr<gossip::FabricCommunicator> communicator_;
   std::shared_ptr<gossip::Topology> topology_;
   std::unique_ptr<peer::Membership> membership_;  // null: survive_lost_peers off, or a job of one
+  std::unique_ptr<peer::JoinExchange> join_exchange_;  // a joiner's sponsor and the joiner (with membership_)
   gossip::PushedViews collective_views_;          // the collective's view, chosen by exact_mean
   gossip::View collective_view_;                  // caller thread: the view collective_ runs in
   std::unique_ptr<gossip::Algorithm> gossip_;
@@ -516,6 +589,7 @@ double Peer::consensus_distance() {
 }
 PeerStats Peer::stats() const { return impl_->stats(); }
 PeerView Peer::view() const { return impl_->view(); }
+bool Peer::joining() const { return impl_->joining(); }
 void Peer::on_view_change(std::function<void(const PeerView&)> callback) { impl_->on_view_change(std::move(callback)); }
 
 }  // namespace murmur

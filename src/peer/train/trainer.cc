@@ -25,10 +25,12 @@
 #include "peer/train/checkpoint.h"
 #include "peer/train/epoch_plan.h"
 #include "peer/train/evaluation.h"
+#include "peer/train/join_state.h"
 #include "peer/train/metric_names.h"
 #include "peer/train/metrics_writer.h"
 #include "peer/train/peer_state_sections.h"
 #include "peer/train/resume_plan.h"
+#include "peer/train/shared_evaluation.h"
 
 namespace murmur::peer::train {
 
@@ -60,29 +62,6 @@ nlohmann::json links_json(const PeerStats& stats) {
         {key::kHost, l.host}, {key::kBytesSent, l.bytes_sent}, {key::kBytesReceived, l.bytes_received}};
   }
   return links;
-}
-
-// Evaluates `parameters` (host) on this rank's slice of the test set and
-// sums over ranks: every rank learns the accuracy of the same model on the
-// whole set for 1/world of the work.
-Accuracy evaluate_shared(Peer& peer, model::Model& model, std::span<const float> parameters,
-                         const data::ImageDataset& test, int batch, data::Batch& scratch) {
-  const auto local = read_parameters(model);
-  write_parameters(model, parameters);
-  // Slices by place in the live view; every member is at the same round.
-  const PeerView view = peer.view();
-  const std::size_t world = view.ranks.size();
-  const std::size_t position =
-      static_cast<std::size_t>(std::find(view.ranks.begin(), view.ranks.end(), peer.rank()) - view.ranks.begin());
-  const std::size_t first = test.size() * position / world;
-  const std::size_t last = test.size() * (position + 1) / world;
-  const auto mine = evaluate_range(model, test, first, last - first, batch, scratch);
-  write_parameters(model, local);
-  Accuracy all;
-  all.correct = std::llround(peer.average(static_cast<double>(mine.correct)) * world);
-  all.count = std::llround(peer.average(static_cast<double>(mine.count)) * world);
-  all.loss_sum = peer.average(mine.loss_sum) * world;
-  return all;
 }
 
 // A loss that is not finite stops the peer with the step and advice instead
@@ -144,6 +123,8 @@ class TrainingRun {
   model::StepResult train_step();
   void end_epoch(int epoch, const EpochTotals& totals);
   void take_shard(int members, int position);
+  JoinState join_state_now();
+  void join();
   void repartition_if_the_view_changed(int epoch);
   void on_view(const PeerView& view);
   void save_checkpoint_after(int epoch);
@@ -171,6 +152,11 @@ class TrainingRun {
   std::size_t shard_examples_ = 0;
   std::optional<data::Batcher> batcher_;
   std::uint64_t partition_generation_ = 0;  // the view the shard was cut for
+  std::int64_t schedule_steps_per_epoch_ = 0;  // what schedule_ was made for
+  int epoch_now_ = 0;                          // the epoch of the step in progress (join_state_now)
+  long step_in_epoch_now_ = 0;
+  long first_step_in_epoch_ = 0;               // a joiner enters first_epoch_ here
+  std::optional<JoinState> joined_;            // what a joiner's sponsor sent
 
   int first_epoch_ = 0;
   long step_ = 0;
@@ -202,9 +188,11 @@ TrainingRun::TrainingRun(const TrainOptions& options)
   set_log_rank(rank_);
   metrics_.emplace(expand_rank(o_.metrics, rank_));
 
-  take_shard(world_, rank_);
+  // A joiner's shard is cut once it knows the view that admits it (join()).
+  take_shard(world_, peer_.joining() ? 0 : rank_);
   // The schedule keeps the steps per epoch of the whole job: a view change
   // re-cuts the data, not the learning-rate curve.
+  schedule_steps_per_epoch_ = steps_per_epoch_;
   schedule_ = lr_schedule(o_, steps_per_epoch_);
   peer_.on_view_change([this](const PeerView& view) { on_view(view); });
 
@@ -215,6 +203,12 @@ TrainingRun::TrainingRun(const TrainOptions& options)
 
 PeerConfig TrainingRun::peer_config() {
   PeerConfig config = o_.peer;
+  // A member that sponsors a joiner hands it where the job is; a joiner
+  // takes it (join()).
+  config.join_state = [this] { return encode_join_state(join_state_now()); };
+  config.on_join_state = [this](const std::string& bytes) {
+    joined_ = decode_join_state(bytes, model_->parameter_count(), o_.epochs);
+  };
   config.on_schedule_decision = [this](const std::string& decision) {
     // Scheduler decisions go to the metrics file, which is opened once the
     // rank is known (decisions come from step(), after that).
@@ -227,7 +221,8 @@ PeerConfig TrainingRun::peer_config() {
 }
 
 TrainSummary TrainingRun::run() {
-  if (o_.resume) resume();
+  if (peer_.joining()) join();
+  if (o_.resume && !peer_.joining()) resume();
   write_start();
   setup_seconds_ = seconds_since(start_);
   batcher_->start_epoch(batcher_pass_);
@@ -290,8 +285,11 @@ void TrainingRun::write_start() {
 
 EpochTotals TrainingRun::train_epoch(int epoch) {
   EpochTotals totals;
-  for (long s = 0; s < steps_per_epoch_; ++s, ++step_) {
+  const long first = epoch == first_epoch_ ? first_step_in_epoch_ : 0;
+  for (long s = first; s < steps_per_epoch_; ++s, ++step_) {
     const auto r = train_step();
+    epoch_now_ = epoch;
+    step_in_epoch_now_ = s;
     peer_.step();
     totals.loss_sum += r.loss * batch_.size;
     totals.correct += r.correct;
@@ -385,6 +383,47 @@ void TrainingRun::on_view(const PeerView& view) {
   if (o_.events)
     events::emit_event(events::to_json(events::ViewEvent{rank_, view.generation, static_cast<int>(view.ranks.size()),
                                                          lost_ranks, view.joined, view.spectral_gap}));
+}
+
+// Where this member is, for a joiner it sponsors: called from inside
+// peer_.step() of step step_ (the local update made, the round not yet
+// started), which the joiner enters with this member's model.
+JoinState TrainingRun::join_state_now() {
+  JoinState s;
+  s.step = step_;
+  s.epoch = epoch_now_;
+  s.step_in_epoch = step_in_epoch_now_;
+  s.steps_per_epoch = steps_per_epoch_;
+  s.schedule_steps_per_epoch = schedule_steps_per_epoch_;
+  s.momentum = read_device_vector(device_, optimizer_.momentum());
+  return s;
+}
+
+// A joiner's first step(): it blocks until the job admits this member,
+// then the sponsor's model and state arrive (on_join_state); the joiner
+// continues from the step after the sponsor's, on its shard of the view
+// that admitted it (the members cut the same at the next epoch boundary).
+void TrainingRun::join() {
+  peer_.step();
+  if (!joined_) throw std::runtime_error("joined the job but its sponsor sent no training state");
+  const JoinState& s = *joined_;
+  if (!s.momentum.empty()) write_device_vector(device_, optimizer_.momentum(), s.momentum);
+  step_ = s.step + 1;
+  first_epoch_ = s.epoch;
+  first_step_in_epoch_ = s.step_in_epoch + 1;
+  schedule_steps_per_epoch_ = s.schedule_steps_per_epoch;
+  schedule_ = lr_schedule(o_, schedule_steps_per_epoch_);
+  const PeerView view = peer_.view();
+  const auto at = std::find(view.ranks.begin(), view.ranks.end(), rank_);
+  take_shard(static_cast<int>(view.ranks.size()), static_cast<int>(at - view.ranks.begin()));
+  steps_per_epoch_ = s.steps_per_epoch;  // the members' (they cut again only at the epoch's end)
+  partition_generation_ = view.generation;
+  if (first_step_in_epoch_ >= steps_per_epoch_) {  // joined at an epoch's last step
+    ++first_epoch_;
+    first_step_in_epoch_ = 0;
+  }
+  peer_log().info("joined the running job as rank {} at step {} (epoch {}, step {} of it), view {}", rank_, step_,
+                  first_epoch_ + 1, first_step_in_epoch_, view.generation);
 }
 
 void TrainingRun::end_epoch(int epoch, const EpochTotals& totals) {
