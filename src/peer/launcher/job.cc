@@ -132,6 +132,12 @@ class Job {
 };
 
 void Job::start_rendezvous() {
+  if (!options_.join_address.empty()) {
+    // Peers added to a running job: its rendezvous, its token.
+    rendezvous_address_ = options_.join_address;
+    token_ = options_.token;
+    return;
+  }
   // The server's info lines (where it listens, who joined) are noise between
   // the peers' output; MURMUR_LOG_LEVEL still shows them.
   if (std::getenv("MURMUR_LOG_LEVEL") == nullptr) rendezvous_log().set_level(spdlog::level::warn);
@@ -141,10 +147,13 @@ void Job::start_rendezvous() {
   server_options.bind_host = all_local ? "127.0.0.1" : "0.0.0.0";
   token_ = options_.token.empty() ? random_token() : options_.token;
   server_options.token = token_;
+  server_options.port = options_.rendezvous_port;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
   std::string host =
       all_local ? "127.0.0.1" : (options_.rendezvous_host.empty() ? local_host_name() : options_.rendezvous_host);
   rendezvous_address_ = host + ":" + std::to_string(server_->port());
+  // Where more peers can join it (murmur-run --join ADDRESS --token ...).
+  console_.note("rendezvous at " + rendezvous_address_);
 }
 
 std::vector<std::string> Job::environment(const Placement& p, int restart_count) const {
@@ -162,6 +171,7 @@ std::vector<std::string> Job::environment(const Placement& p, int restart_count)
   // Only restarts have it: a peer may resume from a checkpoint, or tell the
   // others it is back.
   if (restart_count > 0) env.push_back("MURMUR_RESTART_COUNT=" + std::to_string(restart_count));
+  if (!options_.join_address.empty()) env.push_back("MURMUR_JOIN=1");
   return env;
 }
 

@@ -16,6 +16,7 @@
 // programs lose their ssh connection and the rendezvous instead).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct LaunchOptions {
   std::string summary_path;      // empty: no summary file
   std::string ssh_template = kDefaultSshTemplate;
   std::string rendezvous_host;    // advertised to remote peers; empty: this host's name
+  // --join: the rendezvous (host:port) of a running job to add these peers
+  // to (they get MURMUR_JOIN=1; no rendezvous is hosted here); needs token.
+  std::string join_address;
+  // Where a job's own rendezvous listens; 0: any free port.
+  std::uint16_t rendezvous_port = 0;
   double timeout_seconds = 0;     // whole job; 0: none
   double kill_grace_seconds = 3;  // SIGTERM, then SIGKILL after this
   std::string token;              // empty: a random one

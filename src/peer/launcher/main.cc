@@ -17,6 +17,7 @@
 
 #include "peer/launcher/hostfile.h"
 #include "peer/launcher/job.h"
+#include "common/text.h"
 #include "peer/launcher/job_plan.h"
 #include "peer/launcher/remote_command.h"
 
@@ -91,6 +92,10 @@ void add_flags(CLI::App& app, CommandLine& cl) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--token", options.token, "rendezvous token (MURMUR_TOKEN). Default: a random one");
+  app.add_option("--rendezvous-port", options.rendezvous_port,
+                 "port the job's rendezvous listens on (where --join finds it). Default: any free port");
+  app.add_option("--join", options.join_address,
+                 "add the -np peers to the running job whose rendezvous is at HOST:PORT (needs its --token)");
   add_failure_flags(app, cl);
   // The program and its arguments: everything after "--" (or after the first
   // word that is not one of ours).
@@ -150,6 +155,15 @@ int launch(const CLI::App& app, CommandLine& cl) {
     } else if (options.policy.min_np > options.np) {
       return usage_error("--min-np " + std::to_string(options.policy.min_np) + " is above -np " +
                          std::to_string(options.np));
+    }
+    if (!options.join_address.empty()) {
+      if (options.token.empty()) return usage_error("--join needs the running job's --token");
+      const auto colon = options.join_address.rfind(':');
+      int port = 0;
+      if (colon == std::string::npos || colon == 0 ||
+          !murmur::parse_number(std::string_view(options.join_address).substr(colon + 1), port) || port < 1 ||
+          port > 65535)
+        return usage_error("--join '" + options.join_address + "': expected host:port");
     }
     options.live_progress = ::isatty(STDOUT_FILENO) == 1;
     return murmur::peer::launcher::run_job(options);
