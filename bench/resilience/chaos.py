@@ -7,11 +7,14 @@ when the peers' metrics files say they reached the right epoch; the
 uninterrupted run of the same job runs beside it. Results: one markdown
 table per scenario on stdout and a CSV in --out, with the commands.
 
-    bench/resilience/chaos.py --scenarios kill,stop,launcher,straggler,quiet
+    bench/resilience/chaos.py --scenarios kill,restart,stop,launcher,join,straggler,quiet
 
 Scenarios:
   baseline    no fault (every other scenario's reference)
   kill        SIGKILL one peer in epoch 2, another in epoch 3
+  restart     --on-failure restart --max-restarts 1: the peer killed in
+              epoch 2 is started again and joins as a new member
+  join        two more peers join with murmur-run --join in epoch 3
   stop        SIGSTOP one peer for --stop-seconds in epoch 2, then SIGCONT
   launcher    SIGKILL murmur-run (and the rendezvous it hosts) in epoch 1,
               then one peer in epoch 3
@@ -44,7 +47,7 @@ E, K = common.Event, common.Key
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scenarios", default="kill,stop,launcher,straggler,quiet")
+    p.add_argument("--scenarios", default="kill,restart,stop,launcher,join,straggler,quiet")
     p.add_argument("--algorithms", default="choco", help="comma list; 'kill' runs each of them")
     p.add_argument("--np", type=int, default=8)
     p.add_argument("--epochs", type=int, default=5)
@@ -69,22 +72,44 @@ def peer_flags(algorithm):
 class Job:
     """One murmur-run job and its peers' metrics files, read as they grow."""
 
-    def __init__(self, args, name, algorithm, out_dir):
+    def __init__(self, args, name, algorithm, out_dir, policy=("--on-failure", "continue")):
         self.dir = out_dir / name
         self.dir.mkdir(parents=True, exist_ok=True)
         self.metrics = str(self.dir / "metrics-{rank}.jsonl")
-        launcher = common.binary(args.build, "murmur-run", "chaos")
+        self.launcher = common.binary(args.build, "murmur-run", "chaos")
         peer = common.binary(args.build, "murmur-peer", "chaos")
-        program = [peer, *peer_flags(algorithm), "--epochs", str(args.epochs), "--metrics", self.metrics]
+        self.program = [peer, *peer_flags(algorithm), "--epochs", str(args.epochs), "--metrics", self.metrics]
         if args.train_examples:
-            program += ["--train-examples", str(args.train_examples)]
-        self.command = [launcher, "-np", str(args.np), "--on-failure", "continue", "--min-np", str(args.np // 2),
-                        "--summary", str(self.dir / "summary.json"), "--timeout", str(args.timeout), "--", *program]
+            self.program += ["--train-examples", str(args.train_examples)]
+        self.port = free_port()
+        self.token = f"chaos-{os.getpid()}-{self.port}"
+        self.command = [self.launcher, "-np", str(args.np), *policy, "--min-np", str(args.np // 2),
+                        "--rendezvous-port", str(self.port), "--token", self.token,
+                        "--summary", str(self.dir / "summary.json"), "--timeout", str(args.timeout), "--",
+                        *self.program]
+        self.joiners = []
         self.np = args.np
         self.log = open(self.dir / "murmur-run.log", "w")
         self.start = time.time()
         self.process = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT)
         self.kills = []  # (rank, unix time)
+
+    def join(self, count):
+        """murmur-run --join: `count` more peers into this running job."""
+        command = [self.launcher, "-np", str(count), "--join", f"127.0.0.1:{self.port}", "--token", self.token,
+                   "--", *self.program]
+        log = open(self.dir / f"join-{len(self.joiners)}.log", "w")
+        self.joiners.append((time.time(), subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)))
+
+    def ranks(self):
+        """Every rank that wrote a metrics file (joiners and restarts have new ranks)."""
+        prefix, suffix = Path(self.metrics).name.split("{rank}")
+        out = []
+        for path in self.dir.glob(prefix + "*" + suffix):
+            middle = path.name[len(prefix):len(path.name) - len(suffix)]
+            if middle.isdigit():
+                out.append(int(middle))
+        return sorted(out)
 
     def records(self, rank):
         path = Path(self.metrics.replace("{rank}", str(rank)))
@@ -127,14 +152,16 @@ class Job:
         """Until every peer's summary (murmur-run may be dead) or the timeout."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if self.process.poll() is not None and all(self.finished_or_gone(r) for r in range(self.np)):
+            ranks = self.ranks()
+            if len(ranks) >= self.np and all(self.finished_or_gone(r) for r in ranks):
                 break
-            if all(self.finished_or_gone(r) for r in range(self.np)):
-                break
-            time.sleep(0.5)
+            time.sleep(0.5)  # polling files other processes write
         self.end = time.time()
-        if self.process.poll() is None:
-            self.process.wait(timeout=60)
+        for process in [self.process] + [p for _, p in self.joiners]:
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
     def finished_or_gone(self, rank):
         if any(r.get(K.EVENT) == E.SUMMARY for r in self.records(rank)):
@@ -149,9 +176,9 @@ class Job:
             return True
 
     def result(self):
-        survivors, accuracy, views, delays = [], [], 0, {}
+        survivors, accuracy, views, delays, entered = [], [], 0, {}, {}
         generations = set()
-        for rank in range(self.np):
+        for rank in self.ranks():
             recs = self.records(rank)
             summary = [r for r in recs if r.get(K.EVENT) == E.SUMMARY]
             if summary:
@@ -161,13 +188,20 @@ class Job:
                 if r.get(K.EVENT) != E.VIEW:
                     continue
                 generations.add(r[K.GENERATION])
+                for joined in r[K.JOINED]:
+                    entered.setdefault(joined, r[K.UNIX_TIME])
                 for victim, at in self.kills:
                     if victim not in r[K.MEMBERS] and summary:
                         delays.setdefault(victim, {}).setdefault(rank, r[K.UNIX_TIME] - at)
         views = len(generations)
         per_kill = {v: (min(d.values()), max(d.values())) for v, d in delays.items() if d}
+        # A new member's time from its start (a join, or the kill its
+        # restart followed) to the first view that has it.
+        starts = [t for _, t in self.kills] + [t for t, _ in self.joiners]
+        join_delay = sorted(t - min(starts) for t in entered.values()) if starts and entered else []
         return {"survivors": len(survivors), "accuracy": sum(accuracy) / len(accuracy) if accuracy else float("nan"),
-                "wall": self.end - self.start, "views": views, "view_delay": per_kill}
+                "accuracy_range": (min(accuracy), max(accuracy)) if accuracy else (float("nan"),) * 2,
+                "wall": self.end - self.start, "views": views, "view_delay": per_kill, "join_delay": join_delay}
 
 
 def busy_core(stop):
@@ -190,8 +224,17 @@ def duty_cycle(job, rank, stop, running=0.025, period=0.1):
             return
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def run_scenario(args, scenario, algorithm, out_dir, index):
-    job = Job(args, f"{scenario}-{algorithm}-{index}", algorithm, out_dir)
+    policy = ("--on-failure", "restart", "--max-restarts", "1") if scenario == "restart" else ("--on-failure",
+                                                                                                "continue")
+    job = Job(args, f"{scenario}-{algorithm}-{index}", algorithm, out_dir, policy)
     stop = threading.Event()
     helpers = []
     if scenario == "kill":
@@ -199,6 +242,12 @@ def run_scenario(args, scenario, algorithm, out_dir, index):
             job.signal_peer(3, signal.SIGKILL)
         if job.wait_epoch(5, 3):
             job.signal_peer(5, signal.SIGKILL)
+    elif scenario == "restart":
+        if job.wait_epoch(3, 2):
+            job.signal_peer(3, signal.SIGKILL)
+    elif scenario == "join":
+        if job.wait_epoch(0, 3):
+            job.join(2)
     elif scenario == "stop":
         if job.wait_epoch(3, 2):
             job.signal_peer(3, signal.SIGSTOP)
@@ -240,18 +289,23 @@ def main():
                 print(json.dumps(rows[-1]), flush=True)
     with open(out_dir / "chaos.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["scenario", "algorithm", "survivors", "accuracy", "wall_s", "ratio", "views", "view_delay_s"])
+        w.writerow(["scenario", "algorithm", "finished", "accuracy", "accuracy_min", "accuracy_max", "wall_s", "ratio",
+                    "views", "view_delay_s", "join_delay_s"])
         for r in rows:
             delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))
-            w.writerow([r["scenario"], r["algorithm"], r["survivors"], f"{r['accuracy']:.4f}", f"{r['wall']:.1f}",
-                        f"{r['ratio']:.2f}", r["views"], delays])
-    print(f"| scenario | algorithm | survivors | avg-model accuracy | wall s | vs baseline | views | "
-          f"kill -> new view (s, min-max over survivors) |")
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+            lo, hi = r["accuracy_range"]
+            w.writerow([r["scenario"], r["algorithm"], r["survivors"], f"{r['accuracy']:.4f}", f"{lo:.4f}", f"{hi:.4f}",
+                        f"{r['wall']:.1f}", f"{r['ratio']:.2f}", r["views"], delays,
+                        " ".join(f"{d:.2f}" for d in r["join_delay"])])
+    print(f"| scenario | algorithm | finished | avg-model accuracy (min-max) | wall s | vs baseline | views | "
+          f"kill -> new view (s, min-max over survivors) | start -> in a view (s) |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---|")
     for r in rows:
         delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))
-        print(f"| {r['scenario']} | {r['algorithm']} | {r['survivors']} | {r['accuracy']:.4f} | {r['wall']:.1f} | "
-              f"{r['ratio']:.2f} | {r['views']} | {delays} |")
+        lo, hi = r["accuracy_range"]
+        joins = " ".join(f"{d:.2f}" for d in r["join_delay"])
+        print(f"| {r['scenario']} | {r['algorithm']} | {r['survivors']} | {r['accuracy']:.4f} ({lo:.4f}-{hi:.4f}) | "
+              f"{r['wall']:.1f} | {r['ratio']:.2f} | {r['views']} | {delays} | {joins} |")
     print(f"\nresults: {out_dir}/chaos.csv; commands in each row's murmur-run.log folder", file=sys.stderr)
 
 
