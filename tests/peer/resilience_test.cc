@@ -152,5 +152,25 @@ TEST(SgpConsensus, LiveRanksAgreeAfterTwoAreKilled) {
   for (double v : values) EXPECT_NEAR(v, values[0], 1e-6);
 }
 
+// Scenarios 2 and 8 at small scale: a peer killed mid-run is replaced by a
+// new process that joins the running job (as murmur-run --on-failure
+// restart and --join start them), takes a member's model and step, and all
+// end in agreement with it.
+TEST(JoiningPeer, ReplacesAKilledOneAndAgrees) {
+  testing::LocalJob job("tests/peer/resilience_test_peer", 4, {"--algorithm", "dpsgd", "--steps", "500"});
+  ASSERT_TRUE(job.wait_for_output(2, "step 100\n", 120s)) << job.output(2);
+  job.kill(2, SIGKILL);
+  ASSERT_TRUE(job.wait_for_output(0, "members=0,1,3", 60s)) << job.output(0);
+  const int joiner = job.spawn_joiner({"--algorithm", "dpsgd", "--steps", "500", "--join"});
+  auto statuses = job.wait_all(180s);
+  for (int r : {0, 1, 3, joiner}) {
+    ASSERT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
+    EXPECT_LT(std::stod(last_value(job.output(r), "done")), 1e-3) << job.output(r);
+  }
+  EXPECT_NE(job.output(joiner).find("joined at"), std::string::npos) << job.output(joiner);
+  // The new member has a new rank (ranks are never reused): 4.
+  EXPECT_NE(job.output(0).find("members=0,1,3,4"), std::string::npos) << job.output(0);
+}
+
 }  // namespace
 }  // namespace murmur

@@ -8,6 +8,10 @@
 //   "done D"                 after finish: D = the consensus distance over
 //                            the live view (exact collective)
 //   "value V"                the first element after finish
+//   "joined at S"            a joiner (--join): the step it entered at
+// With --join the process joins the running job as a new member: its first
+// step() takes a member's model and, through join_state / on_join_state,
+// the step that member was at, so it stops with the others.
 // Exits 0 when the run completed, 3 with the error otherwise.
 #include <CLI/CLI.hpp>
 
@@ -23,6 +27,7 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1, port = 0, steps = 300;
   std::string token, algorithm = "dpsgd", topology = "exponential", compressor = "identity";
   double compute_ms = 5, floor_s = 1;
+  bool join = false;
   CLI::App app{"resilience test peer"};
   app.add_option("--rank", rank);
   app.add_option("--size", size);
@@ -34,6 +39,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--compute-ms", compute_ms);
   app.add_option("--lost-peer-floor", floor_s);
+  app.add_flag("--join", join);
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
@@ -48,6 +54,10 @@ int main(int argc, char** argv) {
     config.gamma = 0.3;
     config.timeout_s = 30;
     config.lost_peer_floor_s = floor_s;
+    config.join = join;
+    int step = 0;  // the step in progress: a sponsor hands it to a joiner
+    config.join_state = [&step] { return std::to_string(step); };
+    config.on_join_state = [&step](const std::string& s) { step = std::stoi(s) + 1; };
     murmur::Peer peer(config);
     peer.on_view_change([](const murmur::PeerView& v) {
       std::string members;
@@ -57,10 +67,14 @@ int main(int argc, char** argv) {
     std::vector<float> x(1000);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(rank) + static_cast<float>(i) / 1000.0f;
     peer.add_tensor("x", x.data(), x.size());
-    for (int s = 0; s < steps; ++s) {
+    if (join) {
+      peer.step();  // admitted: the sponsor's model and step arrive
+      std::printf("joined at %d as rank %d\n", step, peer.rank());
+    }
+    for (; step < steps; ++step) {
       std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(compute_ms * 1000)));
       peer.step();
-      if (s % 20 == 0) std::printf("step %d\n", s);
+      if (step % 20 == 0) std::printf("step %d\n", step);
     }
     peer.finish();
     const double distance = peer.consensus_distance();

@@ -19,6 +19,7 @@ LocalJob::LocalJob(const std::string& program, int size, const std::vector<std::
   server_options.token = "test-token";
   server_options.heartbeat_timeout = heartbeat_timeout;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
+  program_ = program;
   for (int rank = 0; rank < size; ++rank) {
     Subprocess::Options options;
     options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program,
@@ -57,6 +58,25 @@ std::vector<std::optional<int>> LocalJob::wait_all(std::chrono::seconds timeout)
   for (auto& p : peers_) statuses.push_back(p.wait_until(deadline));
   for (auto& p : peers_) p.signal(SIGKILL);
   return statuses;
+}
+
+int LocalJob::spawn_joiner(const std::vector<std::string>& args) {
+  const int index = static_cast<int>(peers_.size());
+  Subprocess::Options options;
+  options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program_,
+                  "--rank",
+                  "0",
+                  "--size",
+                  "1",
+                  "--rendezvous-port",
+                  std::to_string(server_ ? server_->port() : 0),
+                  "--token",
+                  "test-token"};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.stdout_path = dir_ + "/rank" + std::to_string(index) + ".out";
+  options.stderr_path = "=stdout";
+  peers_.emplace_back(options);
+  return index;
 }
 
 void LocalJob::kill(int rank, int signo) { peers_.at(rank).signal(signo); }

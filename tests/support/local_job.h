@@ -35,6 +35,10 @@ class LocalJob {
   std::vector<std::optional<int>> wait_all(std::chrono::seconds timeout);
   std::optional<int> wait(int rank, std::chrono::steady_clock::time_point deadline);
   void kill(int rank, int signo);
+  // Starts one more process of the job's program (index size(), size()+1,
+  // ...; its output is output(index)) with --rank 0 --size 1 and the job's
+  // rendezvous and token, plus `args`: a peer that joins the running job.
+  int spawn_joiner(const std::vector<std::string>& args);
   // Destroys the job's rendezvous server, as if its process died.
   void stop_rendezvous() { server_.reset(); }
   // Everything rank `r` printed so far.
@@ -44,6 +48,7 @@ class LocalJob {
   std::string describe(int rank, const std::optional<int>& status) const;
 
  private:
+  std::string program_;
   std::string dir_;
   std::unique_ptr<fabric::rendezvous::Server> server_;
   std::vector<Subprocess> peers_;
