@@ -9,6 +9,7 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "fabric/errors.h"
+#include "fabric/group_internal.h"
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
 #include "fabric/shaper/shaped_transport.h"
@@ -16,86 +17,12 @@
 
 namespace murmur::fabric {
 
-// Forwards the rendezvous' MemberLost events to the transport. The client
-// calls it on its io thread; the Group detaches it before the transport dies.
-struct Group::FailureRelay {
-  mutable std::mutex mutex;  // guards everything below; leaf lock
-  std::condition_variable lost_cv;
-  Transport* transport = nullptr;
-  std::vector<LostPeer> lost;
-  std::set<int> gone;               // ranks already passed to fail_peer
-  std::vector<PeerInfo> addresses;  // by rank, once join() read them
-  MembershipView view;
-  std::function<void(const MembershipView&, const std::vector<LostPeer>&)> on_view;
+namespace group_detail {
 
-  void member_lost(const rendezvous::MemberLost& lost) {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (lost.rank < 0) {
-      // The rendezvous itself is gone: nothing names a peer, so only log.
-      fabric_log().error("control plane lost: {}", lost.reason);
-      return;
-    }
-    fail_locked(lost);
-  }
-
-  // Called with mutex held; once per rank.
-  void fail_locked(const rendezvous::MemberLost& lost) {
-    if (!gone.insert(lost.rank).second) return;
-    auto reason = lost.left_cleanly ? std::string("left the job") : lost.reason;
-    if (!lost.left_cleanly) {
-      fabric_log().warn("peer rank {} ({}) lost: {}", lost.rank, lost.host, reason);
-      this->lost.push_back({lost.rank, lost.host, reason});
-      lost_cv.notify_all();
-    }
-    if (transport != nullptr) {
-      transport->fail_peer(lost.rank, std::make_exception_ptr(PeerError(lost.rank, lost.host, reason)));
-    }
-  }
-
-  MembershipView to_view_locked(const rendezvous::View& v) const {
-    MembershipView out;
-    out.generation = v.generation;
-    for (const auto& m : v.members) {
-      PeerInfo p{m.rank, m.host, ""};
-      if (m.rank >= 0 && m.rank < static_cast<int>(addresses.size())) p.address = addresses[m.rank].address;
-      out.members.push_back(std::move(p));
-    }
-    return out;
-  }
-
-  void view_changed(const rendezvous::View& v, const std::vector<rendezvous::MemberLost>& lost_now) {
-    std::function<void(const MembershipView&, const std::vector<LostPeer>&)> callback;
-    MembershipView copy;
-    std::vector<LostPeer> lost_list;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      for (const auto& l : lost_now) {
-        fail_locked(l);
-        lost_list.push_back({l.rank, l.host, l.left_cleanly ? std::string("left the job") : l.reason});
-      }
-      view = to_view_locked(v);
-      copy = view;
-      callback = on_view;
-    }
-    fabric_log().info("membership view {}: {} members, {} lost", copy.generation, copy.members.size(),
-                      lost_list.size());
-    if (callback) callback(copy, lost_list);
-  }
-};
-
-namespace {
-// An address key's value is one of these bytes followed by the address, or
-// by the reason the rank could not open its transport.
-constexpr char kAddressFollows = 'A';
-constexpr char kOpenFailed = 'E';
-const std::string kAddressKeyPrefix = "murmur/fabric-address/";
-
-// The control-plane client of this rank, with `on_lost` called (on the
-// client's io thread) for every member the rendezvous declares lost.
 std::unique_ptr<rendezvous::Client> connect_control(
     const GroupOptions& options, const std::string& self_host,
     std::function<void(const rendezvous::MemberLost&)> on_lost,
-    std::function<void(const rendezvous::View&, const std::vector<rendezvous::MemberLost>&)> on_view) {
+    std::function<void(const rendezvous::View&, const std::vector<rendezvous::MemberLost>&)> on_view, bool join) {
   rendezvous::ClientOptions client_options;
   client_options.server_host = options.rendezvous_host;
   client_options.server_port = options.rendezvous_port;
@@ -106,15 +33,14 @@ std::unique_ptr<rendezvous::Client> connect_control(
   client_options.heartbeat_interval = options.heartbeat_interval;
   client_options.connect_timeout = options.join_timeout;
   client_options.heartbeat_stale = options.heartbeat_stale;
+  client_options.join = join;
+  client_options.signature = options.job_signature;
   auto control = std::make_unique<rendezvous::Client>(client_options);
   control->on_member_lost(std::move(on_lost));
   control->on_view(std::move(on_view));
   return control;
 }
 
-const std::string kStandbyKeyPrefix = "murmur/standby/";
-
-// This member's idle standby rendezvous server, listening on an ephemeral port.
 std::unique_ptr<rendezvous::Server> start_standby(const GroupOptions& options) {
   rendezvous::ServerOptions server_options;
   server_options.bind_host = options.standby_bind_host;
@@ -126,36 +52,38 @@ std::unique_ptr<rendezvous::Server> start_standby(const GroupOptions& options) {
   return std::make_unique<rendezvous::Server>(server_options);
 }
 
-// Publishes this member's standby and hands every member's to the client, so
-// that it can fail over. Every rank publishes before anyone reads (gather).
-void exchange_standbys(rendezvous::Client& control, const GroupOptions& options, const std::string& host,
-                       std::uint16_t port) {
+std::optional<rendezvous::Endpoint> parse_standby(int rank, const std::string& v) {
+  const auto colon = v.rfind(':');
+  int port_number = -1;
+  if (colon != std::string::npos && colon + 1 < v.size() && v.size() - colon <= 6) {
+    try {
+      port_number = std::stoi(v.substr(colon + 1));
+    } catch (const std::exception&) {
+      port_number = -1;
+    }
+  }
+  if (port_number <= 0 || port_number > 65535) {
+    // Untrusted: a bad address only costs that rank's standby.
+    fabric_log().warn("rank {} published a malformed standby address ({} bytes); not failing over to it", rank,
+                      v.size());
+    return std::nullopt;
+  }
+  return rendezvous::Endpoint{v.substr(0, colon), static_cast<std::uint16_t>(port_number)};
+}
+
+std::vector<std::pair<int, rendezvous::Endpoint>> exchange_standbys(rendezvous::Client& control,
+                                                                    const GroupOptions& options,
+                                                                    const std::string& host, std::uint16_t port) {
   control.set(kStandbyKeyPrefix + std::to_string(options.rank), host + ":" + std::to_string(port));
   const auto values = control.gather(kStandbyKeyPrefix, static_cast<std::uint32_t>(options.size), options.join_timeout);
   std::vector<std::pair<int, rendezvous::Endpoint>> standbys;
   for (int r = 0; r < options.size; ++r) {
-    const std::string& v = values[r];
-    const auto colon = v.rfind(':');
-    int port_number = -1;
-    if (colon != std::string::npos && colon + 1 < v.size() && v.size() - colon <= 6) {
-      try {
-        port_number = std::stoi(v.substr(colon + 1));
-      } catch (const std::exception&) {
-        port_number = -1;
-      }
-    }
-    if (port_number <= 0 || port_number > 65535) {
-      // Untrusted: a bad address only costs that rank's standby.
-      fabric_log().warn("rank {} published a malformed standby address ({} bytes); not failing over to it", r,
-                        v.size());
-      continue;
-    }
-    standbys.push_back({r, rendezvous::Endpoint{v.substr(0, colon), static_cast<std::uint16_t>(port_number)}});
+    if (auto where = parse_standby(r, values[r])) standbys.push_back({r, *where});
   }
-  control.set_standbys(std::move(standbys));
+  control.set_standbys(standbys);
+  return standbys;
 }
 
-// The host of every rank, as the members told the rendezvous.
 std::vector<std::string> member_hosts(rendezvous::Client& control, int size) {
   std::vector<std::string> hosts(size);
   for (const auto& m : control.members()) {
@@ -164,7 +92,6 @@ std::vector<std::string> member_hosts(rendezvous::Client& control, int size) {
   return hosts;
 }
 
-// This rank's transport, wrapped in the shaper when a link profile asks.
 std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peers_on_this_host) {
   TransportOptions transport_options = options.transport;
   transport_options.rank = options.rank;
@@ -185,6 +112,39 @@ std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peer
                                        0x6d75726d00000000ULL ^ static_cast<std::uint64_t>(options.rank));
 }
 
+std::string read_address(rendezvous::Client& control, int rank, const std::string& host,
+                         std::chrono::milliseconds timeout) {
+  const std::string value = control.wait(kAddressKeyPrefix + std::to_string(rank), timeout);
+  if (value.empty() || (value[0] != kAddressFollows && value[0] != kOpenFailed)) {
+    throw PeerError(rank, host, "published a malformed fabric address (" + std::to_string(value.size()) + " bytes)");
+  }
+  if (value[0] == kOpenFailed) throw PeerError(rank, host, "could not open its transport: " + value.substr(1));
+  return value.substr(1);
+}
+
+std::unique_ptr<Transport> open_and_publish(rendezvous::Client& control, const GroupOptions& options,
+                                            bool peers_on_this_host) {
+  const std::string own_key = kAddressKeyPrefix + std::to_string(options.rank);
+  std::unique_ptr<Transport> transport;
+  try {
+    transport = open_transport(options, peers_on_this_host);
+  } catch (const std::exception& e) {
+    try {
+      control.set(own_key, kOpenFailed + std::string(e.what()));
+    } catch (const std::exception&) {
+      // The original error is the one to report.
+    }
+    throw;
+  }
+  control.set(own_key, kAddressFollows + transport->address());
+  return transport;
+}
+
+}  // namespace group_detail
+
+namespace {
+using namespace group_detail;
+
 // Every rank's published address; PeerError naming a rank that could not
 // open its transport, or published something else.
 std::vector<PeerInfo> read_peers(rendezvous::Client& control, const GroupOptions& options,
@@ -193,12 +153,7 @@ std::vector<PeerInfo> read_peers(rendezvous::Client& control, const GroupOptions
   for (int r = 0; r < options.size; ++r) {
     peers[r].rank = r;
     peers[r].host = hosts[r];
-    const std::string value = control.wait(kAddressKeyPrefix + std::to_string(r), options.join_timeout);
-    if (value.empty() || (value[0] != kAddressFollows && value[0] != kOpenFailed)) {
-      throw PeerError(r, hosts[r], "published a malformed fabric address (" + std::to_string(value.size()) + " bytes)");
-    }
-    if (value[0] == kOpenFailed) throw PeerError(r, hosts[r], "could not open its transport: " + value.substr(1));
-    peers[r].address = value.substr(1);
+    peers[r].address = read_address(control, r, hosts[r], options.join_timeout);
   }
   return peers;
 }
@@ -212,23 +167,18 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   group->relay_ = std::make_shared<FailureRelay>();
 
   const std::string self_host = options.self_host.empty() ? local_host_name() : options.self_host;
-  std::weak_ptr<FailureRelay> relay = group->relay_;
   if (options.standby) group->standby_ = start_standby(options);
-  group->control_ = connect_control(
-      options, self_host,
-      [relay](const rendezvous::MemberLost& lost) {
-        if (auto r = relay.lock()) r->member_lost(lost);
-      },
-      [relay](const rendezvous::View& view, const std::vector<rendezvous::MemberLost>& lost) {
-        if (auto r = relay.lock()) r->view_changed(view, lost);
-      });
+  group->control_ = connect_relayed_control(group->relay_, options, self_host, /*join=*/false);
 
   // Everyone must be present before the transport can pick a provider that
   // depends on where the peers run (shm only when all are on this host).
   group->control_->barrier("murmur/joined", options.join_timeout);
   if (group->standby_) {
-    exchange_standbys(*group->control_, options, options.standby_host.empty() ? self_host : options.standby_host,
-                      group->standby_->port());
+    auto standbys =
+        exchange_standbys(*group->control_, options, options.standby_host.empty() ? self_host : options.standby_host,
+                          group->standby_->port());
+    std::lock_guard<std::mutex> lock(group->relay_->mutex);
+    group->relay_->standbys = std::move(standbys);
   }
   const auto hosts = member_hosts(*group->control_, options.size);
   const bool all_here = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == self_host; });
@@ -236,39 +186,39 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   // A rank that cannot open its transport says so under its address key, so
   // that the others fail at once with its reason instead of waiting out the
   // join timeout for an address that will never come.
-  const std::string own_key = kAddressKeyPrefix + std::to_string(options.rank);
-  std::unique_ptr<Transport> transport;
-  try {
-    transport = open_transport(options, all_here);
-  } catch (const std::exception& e) {
-    try {
-      group->control_->set(own_key, kOpenFailed + std::string(e.what()));
-    } catch (const std::exception&) {
-      // The original error is the one to report.
-    }
-    throw;
-  }
-  group->control_->set(own_key, kAddressFollows + transport->address());
-  group->peers_ = read_peers(*group->control_, options, hosts);
-
-  {
-    std::lock_guard<std::mutex> lock(group->relay_->mutex);
-    group->relay_->transport = transport.get();
-    group->relay_->addresses = group->peers_;
-    // Peers lost before the transport existed are failed now.
-    for (const auto& l : group->relay_->lost) {
-      transport->fail_peer(l.rank, std::make_exception_ptr(PeerError(l.rank, l.host, l.reason)));
-    }
-    group->relay_->view = group->relay_->to_view_locked(group->control_->view());
-  }
-  group->transport_ = std::move(transport);
-  group->transport_->connect(group->peers_);
+  auto transport = open_and_publish(*group->control_, options, all_here);
+  auto peers = read_peers(*group->control_, options, hosts);
+  group->attach(std::move(transport), peers, group->control_->view());
+  group->transport_->connect(peers);
   group->control_->barrier("murmur/connected", options.join_timeout);
+  // Joiners wait for this before asking to be admitted: a joiner admitted
+  // earlier would count in the barriers above and stall them.
+  group->control_->set(kJobRunningKey, "1");
+  group->start_view_thread(options);
   fabric_log().debug("rank {} of {} joined over {}", group->rank_, group->size_, group->transport_->name());
   return group;
 }
 
+void Group::attach(std::unique_ptr<Transport> transport, const std::vector<PeerInfo>& peers,
+                   const rendezvous::View& view) {
+  std::lock_guard<std::mutex> lock(relay_->mutex);
+  relay_->transport = transport.get();
+  relay_->addresses = peers;
+  // Peers lost before the transport existed are failed now.
+  for (int rank : relay_->gone) {
+    if (rank >= static_cast<int>(peers.size()) || peers[rank].rank < 0) continue;
+    transport->fail_peer(rank, std::make_exception_ptr(PeerError(rank, peers[rank].host, "lost while joining")));
+  }
+  relay_->view = relay_->to_view_locked(view);
+  transport_ = std::move(transport);
+}
+
 void Group::barrier(const std::string& name, std::chrono::milliseconds timeout) { control_->barrier(name, timeout); }
+
+std::vector<PeerInfo> Group::peers() const {
+  std::lock_guard<std::mutex> lock(relay_->mutex);
+  return relay_->addresses;
+}
 
 MembershipView Group::view() const {
   std::lock_guard<std::mutex> lock(relay_->mutex);
@@ -296,6 +246,7 @@ std::vector<Group::LostPeer> Group::wait_for_lost_peers(std::chrono::steady_cloc
 }
 
 Group::~Group() {
+  stop_view_thread();
   if (relay_) {
     std::lock_guard<std::mutex> lock(relay_->mutex);
     relay_->transport = nullptr;

@@ -12,6 +12,10 @@
 // Ownership: the Group owns the rendezvous client and the transport; the
 // destructor leaves the rendezvous (a clean leave) and closes the transport.
 //
+// Joining a running job: join_running() below; members add each joiner to
+// their transport on the Group's view thread before the on_view callback
+// reports it.
+//
 // Views and failover: the rendezvous pushes a membership view (generation,
 // live members) at every change; the Group passes each lost member to
 // transport().fail_peer() and then to the on_view callback. With
@@ -26,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fabric/rendezvous/client.h"
@@ -41,6 +46,7 @@ class Server;
 struct MembershipView {
   std::uint64_t generation = 0;
   std::vector<PeerInfo> members;  // ascending rank
+  std::vector<int> joined;        // admitted in the change that made this view
 };
 
 struct GroupOptions {
@@ -70,24 +76,55 @@ struct GroupOptions {
   std::string standby_bind_host = "0.0.0.0";
   // How the others reach this member's standby; empty: self_host.
   std::string standby_host;
+  // Who may join this job later: an opaque "key=value;key=value" string (the
+  // Peer puts its build id, wire version, tensor layout and gossip flags in
+  // it). The first member's is the job's; join_running() is refused, naming
+  // each differing key and both values, when the joiner's differs.
+  std::string job_signature;
 };
 
 class Group final {
  public:
   static std::unique_ptr<Group> join(const GroupOptions& options);
+  // Joins a job that is already running, as a new member (options.rank and
+  // options.size are ignored): says a joining Hello and gets a new id (every
+  // id ever seen + 1), waits until the job's first members are connected,
+  // opens its transport with rank = id and size = id + 1, publishes its
+  // address and standby, asks to be admitted, and once the view admitting it
+  // arrives connect()s with every live member (absent entries for ids not in
+  // that view). Returns when every member of that view has add_peer'd it
+  // (each sets murmur/admitted/<id>/<member>; a member lost meanwhile is
+  // skipped once the view lacks it). Ordering (transport.h, "Joining a
+  // running job"): the joiner may send once this returns; members know the
+  // joiner only from the on_view callback of the view that admits it, and
+  // must not send to it before it has returned from join_running. The
+  // gossip obeys this without more: members first use a new view at its
+  // first round, which starts after an agreement the joiner takes part in
+  // (so after join_running returned). Other callers order it themselves,
+  // e.g. with a barrier, which counts the joiner once admitted.
+  // Blocks; FabricError with the server's reason when refused (a different
+  // job signature names each differing key), or after options.join_timeout.
+  static std::unique_ptr<Group> join_running(const GroupOptions& options);
   ~Group();
 
+  // The member id (for a joiner: the one the rendezvous assigned).
   int rank() const { return rank_; }
+  // The transport's size when the Group was made (ids of later joiners are
+  // above it; see peers()).
   int size() const { return size_; }
-  const std::vector<PeerInfo>& peers() const { return peers_; }
+  // Every member the transport knows, by rank (rank -1: absent; lost ones
+  // keep their entry). Grows when joiners are added, before the on_view
+  // callback that reports them. A copy, under a lock: thread-safe.
+  std::vector<PeerInfo> peers() const;
   Transport& transport() { return *transport_; }
   rendezvous::Client& control() { return *control_; }
 
   // The current view (a copy). Thread-safe.
   MembershipView view() const;
-  // Replaces the callback; called on the client's io thread for every new
+  // Replaces the callback; called on the Group's view thread for every new
   // view, in order, after the lost members have been passed to
-  // transport().fail_peer(). Must not block or call back into the Group.
+  // transport().fail_peer() and the joined ones to transport().add_peer()
+  // (so peers() holds them). Must not block or call back into the Group.
   struct LostPeer;
   void on_view(std::function<void(const MembershipView& view, const std::vector<LostPeer>& lost)> callback);
   using Evidence = rendezvous::Evidence;
@@ -113,19 +150,31 @@ class Group final {
   // passes, and returns lost_peers().
   std::vector<LostPeer> wait_for_lost_peers(std::chrono::steady_clock::time_point deadline) const;
 
+  // Internal (group_internal.h): carries the rendezvous' losses and views.
+  struct FailureRelay;
+
  private:
   Group() = default;
-  struct FailureRelay;
+
+  // Hands the transport to the relay (failing peers lost meanwhile) with
+  // the members' addresses and the current view, then owns it.
+  void attach(std::unique_ptr<Transport> transport, const std::vector<PeerInfo>& peers, const rendezvous::View& view);
+  // The view thread: adds each view's joiners to the transport, tells them
+  // (admitted key) and then runs the on_view callback (group_join.cc).
+  void start_view_thread(const GroupOptions& options);
+  void stop_view_thread();
+  void run_views(std::chrono::milliseconds timeout);
+  void add_joiner(int joiner, const std::string& host, std::chrono::milliseconds timeout);
 
   int rank_ = 0;
   int size_ = 1;
-  std::vector<PeerInfo> peers_;
   // Declared in creation order so they are destroyed in reverse: the relay
   // outlives neither; the transport closes before the client leaves.
   std::shared_ptr<FailureRelay> relay_;
   std::unique_ptr<rendezvous::Server> standby_;  // outlives the client: others may still use it
   std::unique_ptr<rendezvous::Client> control_;
   std::unique_ptr<Transport> transport_;
+  std::thread view_thread_;  // last: stopped first (destructor)
 };
 
 }  // namespace murmur::fabric

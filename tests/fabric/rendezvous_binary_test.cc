@@ -1,14 +1,16 @@
 // The murmur-rendezvous program: it refuses a bad flag with exit status 2,
-// prints where it listens, serves a client, and exits cleanly on SIGTERM.
+// prints where it listens, serves a client and a joiner, and exits cleanly on SIGTERM.
 #include <gtest/gtest.h>
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "fabric/rendezvous/client.h"
 
@@ -44,6 +46,17 @@ TEST(Rendezvous, BinaryListensAndStopsOnSigterm) {
   {
     Client client(options);
     client.set("k", "v");
+    // It accepts joins too: a job of one, then a joiner gets id 1 and is
+    // admitted in view 1.
+    ClientOptions joining = options;
+    joining.join = true;
+    Client joiner(joining);
+    EXPECT_EQ(joiner.rank(), 1);
+    joiner.admit(std::chrono::seconds(10));
+    const View view = joiner.view();
+    EXPECT_EQ(view.generation, 1u);
+    ASSERT_EQ(view.joined, std::vector<int>{1});
+    EXPECT_EQ(view.members.size(), 2u);
   }
   ::kill(child, SIGTERM);
   int status = 0;

@@ -29,7 +29,11 @@ const char* verdict_name(SuspectVerdict verdict) {
   return "?";
 }
 
-Client::Impl::Impl(ClientOptions options) : options_(std::move(options)), heartbeat_timer_(io_) {
+Client::Impl::Impl(ClientOptions options)
+    : options_(std::move(options)),
+      heartbeat_timer_(io_),
+      rank_(options_.join ? -1 : options_.rank),
+      world_size_(options_.size) {
   server_ = options_.server_host + ":" + std::to_string(options_.server_port);
   asio::co_spawn(io_, run(), asio::detached);
   thread_ = std::thread([this] { io_.run(); });
@@ -232,6 +236,14 @@ void Client::Impl::leave() {
   });
 }
 
+void Client::Impl::note_refused_join(const wire::JoinRefused& refused) {
+  rendezvous_log().warn("{}: the rendezvous server refused a joiner from host {}: {}", me(), refused.host,
+                        refused.reason);
+  std::lock_guard lock(mutex_);
+  refused_joins_.push_back(refused.host + ": " + refused.reason);
+  if (refused_joins_.size() > 64) refused_joins_.erase(refused_joins_.begin());
+}
+
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;
 
@@ -308,5 +320,15 @@ SuspectVerdict Client::suspect(int rank, Evidence evidence, const std::string& r
 void Client::set_standbys(std::vector<std::pair<int, Endpoint>> standbys) { impl_->set_standbys(std::move(standbys)); }
 
 void Client::leave() { impl_->leave(); }
+
+int Client::rank() const { return impl_->rank(); }
+
+std::vector<std::string> Client::refused_joins() const { return impl_->refused_joins(); }
+
+void Client::admit(std::chrono::milliseconds timeout) {
+  wire::Request q;
+  q.op = wire::Op::admit;
+  impl_->call(std::move(q), timeout, "admit joiner");
+}
 
 }  // namespace murmur::fabric::rendezvous

@@ -6,6 +6,10 @@
 // callback. Calls block the calling thread until the server answers (or the
 // stated timeout passes); none of them may be made from the callback.
 //
+// Joining a running job (options.join): the Hello asks for a new member id;
+// the client is a pending joiner (it may set keys ending in "/<its id>",
+// get and wait, and hears the views) until admit() makes it a member.
+//
 // Failures: a refusal, a timeout or a lost server connection throws
 // FabricError (fabric/errors.h) with a message that says what happened.
 //
@@ -51,6 +55,7 @@ struct MemberLost {
 struct View {
   std::uint64_t generation = 0;
   std::vector<Member> members;
+  std::vector<int> joined;  // admitted in the change that made this view (ascending)
 };
 
 enum class Evidence { kTransportError, kSilent };
@@ -88,6 +93,12 @@ struct ClientOptions {
   // Say a rejoining Hello with this view instead of joining afresh (what a
   // failover does; set by hand only to test a server).
   std::optional<View> rejoin_view;
+  // Join a running job: `rank` is ignored, the server assigns a new member
+  // id (rank()) and the client is a pending joiner until admit().
+  bool join = false;
+  // This member's job signature ("key=value;key=value", opaque): the first
+  // member's is the job's, and a joiner with a different one is refused.
+  std::string signature;
 };
 
 class Client final {
@@ -95,7 +106,8 @@ class Client final {
   // Connects (retrying until connect_timeout) and says Hello. Throws
   // FabricError with the server's reason on refusal ("cluster token
   // mismatch", "rank 3 already joined from host X", "world size 4 differs
-  // from 8") or on timeout.
+  // from 8", "job signature differs: job has period=4, joiner has
+  // period=2") or on timeout.
   explicit Client(ClientOptions options);
   // leave()s if not done yet, then stops the io thread. Never throws.
   ~Client();
@@ -133,6 +145,15 @@ class Client final {
   SuspectVerdict suspect(int rank, Evidence evidence, const std::string& reason);
   // Every member's standby server, by rank; enables failover. Thread-safe.
   void set_standbys(std::vector<std::pair<int, Endpoint>> standbys);
+  // This member's id: options.rank, or the id the server assigned a joiner.
+  int rank() const;
+  // A pending joiner (options.join) asks to become a member. Blocks until
+  // the server has pushed the view that admits it (so view() includes it
+  // when this returns); FabricError on refusal or after `timeout`.
+  void admit(std::chrono::milliseconds timeout);
+  // Why the server refused joiners since this client joined (the last 64),
+  // as "host: reason"; each is also logged (warn). Thread-safe.
+  std::vector<std::string> refused_joins() const;
   // Clean goodbye: the others see left_cleanly = true. Idempotent; later
   // calls other than leave() throw.
   void leave();

@@ -66,10 +66,15 @@ asio::awaitable<std::shared_ptr<Connection>> Client::Impl::open(Endpoint where, 
 wire::Hello Client::Impl::hello(bool rejoin) const {
   wire::Hello h;
   h.token = options_.token;
-  h.rank = options_.rank;
-  h.size = options_.size;
   h.host = options_.self_host;
+  h.signature = options_.signature;
   std::lock_guard lock(mutex_);
+  h.rank = rank_;
+  h.size = world_size_;
+  if (rank_ < 0) {
+    h.join = true;  // a joiner's first Hello: the server assigns its id
+    return h;
+  }
   if (rejoin && view_known_) {
     h.rejoin = true;
     h.generation = view_.generation;
@@ -82,8 +87,8 @@ wire::Hello Client::Impl::hello(bool rejoin) const {
   return h;
 }
 
-asio::awaitable<void> Client::Impl::say_hello(std::shared_ptr<Connection> conn, wire::Hello hello,
-                                              Clock::time_point deadline, const std::string& where) {
+asio::awaitable<wire::Welcome> Client::Impl::say_hello(std::shared_ptr<Connection> conn, wire::Hello hello,
+                                                       Clock::time_point deadline, const std::string& where) {
   conn->send(wire::encode(hello));
   // A server that accepts but never answers (a stopped process) must not hang us.
   asio::steady_timer hello_timer(io_, deadline);
@@ -106,9 +111,10 @@ asio::awaitable<void> Client::Impl::say_hello(std::shared_ptr<Connection> conn, 
   if (welcome == nullptr)
     throw FabricError(me() + ": rendezvous server " + where + " answered Hello with something else");
   if (!welcome->ok) {
-    throw FabricError("rendezvous server " + where + " refused rank " + std::to_string(options_.rank) + ": " +
+    throw FabricError("rendezvous server " + where + " refused rank " + std::to_string(rank()) + ": " +
                       welcome->refused);
   }
+  co_return *welcome;
 }
 
 void Client::Impl::use_connection(std::shared_ptr<Connection> conn, const Endpoint& where) {
@@ -130,7 +136,17 @@ asio::awaitable<void> Client::Impl::run() {
   const Endpoint first{options_.server_host, options_.server_port};
   try {
     auto conn = co_await open(first, deadline, /*retry=*/true);
-    co_await say_hello(conn, hello(false), deadline, name_of(first));
+    const auto welcome = co_await say_hello(conn, hello(false), deadline, name_of(first));
+    if (options_.join) {
+      // Untrusted: an id below 0 or a world size that cannot hold the job is no answer.
+      if (welcome.rank < 0 || welcome.size <= 0) {
+        throw FabricError(me() + ": rendezvous server " + name_of(first) + " admitted a joiner without an id (rank " +
+                          std::to_string(welcome.rank) + ", size " + std::to_string(welcome.size) + ")");
+      }
+      std::lock_guard lock(mutex_);
+      rank_ = welcome.rank;
+      world_size_ = welcome.size;
+    }
     use_connection(std::move(conn), first);
   } catch (const std::exception& e) {
     fail_connect(std::current_exception());
@@ -278,6 +294,10 @@ void Client::Impl::dispatch(wire::ServerMessage message) {
     take_view(std::move(*changed));
     return;
   }
+  if (auto* refused = std::get_if<wire::JoinRefused>(&message)) {
+    note_refused_join(*refused);
+    return;
+  }
   if (auto* response = std::get_if<wire::Response>(&message)) {
     {
       std::lock_guard lock(mutex_);
@@ -309,8 +329,8 @@ void Client::Impl::take_view(wire::ViewChanged changed) {
     }
     view_ = changed.view;
     view_known_ = true;
-    expelled_ = std::none_of(view_.members.begin(), view_.members.end(),
-                             [&](const Member& m) { return m.rank == options_.rank; });
+    expelled_ =
+        std::none_of(view_.members.begin(), view_.members.end(), [&](const Member& m) { return m.rank == rank_; });
     callback = view_callback_;
   }
   if (!callback) return;

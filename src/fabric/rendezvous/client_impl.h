@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -53,6 +54,12 @@ class Client::Impl {
   void set_standbys(std::vector<std::pair<int, Endpoint>> standbys);
   void leave();
   const ClientOptions& options() const { return options_; }
+  // Lock-free: me() uses it, also with mutex_ held.
+  int rank() const { return rank_.load(); }
+  std::vector<std::string> refused_joins() const {
+    std::lock_guard lock(mutex_);
+    return refused_joins_;
+  }
 
  private:
   // One request waiting for its answer.
@@ -71,8 +78,8 @@ class Client::Impl {
   boost::asio::awaitable<std::shared_ptr<Connection>> open(Endpoint where, Clock::time_point deadline, bool retry);
   // Says Hello on `conn` and reads the Welcome; FabricError on refusal or
   // no answer by `deadline`.
-  boost::asio::awaitable<void> say_hello(std::shared_ptr<Connection> conn, wire::Hello hello,
-                                         Clock::time_point deadline, const std::string& where);
+  boost::asio::awaitable<wire::Welcome> say_hello(std::shared_ptr<Connection> conn, wire::Hello hello,
+                                                  Clock::time_point deadline, const std::string& where);
   // Reads until the connection ends; returns why it ended.
   boost::asio::awaitable<std::string> read_loop(std::shared_ptr<Connection> conn);
   boost::asio::awaitable<void> heartbeats(std::shared_ptr<Connection> conn);
@@ -83,6 +90,7 @@ class Client::Impl {
   void resend_after_failover();
   void dispatch(wire::ServerMessage message);
   void take_view(wire::ViewChanged changed);
+  void note_refused_join(const wire::JoinRefused& refused);
 
   // client.cc
   void send_call(std::uint64_t id);
@@ -91,7 +99,7 @@ class Client::Impl {
   void fail_connect(std::exception_ptr error);
   void notify(const MemberLost& lost);
   void stop_io();
-  std::string me() const { return "rendezvous client rank " + std::to_string(options_.rank); }
+  std::string me() const { return "rendezvous client rank " + std::to_string(rank()); }
   Clock::duration heartbeat_stale() const {
     return options_.heartbeat_stale.count() > 0 ? Clock::duration(options_.heartbeat_stale)
                                                 : Clock::duration(options_.heartbeat_interval * 3);
@@ -121,7 +129,10 @@ class Client::Impl {
   std::function<void(const View&, const std::vector<MemberLost>&)> view_callback_;
   View view_;
   bool view_known_ = false;
-  bool expelled_ = false;  // a view without this rank arrived: never fail over
+  std::atomic<int> rank_{-1};  // options_.rank, or the id assigned to a joiner (set once, on the io thread)
+  int world_size_ = 0;         // options_.size, or the job's as the server told a joiner
+  std::vector<std::string> refused_joins_;  // the last 64
+  bool expelled_ = false;                   // a view without this rank arrived: never fail over
   std::vector<std::pair<int, Endpoint>> standbys_;
   std::deque<std::pair<std::string, std::string>> recent_sets_;  // oldest first, at most kRecentSets
 

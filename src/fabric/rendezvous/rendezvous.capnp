@@ -16,7 +16,9 @@ $Cxx.namespace("murmur::fabric::rendezvous::capnp_wire");
 
 # 2: the server pushes ViewChanged (an old client cannot decode it), answers
 #    heartbeats whose id is not 0, and knows Suspect and rejoining Hellos.
-const protocolVersion :UInt32 = 2;
+# 3: joining a running job (Hello.join, Request.admit, ViewChanged.joined,
+#    Welcome.rank/size) and the JoinRefused push (an old client cannot decode it).
+const protocolVersion :UInt32 = 3;
 
 struct Hello {
   version @0 :UInt32;     # protocolVersion of the sender
@@ -30,6 +32,13 @@ struct Hello {
   rejoin @5 :Bool;
   generation @6 :UInt64;
   members @7 :List(Member);
+  # Set (with rank -1) by a process that asks to join a running job: the
+  # server assigns it a new id (Welcome.rank) as a pending joiner, which
+  # becomes a member when it sends Request.admit.
+  join @8 :Bool;
+  # The job signature ("key=value;key=value"): the first member's is the
+  # job's; a joiner whose signature differs is refused.
+  signature @9 :Text;
 }
 
 struct Request {
@@ -44,6 +53,7 @@ struct Request {
     leave @7 :Void;       # answered with ok, then the server closes
     gather @8 :Gather;    # answered with values once every key of the gather is set, or an error at timeout
     suspect @9 :Suspect;  # answered with a verdict
+    admit @10 :Void;      # a pending joiner asks to become a member: answered once the view admitting it was pushed
   }
 }
 
@@ -94,6 +104,8 @@ struct Welcome {
     ok @0 :Void;
     refused @1 :Text;     # why the Hello was refused
   }
+  rank @2 :Int32;         # the sender's member id (assigned, for a joiner)
+  size @3 :Int32;         # the job's original world size
 }
 
 struct Response {
@@ -115,6 +127,14 @@ struct ViewChanged {
   generation @0 :UInt64;
   members @1 :List(Member);    # ascending rank
   lost @2 :List(MemberLost);   # who left or was lost in this change
+  joined @3 :List(Int32);      # who was admitted in this change
+}
+
+# Pushed to every member when the server refuses a joiner (its signature
+# differs from the job's), so that the job's logs say so too.
+struct JoinRefused {
+  host @0 :Text;               # the joiner's
+  reason @1 :Text;
 }
 
 # Pushed, unasked, to every remaining member when one leaves or is lost.
@@ -138,5 +158,6 @@ struct ServerMessage {
     response @1 :Response;
     memberLost @2 :MemberLost;
     viewChanged @3 :ViewChanged;
+    joinRefused @4 :JoinRefused;
   }
 }

@@ -176,8 +176,20 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Request& q) {
     reject(s, std::string("'") + wire::op_name(q.op) + "' request before Hello");
     return false;
   }
+  if (s->pending_join) {
+    if (!allowed_before_admission(s, q)) {
+      send(s, error_response(q.id, std::string("rank ") + std::to_string(s->rank) +
+                                       " is a pending joiner, not a member yet: '" + wire::op_name(q.op) +
+                                       (q.op == wire::Op::set ? " " + q.key : std::string()) +
+                                       "' is refused until it is admitted"));
+      return true;
+    }
+  } else if (q.op == wire::Op::admit) {
+    send(s, error_response(q.id, "rank " + std::to_string(s->rank) + " asked to be admitted but is not a joiner"));
+    return true;
+  }
   const bool member_only = q.op != wire::Op::heartbeat && q.op != wire::Op::suspect && q.op != wire::Op::leave;
-  if (!s->member && member_only) {
+  if (!s->member && !s->pending_join && member_only) {
     // A rank expelled from the view: it may learn so, not act on the job.
     send(s, error_response(q.id, "rank " + std::to_string(s->rank) + " is not a member of view " +
                                      std::to_string(generation_) + " (it was declared lost)"));
@@ -222,6 +234,9 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Request& q) {
       break;
     case wire::Op::suspect:
       do_suspect(s, q);
+      break;
+    case wire::Op::admit:
+      do_admit(s, q);
       break;
     case wire::Op::leave: {
       wire::Response ok;
@@ -302,7 +317,7 @@ void Server::Impl::send_values(const SessionPtr& s, std::uint64_t id, std::vecto
 void Server::Impl::do_gather(const SessionPtr& s, const wire::Request& q) {
   // Bounded: one reply carries every value, and a count past the world
   // cannot be the one-key-per-rank collective this is for.
-  if (q.count == 0 || q.count > static_cast<std::uint32_t>(std::max(world_size_, 1)) * 16) {
+  if (q.count == 0 || q.count > static_cast<std::uint32_t>(std::max({world_size_, next_id_, 1})) * 16) {
     send(s, error_response(q.id, "gather '" + q.key + "': count " + std::to_string(q.count) +
                                      " out of range for world size " + std::to_string(world_size_)));
     return;
@@ -379,8 +394,13 @@ void Server::Impl::do_barrier(const SessionPtr& s, const wire::Request& q) {
     if (it == barriers_.end()) return;
     if (auto mine = it->second.find(rank); mine == it->second.end() || mine->second.timer != *timer) return;
     std::string missing;
-    for (int r = 0; r < world_size_; ++r) {
-      if (view_started_ && view_.count(r) == 0) continue;
+    std::vector<int> expected;
+    if (view_started_) {
+      for (const auto& [r, host] : view_) expected.push_back(r);
+    } else {
+      for (int r = 0; r < world_size_; ++r) expected.push_back(r);
+    }
+    for (int r : expected) {
       if (it->second.count(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     }
     it->second.erase(rank);

@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -28,6 +29,10 @@
 namespace murmur::fabric::rendezvous {
 
 using SessionPtr = std::shared_ptr<Session>;
+
+// Member ids a Hello may name: bounded, so an untrusted id cannot inflate
+// what others allocate per rank (a joiner's transport has id + 1 slots).
+inline constexpr int kMaxMemberId = 1 << 20;
 using TimerPtr = std::shared_ptr<boost::asio::steady_timer>;
 
 wire::Response error_response(std::uint64_t id, std::string text);
@@ -91,13 +96,20 @@ class Server::Impl {
   // "" when `hello`'s rejoin view is well formed, else why not.
   std::string malformed_rejoin(const wire::Hello& hello) const;
   void admit(const SessionPtr& s, const wire::Hello& hello);
+  // Joining a running job (server_join.cc).
+  bool handle_join(const SessionPtr& s, const wire::Hello& hello);
+  void do_admit(const SessionPtr& s, const wire::Request& q);
+  // What a pending joiner may do: set keys of its own ("/<id>" last), get,
+  // wait, admit, heartbeat, leave.
+  bool allowed_before_admission(const SessionPtr& s, const wire::Request& q) const;
+  void note_id(int rank) { next_id_ = std::max(next_id_, rank + 1); }
   // Takes a rejoining member's view if it is newer than ours.
   void adopt(const wire::Hello& hello);
   void on_grace_expired();
   // Removes `lost` from the view and publishes the next generation.
   void change_view(const std::vector<MemberLost>& lost);
-  void push_view(const SessionPtr& s, const std::vector<MemberLost>& lost);
-  wire::ViewChanged current_view(const std::vector<MemberLost>& lost) const;
+  void push_view(const SessionPtr& s, const std::vector<MemberLost>& lost, const std::vector<int>& joined = {});
+  wire::ViewChanged current_view(const std::vector<MemberLost>& lost, const std::vector<int>& joined = {}) const;
   void fail_barriers(const std::string& why);
   // How many arrivals complete a barrier: the view's members once it exists.
   std::size_t barrier_quorum() const;
@@ -119,6 +131,8 @@ class Server::Impl {
   std::uint64_t generation_ = 0;
   std::map<int, std::string> view_;  // rank -> host of every live member of the view
   TimerPtr grace_timer_;             // armed by the first rejoin this server sees
+  int next_id_ = 0;                  // the id the next joiner gets: max id ever seen + 1
+  std::string job_signature_;        // the first member's Hello's; "" while none said one
   std::map<std::string, std::string> store_;
   std::map<std::string, std::vector<Pending>> waiters_;  // key -> clients in wait()
   struct Gathering {

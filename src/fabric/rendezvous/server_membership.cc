@@ -40,7 +40,11 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
                        std::to_string(wire::kProtocolVersion));
   }
   if (!same_token(hello.token, options_.token)) return refuse_with("cluster token mismatch");
-  if (hello.size <= 0 || hello.rank < 0 || hello.rank >= hello.size) {
+  if (hello.join) return handle_join(s, hello);
+  // A rejoin (failover) may come from a member admitted as a joiner, whose
+  // id is at or above the original world size.
+  const bool id_in_range = hello.rank >= 0 && (hello.rank < hello.size || (hello.rejoin && hello.rank < kMaxMemberId));
+  if (hello.size <= 0 || !id_in_range) {
     return refuse_with("rank " + std::to_string(hello.rank) + " out of range for world size " +
                        std::to_string(hello.size));
   }
@@ -61,9 +65,9 @@ std::string Server::Impl::malformed_rejoin(const wire::Hello& hello) const {
   // Untrusted: a view must name ranks of this world, ascending, without repeats.
   int previous = -1;
   for (const auto& m : hello.members) {
-    if (m.rank <= previous || m.rank >= hello.size) {
+    if (m.rank <= previous || m.rank >= kMaxMemberId) {
       return "rejoining Hello's view " + std::to_string(hello.generation) + " lists rank " + std::to_string(m.rank) +
-             " out of order or out of range for world size " + std::to_string(hello.size);
+             " out of order or out of range (ids below " + std::to_string(kMaxMemberId) + ")";
     }
     previous = m.rank;
   }
@@ -75,6 +79,9 @@ void Server::Impl::admit(const SessionPtr& s, const wire::Hello& hello) {
   s->rank = hello.rank;
   s->host = hello.host;
   world_size_ = hello.size;
+  note_id(std::max(hello.rank, hello.size - 1));
+  for (const auto& m : hello.members) note_id(m.rank);
+  if (job_signature_.empty()) job_signature_ = hello.signature;
   s->watchdog.cancel();  // re-arm with the heartbeat timeout
   if (hello.rejoin) adopt(hello);
   bool grew = false;
@@ -91,7 +98,7 @@ void Server::Impl::admit(const SessionPtr& s, const wire::Hello& hello) {
     member_count_ = members_.size();
     if (view_started_) view_[s->rank] = s->host;
   }
-  send(s, wire::Welcome{});
+  send(s, wire::Welcome{true, "", s->rank, world_size_});
   rendezvous_log().info("rendezvous server: rank {} {} from {} ({} of {}){}", s->rank,
                         hello.rejoin ? "rejoined" : "joined", s->who(), members_.size(), world_size_,
                         s->member ? "" : "; not a member of the current view");
@@ -221,12 +228,16 @@ void Server::Impl::change_view(const std::vector<MemberLost>& lost) {
   if (members_.empty() && (view_.empty() || !view_started_)) end_job();
 }
 
-void Server::Impl::push_view(const SessionPtr& s, const std::vector<MemberLost>& lost) { send(s, current_view(lost)); }
+void Server::Impl::push_view(const SessionPtr& s, const std::vector<MemberLost>& lost, const std::vector<int>& joined) {
+  send(s, current_view(lost, joined));
+}
 
-wire::ViewChanged Server::Impl::current_view(const std::vector<MemberLost>& lost) const {
+wire::ViewChanged Server::Impl::current_view(const std::vector<MemberLost>& lost,
+                                             const std::vector<int>& joined) const {
   wire::ViewChanged v;
   v.view.generation = generation_;
   for (const auto& [rank, host] : view_) v.view.members.push_back(Member{rank, host});
+  v.view.joined = joined;
   v.lost = lost;
   return v;
 }
@@ -254,6 +265,8 @@ void Server::Impl::end_job() {
   generation_ = 0;
   view_.clear();
   published_generation_ = -1;
+  next_id_ = 0;
+  job_signature_.clear();
   if (grace_timer_) grace_timer_->cancel();
   grace_timer_.reset();
 }

@@ -29,9 +29,10 @@ struct Session {
   std::shared_ptr<Connection> conn;
   boost::asio::steady_timer watchdog;
   Clock::time_point last_seen;
-  bool joined = false;  // said a Hello that was accepted
-  bool gone = false;    // left, lost, refused or closed: ignore whatever follows
-  bool member = false;  // joined and in the current view (a rejoin may be neither)
+  bool joined = false;        // said a Hello that was accepted
+  bool gone = false;          // left, lost, refused or closed: ignore whatever follows
+  bool member = false;        // joined and in the current view (a rejoin may be neither)
+  bool pending_join = false;  // a joiner with an assigned id, not admitted yet
   int rank = -1;
   std::string host;
 };

@@ -33,6 +33,8 @@ const char* op_name(Op op) {
       return "gather";
     case Op::suspect:
       return "suspect";
+    case Op::admit:
+      return "admit";
   }
   return "?";
 }
@@ -105,6 +107,9 @@ Request read_request(cw::Request::Reader r) {
       break;
     case cw::Request::LEAVE:
       out.op = Op::leave;
+      break;
+    case cw::Request::ADMIT:
+      out.op = Op::admit;
       break;
     case cw::Request::SUSPECT: {
       auto q = r.getSuspect();
@@ -198,6 +203,8 @@ std::vector<std::byte> encode(const ClientMessage& message) {
     hello.setRejoin(h->rejoin);
     hello.setGeneration(h->generation);
     write_members(hello.initMembers(static_cast<unsigned>(h->members.size())), h->members);
+    hello.setJoin(h->join);
+    hello.setSignature(h->signature);
   } else {
     const auto& q = std::get<Request>(message);
     auto r = root.initRequest();
@@ -240,6 +247,9 @@ std::vector<std::byte> encode(const ClientMessage& message) {
       case Op::leave:
         r.setLeave();
         break;
+      case Op::admit:
+        r.setAdmit();
+        break;
       case Op::suspect: {
         auto sq = r.initSuspect();
         sq.setRank(q.rank);
@@ -262,6 +272,8 @@ std::vector<std::byte> encode(const ServerMessage& message) {
     } else {
       welcome.setRefused(w->refused);
     }
+    welcome.setRank(w->rank);
+    welcome.setSize(w->size);
   } else if (const auto* q = std::get_if<Response>(&message)) {
     auto r = root.initResponse();
     r.setId(q->id);
@@ -292,13 +304,20 @@ std::vector<std::byte> encode(const ServerMessage& message) {
     }
   } else if (const auto* m = std::get_if<MemberLost>(&message)) {
     write_lost(root.initMemberLost(), *m);
-  } else {
+  } else if (std::holds_alternative<ViewChanged>(message)) {
     const auto& v = std::get<ViewChanged>(message);
     auto changed = root.initViewChanged();
     changed.setGeneration(v.view.generation);
     write_members(changed.initMembers(static_cast<unsigned>(v.view.members.size())), v.view.members);
     auto lost = changed.initLost(static_cast<unsigned>(v.lost.size()));
     for (unsigned i = 0; i < v.lost.size(); ++i) write_lost(lost[i], v.lost[i]);
+    auto joined = changed.initJoined(static_cast<unsigned>(v.view.joined.size()));
+    for (unsigned i = 0; i < v.view.joined.size(); ++i) joined.set(i, v.view.joined[i]);
+  } else {
+    const auto& j = std::get<JoinRefused>(message);
+    auto refused = root.initJoinRefused();
+    refused.setHost(j.host);
+    refused.setReason(j.reason);
   }
   return frame(builder);
 }
@@ -310,8 +329,16 @@ ClientMessage decode_client(std::span<const std::uint64_t> body, std::size_t max
     switch (root.which()) {
       case cw::ClientMessage::HELLO: {
         auto h = root.getHello();
-        return Hello{h.getVersion(),         to_string(h.getToken()), h.getRank(),       h.getSize(),
-                     to_string(h.getHost()), h.getRejoin(),           h.getGeneration(), read_members(h.getMembers())};
+        return Hello{h.getVersion(),
+                     to_string(h.getToken()),
+                     h.getRank(),
+                     h.getSize(),
+                     to_string(h.getHost()),
+                     h.getRejoin(),
+                     h.getGeneration(),
+                     read_members(h.getMembers()),
+                     h.getJoin(),
+                     to_string(h.getSignature())};
       }
       case cw::ClientMessage::REQUEST:
         return read_request(root.getRequest());
@@ -330,8 +357,8 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
     switch (root.which()) {
       case cw::ServerMessage::WELCOME: {
         auto w = root.getWelcome();
-        if (w.isOk()) return Welcome{};
-        return Welcome{false, to_string(w.getRefused())};
+        if (w.isOk()) return Welcome{true, "", w.getRank(), w.getSize()};
+        return Welcome{false, to_string(w.getRefused()), w.getRank(), w.getSize()};
       }
       case cw::ServerMessage::RESPONSE: {
         auto r = root.getResponse();
@@ -377,7 +404,12 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
         out.view.generation = v.getGeneration();
         out.view.members = read_members(v.getMembers());
         for (auto m : v.getLost()) out.lost.push_back(read_lost(m));
+        for (auto r : v.getJoined()) out.view.joined.push_back(r);
         return out;
+      }
+      case cw::ServerMessage::JOIN_REFUSED: {
+        auto j = root.getJoinRefused();
+        return JoinRefused{to_string(j.getHost()), to_string(j.getReason())};
       }
       default:
         throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));

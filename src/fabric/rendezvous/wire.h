@@ -19,7 +19,7 @@
 
 namespace murmur::fabric::rendezvous::wire {
 
-inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::uint32_t kProtocolVersion = 3;
 inline constexpr std::size_t kPrefixBytes = 4;
 
 struct Hello {
@@ -31,9 +31,11 @@ struct Hello {
   bool rejoin = false;  // failover: the fields below are the member's last view
   std::uint64_t generation = 0;
   std::vector<Member> members;
+  bool join = false;      // asks to join a running job (rank -1)
+  std::string signature;  // the job signature, "key=value;key=value"
 };
 
-enum class Op { set, get, wait, barrier, members, heartbeat, leave, gather, suspect };
+enum class Op { set, get, wait, barrier, members, heartbeat, leave, gather, suspect, admit };
 const char* op_name(Op op);
 
 struct Request {
@@ -54,6 +56,8 @@ inline constexpr std::uint64_t kHeartbeatEchoId = ~std::uint64_t{0};
 struct Welcome {
   bool ok = true;
   std::string refused;  // the reason when !ok
+  int rank = -1;        // the sender's member id (assigned, for a joiner)
+  int size = 0;         // the job's original world size
 };
 
 struct Response {
@@ -67,12 +71,17 @@ struct Response {
 };
 
 struct ViewChanged {
-  View view;
+  View view;  // view.joined: who was admitted in this change
   std::vector<MemberLost> lost;
 };
 
+struct JoinRefused {
+  std::string host;  // the joiner's
+  std::string reason;
+};
+
 using ClientMessage = std::variant<Hello, Request>;
-using ServerMessage = std::variant<Welcome, Response, MemberLost, ViewChanged>;
+using ServerMessage = std::variant<Welcome, Response, MemberLost, ViewChanged, JoinRefused>;
 
 class DecodeError : public std::runtime_error {
  public:
