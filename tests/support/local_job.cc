@@ -63,15 +63,9 @@ std::vector<std::optional<int>> LocalJob::wait_all(std::chrono::seconds timeout)
 int LocalJob::spawn_joiner(const std::vector<std::string>& args) {
   const int index = static_cast<int>(peers_.size());
   Subprocess::Options options;
-  options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program_,
-                  "--rank",
-                  "0",
-                  "--size",
-                  "1",
-                  "--rendezvous-port",
-                  std::to_string(server_ ? server_->port() : 0),
-                  "--token",
-                  "test-token"};
+  options.argv = {
+      std::string(MURMUR_BIN_DIR) + "/" + program_,  "--rank",  "0",         "--size", "1", "--rendezvous-port",
+      std::to_string(server_ ? server_->port() : 0), "--token", "test-token"};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.stdout_path = dir_ + "/rank" + std::to_string(index) + ".out";
   options.stderr_path = "=stdout";

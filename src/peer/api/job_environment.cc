@@ -108,8 +108,7 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
   const auto join = lookup("MURMUR_JOIN");
   const auto restarts = lookup("MURMUR_RESTART_COUNT");
   if (join && *join != "0" && *join != "1") throw std::invalid_argument("MURMUR_JOIN='" + *join + "' is not 0 or 1");
-  env.joining = config.join || (join && *join == "1") ||
-                (restarts && parse_int(*restarts, "MURMUR_RESTART_COUNT") > 0);
+  env.joining = config.join || (join && *join == "1") || (restarts && parse_int(*restarts, "MURMUR_RESTART_COUNT") > 0);
   if (env.joining && env.rendezvous_host.empty())
     throw std::invalid_argument("joining a running job needs its rendezvous (MURMUR_RENDEZVOUS=host:port)");
   return env;

@@ -41,8 +41,8 @@ int JoinExchange::sponsor_of(const std::vector<int>& members, const std::vector<
   return -1;
 }
 
-void JoinExchange::exchange(const std::vector<int>& members, const std::vector<int>& joined,
-                            std::span<float> params, std::uint64_t first_round) {
+void JoinExchange::exchange(const std::vector<int>& members, const std::vector<int>& joined, std::span<float> params,
+                            std::uint64_t first_round) {
   const int sponsor = sponsor_of(members, joined);
   const int me = comm_.rank();
   if (sponsor < 0) throw std::runtime_error("join: a view of joiners only has no member to take the state from");
@@ -86,11 +86,11 @@ void JoinExchange::receive(int sponsor, std::span<float> params, std::uint64_t f
   const auto who = "rank " + std::to_string(sponsor) + " (" + comm_.host(sponsor) + ")";
   if (r->bytes() != sizeof(Header) || header->first_round != first_round || header->floats != params.size() ||
       header->state_bytes > state_limit(params.size())) {
-    throw std::runtime_error("join: " + who + " sent a state header for round " +
-                             std::to_string(header->first_round) + " with " + std::to_string(header->floats) +
-                             " floats and " + std::to_string(header->state_bytes) +
-                             " bytes of state; this member expected round " + std::to_string(first_round) +
-                             " and " + std::to_string(params.size()) + " floats (do the tensors differ?)");
+    throw std::runtime_error("join: " + who + " sent a state header for round " + std::to_string(header->first_round) +
+                             " with " + std::to_string(header->floats) + " floats and " +
+                             std::to_string(header->state_bytes) + " bytes of state; this member expected round " +
+                             std::to_string(first_round) + " and " + std::to_string(params.size()) +
+                             " floats (do the tensors differ?)");
   }
   auto state = std::make_shared<std::string>(header->state_bytes, '\0');
   auto model = std::make_shared<std::vector<float>>(params.size());
@@ -104,8 +104,8 @@ void JoinExchange::receive(int sponsor, std::span<float> params, std::uint64_t f
     throw std::runtime_error("join: " + who + " sent a state or model of another size than its header said");
   std::copy(model->begin(), model->end(), params.begin());
   if (accept_) accept_(*state);
-  peer_log().info("join: took the model ({} floats) and {} bytes of state from {}; entering at round {}",
-                  params.size(), state->size(), who, first_round);
+  peer_log().info("join: took the model ({} floats) and {} bytes of state from {}; entering at round {}", params.size(),
+                  state->size(), who, first_round);
 }
 
 }  // namespace murmur::peer

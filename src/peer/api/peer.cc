@@ -81,7 +81,8 @@ class Peer::Impl {
       server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
     }
     // Build the topology before joining: a bad file fails fast on every rank.
-    topology_ = gossip::make_gossip_topology(gossip_options, env_.world_size);
+    // (A joiner's comes from the job it joins: below.)
+    if (!env_.joining) topology_ = gossip::make_gossip_topology(gossip_options, env_.world_size);
 
     fabric::GroupOptions group_options;
     group_options.rank = env_.rank;
@@ -99,6 +100,8 @@ class Peer::Impl {
       check_can_join();
       group_ = fabric::Group::join_running(group_options);
       env_.rank = group_->rank();
+      // The job's graph over every rank so far (a generator: check_can_join).
+      topology_ = gossip::make_gossip_topology(gossip_options, static_cast<int>(group_->peers().size()));
     } else {
       group_ = fabric::Group::join(group_options);
     }
@@ -144,10 +147,9 @@ class Peer::Impl {
       collective_->set_views(&collective_views_);
       join_exchange_ = std::make_unique<peer::JoinExchange>(*communicator_, config_.timeout_s, config_.join_state,
                                                             config_.on_join_state);
-      membership_->on_join([this](const std::vector<int>& members, const std::vector<int>& joined,
-                                  std::span<float> params, std::uint64_t first_round) {
-        join_exchange_->exchange(members, joined, params, first_round);
-      });
+      membership_->on_join(
+          [this](const std::vector<int>& members, const std::vector<int>& joined, std::span<float> params,
+                 std::uint64_t first_round) { join_exchange_->exchange(members, joined, params, first_round); });
     }
     if (adaptive) schedule_config_ = schedule;
     peer_log().info("joined as rank {} of {} on {}: {} on {}, compressor {}, period {}", env_.rank, env_.world_size,
@@ -207,7 +209,8 @@ class Peer::Impl {
       return env_.host_name;
     }
     const auto peers = group_->peers();  // grows with joiners
-    if (rank < 0 || rank >= static_cast<int>(peers.size())) throw std::invalid_argument("no rank " + std::to_string(rank));
+    if (rank < 0 || rank >= static_cast<int>(peers.size()))
+      throw std::invalid_argument("no rank " + std::to_string(rank));
     return peers[static_cast<std::size_t>(rank)].host;
   }
 
@@ -407,8 +410,8 @@ class Peer::Impl {
   // every gossip setting ranks must agree on. The tensor layout is checked
   // at the first step, as for every rank.
   static std::string job_signature(const PeerConfig& config) {
-    std::string signature = std::string("build=") + MURMUR_VERSION + ";backend=" + config.backend +
-                            ";provider=" + config.provider;
+    std::string signature =
+        std::string("build=") + MURMUR_VERSION + ";backend=" + config.backend + ";provider=" + config.provider;
     visit_agreed_fields(config, [&signature](const char* name, const auto& value) {
       signature += std::string(";") + name + "=" + as_text(value);
     });
@@ -532,10 +535,10 @@ class Peer::Impl {
   std::unique_ptr<fabric::Group> group_;
   std::unique_ptr<gossip::FabricCommunicator> communicator_;
   std::shared_ptr<gossip::Topology> topology_;
-  std::unique_ptr<peer::Membership> membership_;  // null: survive_lost_peers off, or a job of one
+  std::unique_ptr<peer::Membership> membership_;       // null: survive_lost_peers off, or a job of one
   std::unique_ptr<peer::JoinExchange> join_exchange_;  // a joiner's sponsor and the joiner (with membership_)
-  gossip::PushedViews collective_views_;          // the collective's view, chosen by exact_mean
-  gossip::View collective_view_;                  // caller thread: the view collective_ runs in
+  gossip::PushedViews collective_views_;               // the collective's view, chosen by exact_mean
+  gossip::View collective_view_;                       // caller thread: the view collective_ runs in
   std::unique_ptr<gossip::Algorithm> gossip_;
   std::unique_ptr<gossip::Algorithm> collective_;
   bool started_ = false;  // the layout check passed (caller thread)

@@ -33,7 +33,7 @@ struct LaunchOptions {
   std::string profile;           // MURMUR_LINK_PROFILE; empty: not set
   std::string summary_path;      // empty: no summary file
   std::string ssh_template = kDefaultSshTemplate;
-  std::string rendezvous_host;    // advertised to remote peers; empty: this host's name
+  std::string rendezvous_host;  // advertised to remote peers; empty: this host's name
   // --join: the rendezvous (host:port) of a running job to add these peers
   // to (they get MURMUR_JOIN=1; no rendezvous is hosted here); needs token.
   std::string join_address;

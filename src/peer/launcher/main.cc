@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "common/text.h"
 #include "peer/launcher/hostfile.h"
 #include "peer/launcher/job.h"
-#include "common/text.h"
 #include "peer/launcher/job_plan.h"
 #include "peer/launcher/remote_command.h"
 

@@ -18,12 +18,12 @@
 namespace murmur::peer::train {
 
 struct JoinState {
-  std::int64_t step = 0;                // the sponsor's step in progress (0-based)
-  int epoch = 0;                        // its epoch (0-based)
-  std::int64_t step_in_epoch = 0;       // its step within the epoch (0-based)
-  std::int64_t steps_per_epoch = 0;     // the epoch's length in the view that admits the joiner
+  std::int64_t step = 0;                      // the sponsor's step in progress (0-based)
+  int epoch = 0;                              // its epoch (0-based)
+  std::int64_t step_in_epoch = 0;             // its step within the epoch (0-based)
+  std::int64_t steps_per_epoch = 0;           // the epoch's length in the view that admits the joiner
   std::int64_t schedule_steps_per_epoch = 0;  // what the learning-rate schedule was made for
-  std::vector<float> momentum;          // empty or one per parameter
+  std::vector<float> momentum;                // empty or one per parameter
 };
 
 std::string encode_join_state(const JoinState& state);

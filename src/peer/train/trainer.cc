@@ -151,12 +151,12 @@ class TrainingRun {
   model::LrScheduleSpec schedule_;
   std::size_t shard_examples_ = 0;
   std::optional<data::Batcher> batcher_;
-  std::uint64_t partition_generation_ = 0;  // the view the shard was cut for
+  std::uint64_t partition_generation_ = 0;     // the view the shard was cut for
   std::int64_t schedule_steps_per_epoch_ = 0;  // what schedule_ was made for
   int epoch_now_ = 0;                          // the epoch of the step in progress (join_state_now)
   long step_in_epoch_now_ = 0;
-  long first_step_in_epoch_ = 0;               // a joiner enters first_epoch_ here
-  std::optional<JoinState> joined_;            // what a joiner's sponsor sent
+  long first_step_in_epoch_ = 0;     // a joiner enters first_epoch_ here
+  std::optional<JoinState> joined_;  // what a joiner's sponsor sent
 
   int first_epoch_ = 0;
   long step_ = 0;
