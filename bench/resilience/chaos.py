@@ -54,6 +54,7 @@ def parse_args():
     p.add_argument("--runs", type=int, default=1, help="repetitions of each row (report ranges)")
     p.add_argument("--stop-seconds", type=float, default=20)
     p.add_argument("--train-examples", type=int, default=0, help="cap each shard (0: whole shard)")
+    p.add_argument("--peer-args", default="", help="more murmur-peer flags, e.g. '--provider tcp'")
     p.add_argument("--build", default=common.DEFAULT_BUILD)
     p.add_argument("--out", default=None)
     p.add_argument("--timeout", type=int, default=1200)
@@ -81,6 +82,7 @@ class Job:
         self.program = [peer, *peer_flags(algorithm), "--epochs", str(args.epochs), "--metrics", self.metrics]
         if args.train_examples:
             self.program += ["--train-examples", str(args.train_examples)]
+        self.program += args.peer_args.split()
         self.port = free_port()
         self.token = f"chaos-{os.getpid()}-{self.port}"
         self.command = [self.launcher, "-np", str(args.np), *policy, "--min-np", str(args.np // 2),

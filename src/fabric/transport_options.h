@@ -18,6 +18,13 @@ struct TransportOptions {
   std::string provider = "auto";
   // Set by the bootstrap once membership is known: every rank runs here.
   bool peers_on_this_host = false;
+  // The job goes on when peers are lost (membership views): "auto" then
+  // never picks shm. libfabric 1.17's shm provider can stop moving the
+  // survivors' messages to each other once a peer dies in the middle of a
+  // transfer (every survivor waits in the same round, heartbeats alive;
+  // measured with bench/resilience/chaos.py, docs/resilience.md), which no
+  // failure of ours can excuse. tcp on loopback has no shared state.
+  bool loss_tolerant = false;
   int rank = 0;
   int size = 1;
   // Address to bind (tcp and asio). Empty: the loopback address when every

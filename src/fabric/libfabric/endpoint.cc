@@ -143,7 +143,7 @@ std::string choose_provider(const TransportOptions& options) {
     throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, shm, verbs or auto)");
   }
   if (verbs_available()) return "verbs";
-  return options.peers_on_this_host ? "shm" : "tcp";
+  return options.peers_on_this_host && !options.loss_tolerant ? "shm" : "tcp";
 }
 
 Endpoint::Endpoint(const TransportOptions& options, const std::string& which)

@@ -93,6 +93,7 @@ class Peer::Impl {
     group_options.self_host = env_.host_name;
     group_options.transport.backend = config_.backend;
     group_options.transport.provider = config_.provider;
+    group_options.transport.loss_tolerant = config_.survive_lost_peers;
     group_options.link_profile = env_.link_profile;
     group_options.join_timeout = to_ms(config_.join_timeout_s);
     group_options.job_signature = job_signature(config_);
