@@ -61,7 +61,7 @@ enum class Phase : std::uint8_t {
   kTopkAllgather = 7,
   kReceipt = 8,      // a receiver's report on one message (gossip/algorithm/receipt.h)
   kChocoResync = 9,  // choco's dense public copies after a membership view change
-  kJoinState = 10,    // a joining member's model and state from its sponsor (peer/api/join_exchange.h)
+  kJoinState = 10,   // a joining member's model and state from its sponsor (peer/api/join_exchange.h)
 };
 
 // Tag layout: bits 63..56 channel (one per tensor stream / algorithm

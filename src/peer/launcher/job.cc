@@ -152,8 +152,9 @@ void Job::start_rendezvous() {
   std::string host =
       all_local ? "127.0.0.1" : (options_.rendezvous_host.empty() ? local_host_name() : options_.rendezvous_host);
   rendezvous_address_ = host + ":" + std::to_string(server_->port());
-  // Where more peers can join it (murmur-run --join ADDRESS --token ...).
-  console_.note("rendezvous at " + rendezvous_address_);
+  // Where more peers can join it (murmur-run --join ADDRESS --token T): only
+  // worth saying to whoever chose the token.
+  if (!options_.token.empty()) console_.note("rendezvous at " + rendezvous_address_);
 }
 
 std::vector<std::string> Job::environment(const Placement& p, int restart_count) const {
