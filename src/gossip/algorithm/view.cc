@@ -1,5 +1,7 @@
 #include "gossip/algorithm/view.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 
 namespace murmur::gossip {
@@ -13,7 +15,9 @@ std::optional<ViewChange> PushedViews::before(std::uint64_t counter) {
   std::lock_guard lock(mutex_);
   std::optional<ViewChange> change;
   change.swap(pending_);
-  if (change) change->first_round = counter;
+  // The owner may move the round counter forward (a joiner's collectives
+  // continue at its sponsor's count), never back.
+  if (change) change->first_round = std::max(change->first_round, counter);
   return change;
 }
 

@@ -68,7 +68,9 @@ class ViewSchedule {
 // Views chosen by the owner, adopted at the next round: for an algorithm
 // whose every round is a collective call that all ranks make at the same
 // point (the Peer's exact all-reduce), so that the owner can hand it the
-// view the gossip is in. Thread-safe.
+// view the gossip is in. A pushed change's first_round, if past the
+// algorithm's next round, moves the algorithm's round counter there (a
+// joiner continues at its sponsor's count). Thread-safe.
 class PushedViews final : public ViewSchedule {
  public:
   void push(ViewChange change);

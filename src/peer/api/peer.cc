@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/text.h"
 #include "fabric/group.h"
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
@@ -146,8 +147,12 @@ class Peer::Impl {
       }
       gossip_->set_views(&membership_->gate());
       collective_->set_views(&collective_views_);
-      join_exchange_ = std::make_unique<peer::JoinExchange>(*communicator_, config_.timeout_s, config_.join_state,
-                                                            config_.on_join_state);
+      join_exchange_ = std::make_unique<peer::JoinExchange>(
+          *communicator_, config_.timeout_s,
+          [this] { return join_counters() + (config_.join_state ? config_.join_state() : ""); },
+          [this](const std::string& state) {
+            config_.on_join_state ? config_.on_join_state(continue_counters(state)) : (void)continue_counters(state);
+          });
       membership_->on_join(
           [this](const std::vector<int>& members, const std::vector<int>& joined, std::span<float> params,
                  std::uint64_t first_round) { join_exchange_->exchange(members, joined, params, first_round); });
@@ -400,6 +405,30 @@ class Peer::Impl {
     return v;
   }
 
+  // The Peer's own counters a joiner must continue from, so that its
+  // collectives' rounds and keys are the members' (the first line of the
+  // state a sponsor sends; the user's state follows).
+  std::string join_counters() const {
+    return std::to_string(collective_->stats().rounds) + " " + std::to_string(scalars_->sequence()) + " " +
+           std::to_string(schedule_gather_->sequence()) + "\n";
+  }
+  // Applies them and returns the user's part.
+  std::string continue_counters(const std::string& state) {
+    const auto line = state.find('\n');
+    std::uint64_t rounds = 0, scalars = 0, schedule = 0;
+    const auto words = split_words(state.substr(0, line == std::string::npos ? 0 : line));
+    if (line == std::string::npos || words.size() != 3 || !parse_number(words[0], rounds) ||
+        !parse_number(words[1], scalars) || !parse_number(words[2], schedule))
+      throw std::runtime_error("join: the sponsor's state does not start with the Peer's counters");
+    gossip::ViewChange change;
+    change.view = collective_view_;
+    change.first_round = rounds;
+    collective_views_.push(change);
+    scalars_->continue_at(scalars);
+    schedule_gather_->continue_at(schedule);
+    return state.substr(line + 1);
+  }
+
   std::vector<int> view_ranks() const {
     std::vector<int> ranks;
     for (const auto& m : group_->view().members) ranks.push_back(m.rank);
@@ -431,6 +460,10 @@ class Peer::Impl {
     if (!info.has_rounds)
       throw std::invalid_argument(config_.algorithm +
                                   " cannot take new members: its exchange pairs are fixed by the job's first graph");
+    // The scheduler's decisions are counted in steps since each rank began;
+    // a joiner's would fall out of step with the members' agreements.
+    if (gossip::check_gossip_options(config_).mode == gossip::schedule::ScheduleMode::kAdaptive)
+      throw std::invalid_argument("a job with an adaptive schedule cannot take new members yet (docs/resilience.md)");
   }
 
   void start_membership(const GossipOptions& gossip_options) {

@@ -63,6 +63,11 @@ class ScalarGather {
   std::vector<double> all(double value, const std::string& what);
   std::vector<std::vector<double>> all(std::span<const double> values, const std::string& what);
 
+  // Calls made so far, and where a member that joins the job continues
+  // (its sponsor's count: peer/api/join_exchange.h).
+  std::uint64_t sequence() const { return sequence_; }
+  void continue_at(std::uint64_t sequence) { sequence_ = sequence; }
+
  private:
   std::string key_prefix(std::uint64_t sequence, const gossip::View& view) const;
   void publish(std::uint64_t sequence, const gossip::View& view, std::span<const double> values);
