@@ -93,6 +93,15 @@ int main(int argc, char** argv) {
   }
   try {
     murmur::Peer peer(config);
+    // A peer lost (or joined) mid-run changes the membership view: the
+    // gossip goes on over the live peers; the program only hears of it.
+    peer.on_view_change([&peer](const murmur::PeerView& view) {
+      std::string lost;
+      for (const auto& d : view.lost) lost += " " + std::to_string(d.rank) + " (" + d.reason + ")";
+      std::printf("rank %d: view %llu, %zu peers live; lost:%s\n", peer.rank(),
+                  static_cast<unsigned long long>(view.generation), view.ranks.size(),
+                  lost.empty() ? " none" : lost.c_str());
+    });
     const auto train = draw_examples(2000, 100 + peer.rank());
     const auto held_out = draw_examples(5000, 7);
     std::vector<float> w(kFeatures + 1, 0.0f);
@@ -117,9 +126,12 @@ int main(int argc, char** argv) {
     std::vector<float> averaged(w.size());
     peer.averaged_model(averaged.data());
     const auto stats = peer.stats();
-    std::printf("rank %d: own accuracy %.4f, averaged model accuracy %.4f, %llu bytes sent in %llu rounds\n",
-                peer.rank(), accuracy(w, held_out), accuracy(averaged, held_out),
-                static_cast<unsigned long long>(stats.bytes_sent), static_cast<unsigned long long>(stats.rounds));
+    std::printf(
+        "rank %d: own accuracy %.4f, averaged model accuracy %.4f, %llu bytes sent in %llu rounds, %zu peers at the "
+        "end\n",
+        peer.rank(), accuracy(w, held_out), accuracy(averaged, held_out),
+        static_cast<unsigned long long>(stats.bytes_sent), static_cast<unsigned long long>(stats.rounds),
+        peer.view().ranks.size());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "logistic_regression: %s\n", e.what());
