@@ -125,6 +125,9 @@ class Job:
                 pass  # a line being written
         return out
 
+    def summary(self, rank):
+        return [r for r in self.records(rank) if r.get(K.EVENT) == E.SUMMARY][-1]
+
     def pid(self, rank):
         for r in self.records(rank):
             if r.get(K.EVENT) == E.START:
@@ -141,6 +144,15 @@ class Job:
             if time.time() > deadline or self.process.poll() is not None and self.epochs_done(rank) < epoch - 1:
                 return False
             time.sleep(0.2)  # polling files another process writes
+        return True
+
+    def wait_started(self, rank, timeout=600):
+        """Until `rank` trains (its start record is written)."""
+        deadline = time.time() + timeout
+        while self.pid(rank) is None:
+            if time.time() > deadline:
+                return False
+            time.sleep(0.2)  # polling a file another process writes
         return True
 
     def signal_peer(self, rank, signo):
@@ -201,9 +213,12 @@ class Job:
         # restart followed) to the first view that has it.
         starts = [t for _, t in self.kills] + [t for t, _ in self.joiners]
         join_delay = sorted(t - min(starts) for t in entered.values()) if starts and entered else []
+        # The job's time is its finishers' (a peer the others expelled may
+        # take longer to learn it and exit; the driver waits for it too).
+        walls = [self.summary(rank)[K.WALL_SECONDS] for rank in survivors]
         return {"survivors": len(survivors), "accuracy": sum(accuracy) / len(accuracy) if accuracy else float("nan"),
                 "accuracy_range": (min(accuracy), max(accuracy)) if accuracy else (float("nan"),) * 2,
-                "wall": self.end - self.start, "views": views, "view_delay": per_kill, "join_delay": join_delay}
+                "wall": max(walls) if walls else self.end - self.start, "views": views, "view_delay": per_kill, "join_delay": join_delay}
 
 
 def busy_core(stop):
@@ -256,7 +271,7 @@ def run_scenario(args, scenario, algorithm, out_dir, index):
             time.sleep(args.stop_seconds)  # the fault itself: stopped this long
             job.signal_peer(3, signal.SIGCONT)
     elif scenario == "launcher":
-        if job.wait_epoch(0, 1):
+        if job.wait_started(0):
             job.process.send_signal(signal.SIGKILL)
         if job.wait_epoch(5, 3):
             job.signal_peer(5, signal.SIGKILL)

@@ -79,7 +79,24 @@ void Membership::on_group_view(const fabric::MembershipView& view, const std::ve
       reasons += (reasons.empty() ? "" : "; ") + ("rank " + std::to_string(l.rank) + " (" + l.host + "): " + l.reason);
     }
   }
-  gate_->propose(to_gossip_view(view), reasons);
+  const gossip::View next = to_gossip_view(view);
+  if (!next.contains(group_.rank()) && !options_.joining) expelled(next.generation, reasons);
+  gate_->propose(next, reasons);
+}
+
+// This member is out of the job (it was stopped or cut off past the
+// deadline, and the others went on): nothing it waits for will come, since
+// every member failed its links to it. Failing its own links ends any wait
+// in progress at once, instead of at the ceiling, and the gossip's next
+// call reports why (view_gate.h).
+void Membership::expelled(std::uint64_t generation, const std::string& reasons) {
+  const std::string why = "this member is not in the job's membership view " + std::to_string(generation) +
+                          (reasons.empty() ? "" : " (" + reasons + ")");
+  peer_log().error("{}", why);
+  for (const auto& p : group_.peers()) {
+    if (p.rank < 0 || p.rank == group_.rank()) continue;
+    group_.transport().fail_peer(p.rank, std::make_exception_ptr(fabric::PeerError(p.rank, p.host, why)));
+  }
 }
 
 std::optional<std::vector<std::uint64_t>> Membership::agree(const gossip::View& proposed, std::uint64_t report,

@@ -115,6 +115,7 @@ class Membership {
 
  private:
   void on_group_view(const fabric::MembershipView& view, const std::vector<fabric::Group::LostPeer>& lost);
+  void expelled(std::uint64_t generation, const std::string& reasons);
   std::optional<std::vector<std::uint64_t>> agree(const gossip::View& proposed, std::uint64_t report,
                                                   const std::function<bool()>& abandon);
   gossip::ViewChange prepare(const gossip::View& from, const gossip::View& to);
