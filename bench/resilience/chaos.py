@@ -141,7 +141,9 @@ class Job:
         """Until `rank` is in `epoch` (1-based): epoch - 1 epochs done."""
         deadline = time.time() + timeout
         while self.epochs_done(rank) < epoch - 1:
-            if time.time() > deadline or self.process.poll() is not None and self.epochs_done(rank) < epoch - 1:
+            # murmur-run may be gone (scenario "launcher"): the peer's own
+            # summary or exit ends the wait.
+            if time.time() > deadline or self.finished_or_gone(rank):
                 return False
             time.sleep(0.2)  # polling files another process writes
         return True
