@@ -125,6 +125,21 @@ TEST(ViewGate, AJoiningMemberEntersAtTheFirstRoundOfTheViewThatAdmitsIt) {
   EXPECT_FALSE(gate.before(44));
 }
 
+TEST(ViewGate, AJoinerAdoptsEveryViewThatTakesEffectAtItsFirstRound) {
+  // Two joiners admitted one after the other, both views agreed for round
+  // 43: the first joiner must switch to the second view at 43, as the
+  // members do, not one round later.
+  std::atomic<std::uint64_t> mine{0};
+  ViewGate gate(View{3, {0, 1}}, 2, fixed_reports({42, 43}, mine), plain);
+  gate.propose(View{4, {0, 1, 2}});
+  gate.propose(View{5, {0, 1, 2, 3}});
+  ASSERT_TRUE(wait_for([&] { return gate.committed() == 5; }, 10s));
+  auto change = gate.before(0);
+  ASSERT_TRUE(change);
+  EXPECT_EQ(change->view.generation, 5u);
+  EXPECT_EQ(change->first_round, 43u);
+}
+
 TEST(ViewGate, AFailedAgreementFailsBefore) {
   ViewGate::Agree agree = [](const View&, std::uint64_t,
                              const std::function<bool()>&) -> std::optional<std::vector<std::uint64_t>> {

@@ -107,16 +107,17 @@ std::optional<ViewChange> ViewGate::before(std::uint64_t counter) {
     if (failed_) std::rethrow_exception(failed_);
     if (!expelled_.empty()) throw std::runtime_error(expelled_);
     if (stop_) throw std::runtime_error("membership: the view gate was stopped");
-    // A joining member enters at the first round of the view that admits it.
+    // A joining member enters at the first round of the view that admits it,
+    // and adopts with it every later view that takes effect at that round
+    // (two joiners admitted in quick succession: the members switch to the
+    // second view at once).
     while (!commits_.empty() && (commits_.front().first_round <= counter || joining_)) {
-      const bool admits = commits_.front().view.contains(self_);
-      if (joining_ && admits) counter = std::max(counter, commits_.front().first_round);
+      if (joining_ && commits_.front().view.contains(self_)) {
+        counter = std::max(counter, commits_.front().first_round);
+        joining_ = false;
+      }
       adopt = std::move(commits_.front().view);
       commits_.pop_front();
-      if (joining_ && admits) {
-        joining_ = false;
-        break;
-      }
     }
     if (joining_) {
       cv_.wait(lock);
