@@ -97,8 +97,9 @@ std::unique_ptr<model::Model> initialized_model(const model::ModelSpec& spec, st
 struct EpochTotals {
   double loss_sum = 0;
   std::int64_t correct = 0, seen = 0;
-  double loss() const { return loss_sum / seen; }
-  double accuracy() const { return static_cast<double>(correct) / seen; }
+  // 0 for an epoch without steps (a member that joined at its last step).
+  double loss() const { return seen == 0 ? 0.0 : loss_sum / seen; }
+  double accuracy() const { return seen == 0 ? 0.0 : static_cast<double>(correct) / seen; }
 };
 
 // One peer's run, phase by phase: the constructor sets up (data, model,
@@ -418,10 +419,8 @@ void TrainingRun::join() {
   take_shard(static_cast<int>(view.ranks.size()), static_cast<int>(at - view.ranks.begin()));
   steps_per_epoch_ = s.steps_per_epoch;  // the members' (they cut again only at the epoch's end)
   partition_generation_ = view.generation;
-  if (first_step_in_epoch_ >= steps_per_epoch_) {  // joined at an epoch's last step
-    ++first_epoch_;
-    first_step_in_epoch_ = 0;
-  }
+  // Joined at an epoch's last step: no step of it is left, but its end (the
+  // evaluation and the collectives every member makes there) still is.
   peer_log().info("joined the running job as rank {} at step {} (epoch {}, step {} of it), view {}", rank_, step_,
                   first_epoch_ + 1, first_step_in_epoch_, view.generation);
 }
