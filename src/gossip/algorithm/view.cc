@@ -8,6 +8,9 @@ namespace murmur::gossip {
 
 void PushedViews::push(ViewChange change) {
   std::lock_guard lock(mutex_);
+  // A later view replaces one not yet adopted, but not the round counter a
+  // push before it asked for (a joiner's: view.h).
+  if (pending_) change.first_round = std::max(change.first_round, pending_->first_round);
   pending_ = std::move(change);
 }
 
