@@ -13,6 +13,7 @@ std::string encode_join_state(const JoinState& s) {
                                  {"step_in_epoch", s.step_in_epoch},
                                  {"steps_per_epoch", s.steps_per_epoch},
                                  {"schedule_steps_per_epoch", s.schedule_steps_per_epoch},
+                                 {"partition_generation", s.partition_generation},
                                  {"momentum", s.momentum.size()}};
   std::string out = header.dump() + "\n";
   const std::size_t at = out.size();
@@ -42,6 +43,7 @@ JoinState decode_join_state(const std::string& bytes, std::size_t parameters, in
   s.epoch = static_cast<int>(integer("epoch", 0, epochs - 1));
   s.step_in_epoch = integer("step_in_epoch", 0, s.steps_per_epoch - 1);
   s.step = integer("step", 0, kMax);
+  s.partition_generation = static_cast<std::uint64_t>(integer("partition_generation", 0, kMax));
   const auto count = static_cast<std::size_t>(integer("momentum", 0, static_cast<std::int64_t>(parameters)));
   if (count != 0 && count != parameters)
     throw std::invalid_argument("join state: momentum of " + std::to_string(count) + " values for a model of " +

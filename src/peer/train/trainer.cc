@@ -396,6 +396,7 @@ JoinState TrainingRun::join_state_now() {
   s.step_in_epoch = step_in_epoch_now_;
   s.steps_per_epoch = steps_per_epoch_;
   s.schedule_steps_per_epoch = schedule_steps_per_epoch_;
+  s.partition_generation = partition_generation_;
   s.momentum = read_device_vector(device_, optimizer_.momentum());
   return s;
 }
@@ -418,7 +419,9 @@ void TrainingRun::join() {
   const auto at = std::find(view.ranks.begin(), view.ranks.end(), rank_);
   take_shard(static_cast<int>(view.ranks.size()), static_cast<int>(at - view.ranks.begin()));
   steps_per_epoch_ = s.steps_per_epoch;  // the members' (they cut again only at the epoch's end)
-  partition_generation_ = view.generation;
+  // The members' cut, so that at the epoch's end this member cuts again
+  // when they do (over the same view, into the same steps per epoch).
+  partition_generation_ = s.partition_generation;
   // Joined at an epoch's last step: no step of it is left, but its end (the
   // evaluation and the collectives every member makes there) still is.
   peer_log().info("joined the running job as rank {} at step {} (epoch {}, step {} of it), view {}", rank_, step_,
