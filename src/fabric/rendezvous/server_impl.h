@@ -99,6 +99,9 @@ class Server::Impl {
   // Joining a running job (server_join.cc).
   bool handle_join(const SessionPtr& s, const wire::Hello& hello);
   void do_admit(const SessionPtr& s, const wire::Request& q);
+  // Admits waiting joiners in id order (server_join.cc, "Order").
+  void admit_in_order();
+  void admit_now(const SessionPtr& s, const wire::Request& q);
   // What a pending joiner may do: set keys of its own ("/<id>" last), get,
   // wait, admit, heartbeat, leave.
   bool allowed_before_admission(const SessionPtr& s, const wire::Request& q) const;
@@ -132,7 +135,11 @@ class Server::Impl {
   std::map<int, std::string> view_;  // rank -> host of every live member of the view
   TimerPtr grace_timer_;             // armed by the first rejoin this server sees
   int next_id_ = 0;                  // the id the next joiner gets: max id ever seen + 1
-  std::string job_signature_;        // the first member's Hello's; "" while none said one
+  // Joiners given an id and not admitted yet (live sessions), and the admit
+  // requests among them that wait for a smaller id to go first.
+  std::map<int, SessionPtr> pending_joiners_;
+  std::map<int, wire::Request> waiting_admits_;
+  std::string job_signature_;  // the first member's Hello's; "" while none said one
   std::map<std::string, std::string> store_;
   std::map<std::string, std::vector<Pending>> waiters_;  // key -> clients in wait()
   struct Gathering {

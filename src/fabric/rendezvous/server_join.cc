@@ -80,6 +80,7 @@ bool Server::Impl::handle_join(const SessionPtr& s, const wire::Hello& hello) {
   s->pending_join = true;
   s->rank = next_id_++;
   s->host = hello.host;
+  pending_joiners_[s->rank] = s;
   s->watchdog.cancel();  // re-arm with the heartbeat timeout
   send(s, wire::Welcome{true, "", s->rank, world_size_});
   push_view(s, {});  // what it will join; it is not in it yet
@@ -106,7 +107,31 @@ bool Server::Impl::allowed_before_admission(const SessionPtr& s, const wire::Req
   }
 }
 
+// Order. Joiners are admitted in the order of their ids: members add them to
+// their transports in the order the views come, and a transport treats every
+// rank below the highest it knows as a member or as absent for good
+// (transport.h, "Joining a running job"). So an admit waits while a joiner
+// with a smaller id is pending (asked to join, not admitted, still
+// connected); when that one is admitted or goes away, the next goes.
 void Server::Impl::do_admit(const SessionPtr& s, const wire::Request& q) {
+  waiting_admits_[s->rank] = q;
+  admit_in_order();
+}
+
+void Server::Impl::admit_in_order() {
+  while (!pending_joiners_.empty()) {
+    const auto first = pending_joiners_.begin();
+    const auto waiting = waiting_admits_.find(first->first);
+    if (waiting == waiting_admits_.end()) return;  // the smallest id has not asked yet
+    const SessionPtr s = first->second;
+    const wire::Request q = waiting->second;
+    pending_joiners_.erase(first);
+    waiting_admits_.erase(waiting);
+    admit_now(s, q);
+  }
+}
+
+void Server::Impl::admit_now(const SessionPtr& s, const wire::Request& q) {
   if (!view_started_) {
     // The job ended while it waited (every member left): nothing to join.
     send(s, error_response(q.id, "the job ended before rank " + std::to_string(s->rank) + " was admitted"));

@@ -164,6 +164,12 @@ void Server::Impl::on_grace_expired() {
 
 void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool left_cleanly, bool tell_it) {
   if (!s->joined || s->gone) return;
+  if (s->pending_join) {
+    // A joiner that goes away before it is admitted: the next may go.
+    pending_joiners_.erase(s->rank);
+    waiting_admits_.erase(s->rank);
+    boost::asio::post(io_, [this] { admit_in_order(); });
+  }
   s->gone = true;
   const bool was_member = s->member;
   s->member = false;
@@ -259,6 +265,8 @@ std::size_t Server::Impl::barrier_quorum() const {
 void Server::Impl::end_job() {
   // The job is over: its keys go with it, so that the next job on this
   // server does not read the last one's addresses.
+  pending_joiners_.clear();
+  waiting_admits_.clear();
   world_size_ = 0;
   store_.clear();
   view_started_ = false;
