@@ -23,7 +23,7 @@ struct JoinState {
   std::int64_t step_in_epoch = 0;             // its step within the epoch (0-based)
   std::int64_t steps_per_epoch = 0;           // the epoch's length in the view that admits the joiner
   std::int64_t schedule_steps_per_epoch = 0;  // what the learning-rate schedule was made for
-  std::uint64_t partition_generation = 0;  // the view the sponsor's shard was cut for
+  std::uint64_t partition_generation = 0;     // the view the sponsor's shard was cut for
   std::vector<float> momentum;                // empty or one per parameter
 };
 
