@@ -192,7 +192,7 @@ class Job:
             return True
 
     def result(self):
-        survivors, accuracy, views, delays, entered = [], [], 0, {}, {}
+        survivors, accuracy, delays, entered = [], [], {}, {}
         generations = set()
         for rank in self.ranks():
             recs = self.records(rank)
