@@ -210,6 +210,7 @@ void Group::attach(std::unique_ptr<Transport> transport, const std::vector<PeerI
     transport->fail_peer(rank, std::make_exception_ptr(PeerError(rank, peers[rank].host, "lost while joining")));
   }
   relay_->view = relay_->to_view_locked(view);
+  relay_->entry_view = relay_->view;
   transport_ = std::move(transport);
 }
 
@@ -223,6 +224,11 @@ std::vector<PeerInfo> Group::peers() const {
 MembershipView Group::view() const {
   std::lock_guard<std::mutex> lock(relay_->mutex);
   return relay_->view;
+}
+
+MembershipView Group::entry_view() const {
+  std::lock_guard<std::mutex> lock(relay_->mutex);
+  return relay_->entry_view;
 }
 
 void Group::on_view(std::function<void(const MembershipView&, const std::vector<LostPeer>&)> callback) {

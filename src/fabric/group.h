@@ -121,6 +121,11 @@ class Group final {
 
   // The current view (a copy). Thread-safe.
   MembershipView view() const;
+  // The view this member entered in: the job's first view for a member
+  // that started with it, the one that admitted it for a joiner (view()
+  // may be newer by then: later views arrive on the view thread, possibly
+  // before the caller registered on_view). A copy; thread-safe.
+  MembershipView entry_view() const;
   // Replaces the callback; called on the Group's view thread for every new
   // view, in order, after the lost members have been passed to
   // transport().fail_peer() and the joined ones to transport().add_peer()

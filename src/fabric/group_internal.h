@@ -4,6 +4,7 @@
 // scheme, and the steps of joining. Internal.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -37,6 +38,7 @@ struct Group::FailureRelay {
   std::vector<PeerInfo> addresses;  // by rank: every member this transport knows (rank -1: absent)
   std::vector<std::pair<int, rendezvous::Endpoint>> standbys;
   MembershipView view;
+  MembershipView entry_view;  // Group::entry_view()
   std::function<void(const MembershipView&, const std::vector<LostPeer>&)> on_view;
   // Views not yet handled by the view thread, oldest first.
   struct Pending {
@@ -83,6 +85,17 @@ struct Group::FailureRelay {
       out.members.push_back(std::move(p));
     }
     return out;
+  }
+
+  // The queued view that admitted `joiner`, if it is still queued: the
+  // client's current view may already be a later one (another joiner
+  // admitted right after), and a joiner must enter in its own.
+  std::optional<rendezvous::View> queued_admitting(int joiner) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& p : pending) {
+      if (std::find(p.view.joined.begin(), p.view.joined.end(), joiner) != p.view.joined.end()) return p.view;
+    }
+    return std::nullopt;
   }
 
   // Client io thread: fails the lost at once, queues the view.

@@ -86,8 +86,9 @@ std::unique_ptr<Group> Group::join_running(const GroupOptions& options) {
     control.set(kStandbyKeyPrefix + std::to_string(id), host + ":" + std::to_string(group->standby_->port()));
   }
   control.admit(options.join_timeout);
-  // The admitting view was pushed before the admit was answered.
-  const rendezvous::View admitting = control.view();
+  // The admitting view was pushed (and queued) before the admit was
+  // answered; the client's current view may be a later one already.
+  const rendezvous::View admitting = group->relay_->queued_admitting(id).value_or(control.view());
 
   std::vector<PeerInfo> peers(id + 1, PeerInfo{-1, "", ""});
   std::vector<std::pair<int, rendezvous::Endpoint>> standbys;

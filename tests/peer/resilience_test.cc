@@ -172,5 +172,34 @@ TEST(JoiningPeer, ReplacesAKilledOneAndAgrees) {
   EXPECT_NE(job.output(0).find("members=0,1,3,4"), std::string::npos) << job.output(0);
 }
 
+// Two peers join one right after the other (scenario 8 of docs/resilience.md):
+// both are admitted, in turn or together, and every collective mid-run (all
+// at the same step everywhere) agrees.
+class JoiningPeers : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(JoiningPeers, TwoInQuickSuccessionBothEnter) {
+  std::vector<std::string> args = {"--algorithm", GetParam(), "--steps", "600", "--mean-every", "100"};
+  if (GetParam() == "choco") args.insert(args.end(), {"--compressor", "topk:0.3"});
+  testing::LocalJob job("tests/peer/resilience_test_peer", 4, args);
+  ASSERT_TRUE(job.wait_for_output(0, "step 100\n", 120s)) << job.output(0);
+  auto joiner_args = args;
+  joiner_args.push_back("--join");
+  const int first = job.spawn_joiner(joiner_args);
+  const int second = job.spawn_joiner(joiner_args);
+  auto statuses = job.wait_all(240s);
+  for (int r : {0, 1, 2, 3, first, second}) {
+    EXPECT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
+    if (!exited_ok(statuses[r])) continue;
+    EXPECT_LT(std::stod(last_value(job.output(r), "done")), 1e-3) << job.output(r);
+  }
+  EXPECT_NE(job.output(0).find("members=0,1,2,3,4,5"), std::string::npos) << job.output(0);
+  // Every collective at step 599 gave the same mean everywhere.
+  const std::string final_mean = last_value(job.output(0), "mean 599");
+  for (int r : {first, second}) EXPECT_EQ(last_value(job.output(r), "mean 599"), final_mean) << job.output(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, JoiningPeers, ::testing::Values("dpsgd", "choco"),
+                         [](const auto& info) { return info.param; });
+
 }  // namespace
 }  // namespace murmur

@@ -9,6 +9,9 @@
 //                            the live view (exact collective)
 //   "value V"                the first element after finish
 //   "joined at S"            a joiner (--join): the step it entered at
+//   "mean S M"               with --mean-every N: every N steps, the exact
+//                            mean of the ranks' step counters (a collective
+//                            mid-run, as a trainer's epoch-end evaluation)
 // With --join the process joins the running job as a new member: its first
 // step() takes a member's model and, through join_state / on_join_state,
 // the step that member was at, so it stops with the others.
@@ -24,7 +27,7 @@
 #include "murmur/peer.h"
 
 int main(int argc, char** argv) {
-  int rank = 0, size = 1, port = 0, steps = 300;
+  int rank = 0, size = 1, port = 0, steps = 300, mean_every = 0;
   std::string token, algorithm = "dpsgd", topology = "exponential", compressor = "identity";
   double compute_ms = 5, floor_s = 1;
   bool join = false;
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--compute-ms", compute_ms);
   app.add_option("--lost-peer-floor", floor_s);
+  app.add_option("--mean-every", mean_every);
   app.add_flag("--join", join);
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -75,6 +79,9 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(compute_ms * 1000)));
       peer.step();
       if (step % 20 == 0) std::printf("step %d\n", step);
+      if (mean_every > 0 && (step + 1) % mean_every == 0) {
+        std::printf("mean %d %.9g\n", step, peer.average(static_cast<double>(step)));
+      }
     }
     peer.finish();
     const double distance = peer.consensus_distance();

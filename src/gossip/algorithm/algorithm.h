@@ -227,9 +227,16 @@ class Algorithm {
 
 // Throws std::invalid_argument naming the algorithm or option that does not
 // fit (unknown name, a gossip algorithm without topology, a topology whose
-// size is not comm.size(), choco on a time-varying topology, a bad
+// size is not comm.size() — with tolerate_lost_peers, larger than
+// comm.size(): the transport may already know members admitted after the
+// topology was made, which enter with a later view's graph —, choco on a
+// time-varying topology, a bad
 // compressor spec). `comm` and `topology` must outlive the algorithm. The
 // names and what each algorithm needs are in registry.h.
+// The error make_algorithm gives for a topology of the wrong size (also for
+// callers that check a job's graph before they have a communicator).
+[[noreturn]] void throw_topology_size(const std::string& algorithm, const Topology& topology, int ranks);
+
 std::unique_ptr<Algorithm> make_algorithm(const std::string& name, const AlgorithmOptions& options, Communicator& comm,
                                           const Topology* topology);
 

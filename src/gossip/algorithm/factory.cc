@@ -5,15 +5,21 @@
 
 namespace murmur::gossip {
 
+void throw_topology_size(const std::string& algorithm, const Topology& topology, int ranks) {
+  throw std::invalid_argument(algorithm + ": topology '" + topology.name() + "' has " +
+                              std::to_string(topology.size()) + " nodes but the job has " + std::to_string(ranks) +
+                              " ranks");
+}
+
 std::unique_ptr<Algorithm> make_algorithm(const std::string& name, const AlgorithmOptions& options, Communicator& comm,
                                           const Topology* topology) {
   const AlgorithmInfo& info = algorithm_info(name);
   if (info.needs_topology) {
     if (topology == nullptr) throw std::invalid_argument(name + ": needs a topology (--topology)");
-    if (topology->size() != comm.size())
-      throw std::invalid_argument(name + ": topology '" + topology->name() + "' has " +
-                                  std::to_string(topology->size()) + " nodes but the job has " +
-                                  std::to_string(comm.size()) + " ranks");
+    // The transport only grows (joiners), and may have grown between the
+    // topology's making and now: exact only for a fixed membership.
+    const bool fits = options.tolerate_lost_peers ? topology->size() <= comm.size() : topology->size() == comm.size();
+    if (!fits) throw_topology_size(name, *topology, comm.size());
   }
   return info.make(options, comm, topology);
 }

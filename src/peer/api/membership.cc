@@ -33,13 +33,15 @@ constexpr std::chrono::milliseconds kAttempt{200};
 
 Membership::Membership(fabric::Group& group, Options options)
     : group_(group), options_(std::move(options)), deadline_(options_.deadline) {
-  const gossip::View current = to_gossip_view(group_.view());
-  // A joiner's gate starts in the view before the one that admitted it, so
-  // that it takes part in that view's agreement and enters at its first
-  // round (view_gate.h).
-  gossip::View initial = current;
+  entry_ = to_gossip_view(group_.entry_view());
+  const gossip::View& entry = entry_;
+  // A joiner's gate starts in the view before the one that admitted it (the
+  // same members without it: joiners are admitted one per view), so that it
+  // takes part in that view's agreement and enters at its first round
+  // (view_gate.h).
+  gossip::View initial = entry;
   if (options_.joining) {
-    initial.generation = current.generation == 0 ? 0 : current.generation - 1;
+    initial.generation = entry.generation == 0 ? 0 : entry.generation - 1;
     std::erase(initial.members, group_.rank());
   }
   committed_.push_back(initial);
@@ -57,7 +59,13 @@ Membership::Membership(fabric::Group& group, Options options)
   group_.on_view([this](const fabric::MembershipView& view, const std::vector<fabric::Group::LostPeer>& lost) {
     on_group_view(view, lost);
   });
-  if (options_.joining) gate_->propose(current, "");
+  // Views that came between entry and the registration above reached no
+  // callback: propose the entry view and the current one (the gate ignores
+  // a generation it knows, so a view also delivered by the callback counts
+  // once). Only the reasons of views in between are not logged here.
+  if (options_.joining) gate_->propose(entry, "");
+  const fabric::MembershipView now = group_.view();
+  if (now.generation > entry.generation) on_group_view(now, {});
 }
 
 void Membership::on_join(JoinHook hook) {

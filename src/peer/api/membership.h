@@ -87,6 +87,9 @@ class Membership {
   gossip::ViewGate& gate() { return *gate_; }
   gossip::FailureDeadline& deadline() { return deadline_; }
 
+  // The view this member entered in (fabric::Group::entry_view): for a
+  // joiner, the one that admitted it.
+  const gossip::View& entry() const { return entry_; }
   // The view the gossip runs in now (the same on every member at the same
   // round or step: collectives start from it).
   gossip::View adopted() const { return gate_->current(); }
@@ -123,6 +126,7 @@ class Membership {
   fabric::Group& group_;
   const Options options_;
   gossip::FailureDeadline deadline_;
+  gossip::View entry_;  // set once, in the constructor
 
   mutable std::mutex mutex_;
   mutable std::condition_variable committed_cv_;

@@ -83,7 +83,13 @@ class Peer::Impl {
     }
     // Build the topology before joining: a bad file fails fast on every rank.
     // (A joiner's comes from the job it joins: below.)
-    if (!env_.joining) topology_ = gossip::make_gossip_topology(gossip_options, env_.world_size);
+    if (!env_.joining) {
+      topology_ = gossip::make_gossip_topology(gossip_options, env_.world_size);
+      // Checked here, not only by make_algorithm: with a membership it
+      // accepts a smaller graph (joiners may be known by then).
+      if (topology_ && topology_->size() != env_.world_size)
+        gossip::throw_topology_size(config_.algorithm, *topology_, env_.world_size);
+    }
 
     fabric::GroupOptions group_options;
     group_options.rank = env_.rank;
@@ -114,7 +120,7 @@ class Peer::Impl {
       std::string description;
       double gap = 0;
       topology_ = std::const_pointer_cast<gossip::Topology>(
-          membership_->topology_for(gossip::View{group_->view().generation, view_ranks()}, &description, &gap));
+          membership_->topology_for(membership_->entry(), &description, &gap));
     }
     scalars_ = std::make_unique<peer::ScalarGather>(*group_, "murmur/peer/gather/", to_ms(config_.timeout_s),
                                                     membership_.get());
@@ -140,7 +146,7 @@ class Peer::Impl {
       if (env_.joining) {
         // The collectives run over the view that admitted this member from
         // their first call (exact_mean).
-        collective_view_ = gossip::View{group_->view().generation, view_ranks()};
+        collective_view_ = membership_->entry();
         gossip::ViewChange change;
         change.view = collective_view_;
         collective_views_.push(change);
