@@ -4,13 +4,21 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/support/program.h"
+#include "tests/support/wait.h"
 
 namespace {
 
@@ -171,6 +179,92 @@ TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
   EXPECT_TRUE(wrong.out.find("rank-0.ckpt is of rank 0 of 2, model logreg") != std::string::npos ||
               wrong.out.find("rank-1.ckpt is of rank 1 of 2, model logreg") != std::string::npos)
       << wrong.out;
+}
+
+// A TCP port nobody listens on now (the kernel's pick), for a job whose
+// rendezvous address joiners must know before it starts.
+int unused_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(a);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length) != 0)
+    throw std::runtime_error("no free port");
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Every record of one event in a metrics file, in order.
+std::vector<nlohmann::json> records(const std::filesystem::path& file, const std::string& event) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j["event"] == event) out.push_back(j);
+  }
+  return out;
+}
+
+// Scenario 8 of docs/resilience.md at small scale, with the real trainer: two
+// peers join a running job together (murmur-run --join) in its second
+// epoch; they enter mid-epoch, keep the members' step count for it (their
+// epoch ends, and its collectives run, at the members' step), and end
+// within two points of the members' test accuracy.
+TEST_F(TrainJob, TwoPeersJoinARunningJobTogetherAndEndWithTheOthers) {
+  const std::string port = std::to_string(unused_tcp_port()), token = "join-test";
+  const std::vector<std::string> peer = {
+      "--algorithm", "choco",  "--compress", "topk:0.05", "--topology", "exponential",
+      "--model",     "mlp:64", "--epochs",   "4",         "--metrics",  (dir_ / "m-{rank}.jsonl").string()};
+  auto members = launch(4, peer);
+  members.insert(members.begin() + 1, {"--token", token, "--rendezvous-port", port});
+  auto job = std::async(std::launch::async, [&] { return run(members); });
+  ASSERT_TRUE(murmur::testing::wait_for([&] { return !records(dir_ / "m-0.jsonl", "epoch").empty(); },
+                                        std::chrono::seconds(200), std::chrono::milliseconds(50)))
+      << "the job never ended its first epoch";
+  std::vector<std::string> joiners = {bin("src/peer/launcher/murmur-run"),
+                                      "-np",
+                                      "2",
+                                      "--timeout",
+                                      "240",
+                                      "--join",
+                                      "127.0.0.1:" + port,
+                                      "--token",
+                                      token,
+                                      "--",
+                                      bin("src/peer/train/murmur-peer")};
+  joiners.insert(joiners.end(), peer.begin(), peer.end());
+  const auto joined = run(joiners);
+  const auto done = job.get();
+  ASSERT_EQ(done.status, 0) << done.out;
+  ASSERT_EQ(joined.status, 0) << joined.out;
+  double members_accuracy = 0;
+  for (int r = 0; r < 4; ++r) {
+    const auto epochs = records(dir_ / ("m-" + std::to_string(r) + ".jsonl"), "epoch");
+    ASSERT_EQ(epochs.size(), 4u) << "rank " << r;
+    members_accuracy += epochs.back()["test_accuracy"].get<double>() / 4;
+  }
+  EXPECT_GT(members_accuracy, 0.75);
+  for (int r : {4, 5}) {
+    const auto file = dir_ / ("m-" + std::to_string(r) + ".jsonl");
+    const auto epochs = records(file, "epoch");
+    ASSERT_FALSE(epochs.empty()) << "rank " << r << ":\n" << joined.out;
+    EXPECT_EQ(epochs.back()["epoch"], 4) << "rank " << r;
+    EXPECT_NEAR(epochs.back()["test_accuracy"].get<double>(), members_accuracy, 0.02) << "rank " << r;
+    // Each joiner's epoch ends at the members' steps.
+    const auto member_epochs = records(dir_ / "m-0.jsonl", "epoch");
+    for (const auto& e : epochs) {
+      const int epoch = e["epoch"].get<int>();
+      EXPECT_EQ(e["step"], member_epochs[static_cast<std::size_t>(epoch - 1)]["step"])
+          << "rank " << r << " epoch " << epoch;
+    }
+  }
+  // The members saw a view of all six.
+  bool six = false;
+  for (const auto& v : records(dir_ / "m-0.jsonl", "view")) six = six || v["members"].size() == 6;
+  EXPECT_TRUE(six);
 }
 
 }  // namespace

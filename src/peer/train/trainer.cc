@@ -229,7 +229,12 @@ TrainSummary TrainingRun::run() {
   batcher_->start_epoch(batcher_pass_);
   batcher_->seek(resume_position_);
   for (int epoch = first_epoch_; epoch < o_.epochs; ++epoch) {
-    repartition_if_the_view_changed(epoch);
+    // A joiner's first epoch is the members' epoch in progress: they cut
+    // it at its start, and cut again only at its end; so does the joiner
+    // (join() gave it a shard of its view and the members' step count).
+    // Cutting here would change its steps per epoch, and it would reach the
+    // epoch's end, and its collectives, at another step than the members.
+    if (!(peer_.joining() && epoch == first_epoch_)) repartition_if_the_view_changed(epoch);
     end_epoch(epoch, train_epoch(epoch));
   }
   return finish();
