@@ -53,7 +53,7 @@ class CostModel {
       // the stacks are taken to reach the links' own figures.
       const LinkSpec& inter = cluster.inter_node;
       // A push and a pull: two round trips of the link's latency.
-      stack_ = {inter.bandwidth_Bps, inter.latency_s, inter.bandwidth_Bps, 4 * inter.latency_s};
+      stack_ = {inter.bandwidth_Bps, inter.latency_s, inter.bandwidth_Bps, inter.bandwidth_Bps, 4 * inter.latency_s};
       intra_ = cluster.intra_node;
     }
   }
@@ -84,10 +84,16 @@ class CostModel {
   // sets the pace. Each NIC carries 2(k-1)/k of the bytes each way
   // (servers on every node share the load).
   void push_pull(double bytes, CommUnit& unit) const {
-    unit.fixed_s = stack_.ps_partition_s;
+    // On one node there are no remote servers: only the local stages.
+    unit.fixed_s = k_ > 1 ? stack_.ps_partition_s : 0;
     const double local = bytes / constants_.ps_local_bandwidth_Bps;
     double network = 0;
-    if (k_ > 1) network = 2.0 * (k_ - 1) / k_ * bytes / stack_.ps_bandwidth_Bps;
+    if (k_ > 1) {
+      // A worker reaches the k-1 remote servers over one connection each:
+      // on two nodes one connection carries everything.
+      const double rate = std::min(stack_.ps_bandwidth_Bps, (k_ - 1) * stack_.ps_connection_Bps);
+      network = 2.0 * (k_ - 1) / k_ * bytes / rate;
+    }
     unit.wire_s = std::max(local, network);
   }
 
@@ -225,7 +231,11 @@ void add_method_units(PaperMethod method, PipelineSpec& spec, const CostModel& c
       add_bytescheduler_units(spec, cost, tensors, constants, shape(method).parameter_server);
       break;
     case PaperMethod::kBspPs:
-      for (double part : partitions(model_bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
+      // BytePS does not fuse tensors: each is pushed and pulled in its own
+      // partitions, all after backward (the units carry every layer, so
+      // none is ready before the last gradient).
+      for (const ReadyTensor& t : tensors)
+        for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
       spec.slots = kBytePsSlots;
       break;
     case PaperMethod::kWfbpPs:

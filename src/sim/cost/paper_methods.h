@@ -49,6 +49,7 @@ struct StackOnNetwork {
   double ring_bandwidth_Bps = 0;  // NCCL ring across nodes: bytes/s through each NIC
   double ring_step_s = 0;         // NCCL: latency of one ring step between nodes
   double ps_bandwidth_Bps = 0;    // BytePS push + pull: bytes/s through each NIC
+  double ps_connection_Bps = 0;   // BytePS: one worker-server connection's cap
   double ps_partition_s = 0;      // BytePS: one partition's push and pull requests (latency, overlaps in flight)
 };
 
