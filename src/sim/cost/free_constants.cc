@@ -70,8 +70,9 @@ std::vector<FreeConstant> shipped_free_constants() {
                         3e9,
                         12e9,
                         "byte",
-                        "PCIe 3.0 x16 (15.75 GB/s raw, ~12 GB/s achieved); GeForce cards have no peer-to-peer, "
-                        "so NCCL stages every hop through host memory"};
+                        "PCIe 3.0 x16 (15.75 GB/s raw, ~12 GB/s achieved); the RTX 2080 Ti has no peer-to-peer "
+                        "(p2pBandwidthLatencyTest in NVIDIA/nccl-tests#117), so NCCL stages every hop through "
+                        "host memory"};
   c[kIntraStep] = {"intra_ring_step_s",
                    20e-6,
                    2e-6,
@@ -90,15 +91,15 @@ std::vector<FreeConstant> shipped_free_constants() {
                1.5e9,
                4e9,
                "byte",
-               "ps-lite over ZeroMQ on a fast NIC: one I/O thread per process copies every message through "
-               "the kernel's TCP stack, a core's worth (1.5-4 GB/s); on 10GbE the wire binds first"};
+               "ps-lite over ZeroMQ on a fast NIC: no more than one thread's memcpy() (BytePS maintainers, "
+               "bytedance/byteps#237), 1.5-4 GB/s; on 10GbE the wire binds first"};
   c[kPsTcpConnection] = {"ps_tcp_connection_Bps",
                          1e9,
                          0.5e9,
                          2.5e9,
                          "byte",
-                         "one ZeroMQ TCP connection: one stream, copied by one I/O thread at each end; below a "
-                         "10GbE link's goodput in ps-lite's own benchmarks"};
+                         "one ZeroMQ TCP connection: BytePS 0.2's best-practice notes (bytedance/byteps#206) say "
+                         "a single TCP connection usually cannot reach 25 Gbit/s (3.1 GB/s)"};
   c[kPsTcpPartition] = {"ps_tcp_partition_s",
                         4e-3,
                         0.5e-3,
@@ -118,7 +119,8 @@ std::vector<FreeConstant> shipped_free_constants() {
                             0.5e-3,
                             5e-3,
                             "negotiation round (one tensor's partitions up to the 16 MB credit)",
-                            "Horovod's background loop: a cycle (HOROVOD_CYCLE_TIME, 1-5 ms) gathers the ready "
+                            "Horovod's background loop: a cycle (HOROVOD_CYCLE_TIME; operations.cc sets 5 ms, 1 ms in "
+                            "other releases) gathers the ready "
                             "names from every rank and launches them; ByteScheduler releases one round at a time"};
   c[kOverlapShare] = {"overlap_share",
                       0.8,
