@@ -14,7 +14,7 @@
 //                      priority and 16,000,000-byte credit
 //
 // The costs take a few constants per network and per software stack
-// (PaperConstants), derived from 13 physical ones (free_constants.h) that
+// (PaperConstants), derived from 14 physical ones (free_constants.h) that
 // calibration.h fits on the ResNet-50 rows, each inside its band.
 // Pure functions; thread-safe.
 #pragma once
