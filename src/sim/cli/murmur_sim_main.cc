@@ -31,6 +31,8 @@
 #include "sim/cli/sim_rows.h"
 #include "sim/cluster_spec.h"
 #include "sim/cost/calibration.h"
+#include "sim/cost/cross_validation.h"
+#include "sim/cost/free_constants.h"
 #include "sim/cost/network_preset.h"
 #include "sim/model_profile.h"
 
@@ -52,10 +54,26 @@ void write_rows(const std::vector<SimRow>& rows, Format format, bool paper_colum
 }
 
 int calibrate(const ModelProfile& resnet50, int evaluations) {
-  const cost::FitResult fit = cost::fit_constants(resnet50, cost::calibrated_constants(), evaluations);
+  std::vector<double> start;
+  for (const cost::FreeConstant& c : cost::shipped_free_constants()) start.push_back(c.value);
+  const cost::FitResult fit = cost::fit_constants(resnet50, start, evaluations);
   std::cout << "# fitted on the 84 ResNet-50 cells in " << fit.evaluations << " evaluations: max |error| "
             << fit.max_abs_error * 100 << "%, median " << fit.median_abs_error * 100 << "%\n"
-            << cost::constants_as_source(fit.constants);
+            << cost::constants_as_source(fit.values);
+  return 0;
+}
+
+// Leave-one-network-out and leave-one-method-out, as a Markdown table.
+int cross_validate(const ModelProfile& resnet50, int evaluations) {
+  std::cout << "| held out | cells | fit median | fit max | held-out median | held-out max |\n"
+            << "|---|---:|---:|---:|---:|---:|\n";
+  std::cout.setf(std::ios::fixed);
+  std::cout.precision(1);
+  for (const cost::HeldOutFold& f : cost::cross_validate(resnet50, evaluations))
+    std::cout << "| " << f.held_out << " | " << f.cells << " | " << f.fit_median_abs_error * 100 << "% | "
+              << f.fit_max_abs_error * 100 << "% | " << f.median_abs_error * 100 << "% | " << f.max_abs_error * 100
+              << "% |\n"
+              << std::flush;
   return 0;
 }
 
@@ -66,7 +84,8 @@ struct CommandLine {
   std::string methods = "paper";
   std::vector<std::string> stragglers;
   std::string cluster_file;
-  bool paper_table = false, compare_reference = false, calibrate = false, csv = false, markdown = false;
+  bool paper_table = false, compare_reference = false, calibrate = false, cross_validate = false, csv = false,
+       markdown = false;
   int evaluations = 4000;
 };
 
@@ -109,6 +128,8 @@ void add_flags(CLI::App& app, CommandLine& c) {
                "model,network,method,gpus,samples_per_s)");
   app.add_flag("--compare-reference", c.compare_reference, "the 84 ResNet-50 cells: measured against predicted");
   app.add_flag("--calibrate", c.calibrate, "refit the paper methods' constants on the ResNet-50 cells");
+  app.add_flag("--cross-validate", c.cross_validate,
+               "fit without each network, then each method, from the priors; print the held-out errors");
   app.add_option("--evaluations", c.evaluations, "--calibrate: objective evaluations")->capture_default_str();
   app.add_flag("--csv", c.csv, "print CSV");
   app.add_flag("--markdown", c.markdown, "print a Markdown table");
@@ -151,6 +172,7 @@ std::optional<int> parse(CLI::App& app, CommandLine& c, int argc, char** argv) {
 std::optional<int> compute(CommandLine& c, Format format, std::vector<SimRow>& rows) {
   try {
     if (c.calibrate) return calibrate(builtin_profile("resnet50"), c.evaluations);
+    if (c.cross_validate) return cross_validate(builtin_profile("resnet50"), c.evaluations);
     if (c.paper_table) {
       rows = paper_table_rows();
     } else if (c.compare_reference) {

@@ -2,12 +2,14 @@
 // measurements (the 84 cells of resnet50_reference() in calibration.cc, setup in docs/seed-paper.md:
 // 7 methods x 3 networks x 4, 8, 16, 32 GPUs; the BERT rows are held out).
 //
-// fit_constants() searches the constants (in log space, Nelder-Mead with
-// restarts) that minimise a soft maximum (the L16 norm) of the cells'
-// relative errors; murmur-sim ships the result as calibrated_constants()
+// fit_constants() searches the free constants (free_constants.h; in log
+// space, clamped into their bands, Nelder-Mead with restarts) that minimise
+// a soft maximum (the L16 norm) of the cells' relative errors; murmur-sim
+// ships the result as calibrated_constants()
 // (`murmur-sim --calibrate` reprints it). Pure functions; thread-safe.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,15 +38,22 @@ struct CellComparison {
 std::vector<CellComparison> compare_with_reference(const ModelProfile& resnet50, const PaperConstants& constants);
 
 struct FitResult {
-  PaperConstants constants;
-  double max_abs_error = 0;
+  std::vector<double> values;  // the free constants (free_constants.h), in order
+  PaperConstants constants;    // derived from them
+  double max_abs_error = 0;    // over the cells fitted on
   double median_abs_error = 0;
   int evaluations = 0;
 };
 
-FitResult fit_constants(const ModelProfile& resnet50, const PaperConstants& start, int max_evaluations);
+// Which reference cells a fit uses; empty: all 84.
+using CellFilter = std::function<bool(const ReferenceCell&)>;
 
-// The constants as C++ source, for pasting into calibrated_constants().
-std::string constants_as_source(const PaperConstants& constants);
+// Fits the free constants from `start`, each inside its band; constants
+// none of the used cells depend on keep their start value.
+FitResult fit_constants(const ModelProfile& resnet50, const std::vector<double>& start, int max_evaluations,
+                        const CellFilter& use = {});
+
+// The fitted values as C++ source, for pasting into shipped_free_constants().
+std::string constants_as_source(const std::vector<double>& values);
 
 }  // namespace murmur::sim::cost

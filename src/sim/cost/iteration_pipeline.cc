@@ -20,11 +20,27 @@ std::vector<double> unit_ready_times(const PipelineSpec& spec, const std::vector
   return ready;
 }
 
-// The network's state between iterations: when each slot and the wire free up.
+// The network's state between iterations: when each slot, the wire and the
+// host thread free up.
 struct CommState {
-  std::vector<double> slot_free;
+  std::vector<std::pair<double, double>> in_flight;  // (done, weight): slots weigh 1, a credit counts bytes
+  double last_start = 0;                             // units start in order: the next one not before
   double wire_free = 0;
+  double host_free = 0;
 };
+
+// Passes the units through the serial host stage in readiness order: a
+// unit is ready for a slot once its host work is done.
+void run_host_stage(const PipelineSpec& spec, std::vector<double>& ready, CommState& state) {
+  std::vector<std::size_t> order(ready.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ready[a] < ready[b]; });
+  for (std::size_t u : order) {
+    if (spec.units[u].host_s <= 0) continue;
+    state.host_free = std::max(state.host_free, ready[u]) + spec.units[u].host_s;
+    ready[u] = state.host_free;
+  }
+}
 
 // Runs one iteration's units; returns each unit's completion time. Units
 // join a queue as they become ready; whenever a slot frees, the queue's best
@@ -48,24 +64,40 @@ std::vector<double> schedule_units(const PipelineSpec& spec, const std::vector<d
     return std::make_pair(spec.order == UnitOrder::kPriority ? static_cast<double>(spec.units[u].priority) : ready[u],
                           u);
   };
+  const bool by_bytes = spec.credit_bytes > 0;
+  const double capacity = by_bytes ? spec.credit_bytes : static_cast<double>(spec.slots);
+  auto weight = [&](std::size_t u) { return by_bytes ? spec.units[u].bytes : 1.0; };
   std::priority_queue<std::pair<double, std::size_t>, std::vector<std::pair<double, std::size_t>>, std::greater<>>
       queue;
   std::vector<double> done(n, 0.0);
   std::size_t next = 0;  // into by_ready: the first unit not yet queued
+  double now = state.last_start;
+  auto retire = [&] {  // drops what finished by now; returns the weight still in flight
+    double in_flight = 0;
+    std::erase_if(state.in_flight, [&](const auto& f) { return f.first <= now; });
+    for (const auto& f : state.in_flight) in_flight += f.second;
+    return in_flight;
+  };
   for (std::size_t scheduled = 0; scheduled < n; ++scheduled) {
-    auto slot = std::min_element(state.slot_free.begin(), state.slot_free.end());
-    double now = *slot;
     if (queue.empty() && next < n && ready[by_ready[next]] > now) now = ready[by_ready[next]];
     while (next < n && ready[by_ready[next]] <= now) queue.push(key(by_ready[next++]));
     MURMUR_CHECK(!queue.empty());
-    const std::size_t pick = queue.top().second;
+    std::size_t pick = queue.top().second;
+    // Wait for room: each time a unit in flight ends, a better unit may
+    // have become ready meanwhile.
+    for (double used = retire(); !state.in_flight.empty() && used + weight(pick) > capacity + 1e-9; used = retire()) {
+      now = std::min_element(state.in_flight.begin(), state.in_flight.end())->first;
+      while (next < n && ready[by_ready[next]] <= now) queue.push(key(by_ready[next++]));
+      pick = queue.top().second;
+    }
     queue.pop();
     const CommUnit& unit = spec.units[pick];
     const double wire_start = std::max(now + unit.fixed_s, state.wire_free);
     done[pick] = wire_end(wire_start, unit.wire_s, compute_end, spec.overlap_share);
     state.wire_free = done[pick];
-    *slot = done[pick];
+    state.in_flight.emplace_back(done[pick], weight(pick));
   }
+  state.last_start = now;
   return done;
 }
 
@@ -79,7 +111,7 @@ PipelineResult run_pipeline(const PipelineSpec& spec) {
   MURMUR_CHECK(spec.iterations >= 3);
   MURMUR_CHECK(spec.overlap_share > 0 && spec.overlap_share <= 1);
 
-  CommState state{std::vector<double>(static_cast<std::size_t>(spec.slots), 0.0), 0.0};
+  CommState state;
   // When layer j's parameters are updated, i.e. the next forward may use them.
   std::vector<double> params_ready(layers, 0.0);
   double compute_free = 0;  // the GPU's compute stream
@@ -97,7 +129,9 @@ PipelineResult run_pipeline(const PipelineSpec& spec) {
       gradient_ready[j] = t;
     }
     compute_free = t;
-    const std::vector<double> done = schedule_units(spec, unit_ready_times(spec, gradient_ready), compute_free, state);
+    std::vector<double> ready = unit_ready_times(spec, gradient_ready);
+    run_host_stage(spec, ready, state);
+    const std::vector<double> done = schedule_units(spec, ready, compute_free, state);
     if (spec.barrier) {
       double all = compute_free;
       for (double d : done) all = std::max(all, d);
@@ -120,7 +154,7 @@ PipelineResult run_pipeline(const PipelineSpec& spec) {
   result.iteration_s = (iteration_starts.back() - iteration_starts[warm_up]) / static_cast<double>(measured);
   result.compute_s = std::accumulate(spec.forward_s.begin(), spec.forward_s.end(), 0.0) +
                      std::accumulate(spec.backward_s.begin(), spec.backward_s.end(), 0.0);
-  for (const CommUnit& unit : spec.units) result.comm_s += unit.fixed_s + unit.wire_s;
+  for (const CommUnit& unit : spec.units) result.comm_s += unit.host_s + unit.fixed_s + unit.wire_s;
   result.exposed_s = std::max(0.0, result.iteration_s - result.compute_s);
   result.overlap_s = std::max(0.0, result.comm_s - result.exposed_s);
   result.units = static_cast<int>(spec.units.size());

@@ -29,6 +29,11 @@ struct CommUnit {
   // serializes them: one unit's wire time at a time.
   double wire_s = 0;
   int priority = 0;  // lower runs first when the order is by priority
+  // Work on one serial host thread before the unit may take a slot (a
+  // negotiation round every worker must agree on): units pass through it
+  // one at a time in readiness order, pipelined with earlier units' wire
+  // time.
+  double host_s = 0;
 };
 
 // Order among ready units: FIFO by readiness (Horovod, BytePS), or by
@@ -40,7 +45,10 @@ struct PipelineSpec {
   std::vector<double> forward_s;   // per layer, forward order
   std::vector<double> backward_s;  // per layer, forward order
   std::vector<CommUnit> units;
-  int slots = 1;  // units in flight at once (a credit, a pool of workers), each until its wire time ends
+  int slots = 1;  // units in flight at once (a pool of workers), each until its wire time ends
+  // > 0: a credit in bytes instead of slots (ByteScheduler's): a unit starts
+  // when the bytes in flight plus its own fit, or when nothing is in flight.
+  double credit_bytes = 0;
   UnitOrder order = UnitOrder::kFifo;
   // True: the next iteration's forward waits for every unit (an optimizer
   // step after a synchronize). False: layer j's forward waits only for the
@@ -55,7 +63,7 @@ struct PipelineSpec {
 struct PipelineResult {
   double iteration_s = 0;  // steady state
   double compute_s = 0;    // forward + backward
-  double comm_s = 0;       // sum over units of fixed + wire (busy time, not wall)
+  double comm_s = 0;       // sum over units of host + fixed + wire (busy time, not wall)
   double exposed_s = 0;    // iteration - compute: communication not hidden
   double overlap_s = 0;    // communication hidden behind compute
   int units = 0;

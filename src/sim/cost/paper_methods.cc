@@ -52,33 +52,45 @@ class CostModel {
       // A network given by value has no calibrated software efficiencies:
       // the stacks are taken to reach the links' own figures.
       const LinkSpec& inter = cluster.inter_node;
-      stack_ = {inter.bandwidth_Bps, inter.latency_s, inter.bandwidth_Bps, inter.bandwidth_Bps};
+      // A push and a pull: two round trips of the link's latency.
+      stack_ = {inter.bandwidth_Bps, inter.latency_s, inter.bandwidth_Bps, inter.bandwidth_Bps, 4 * inter.latency_s};
       intra_ = cluster.intra_node;
     }
   }
 
-  // Ring all-reduce (NCCL): 2(n-1) steps of bytes/n each; across nodes the
-  // NIC is the bottleneck of every step.
+  // Ring all-reduce (NCCL): 2(n-1) steps of bytes/n each. Every hop of the
+  // ring carries the same bytes at once (the steps pipeline), so the
+  // slowest hop sets the pace: across nodes the ring runs through the NIC
+  // and through the PCIe path inside each node, whichever is slower (on
+  // InfiniBand that is PCIe: the paper's IB ring runs at the 4-GPU one's
+  // speed). Each step waits for the slowest hop's latency too.
   void all_reduce(double bytes, CommUnit& unit) const {
     unit.fixed_s = constants_.horovod_op_s;
     if (n_ == 1) return;
     const double steps = 2.0 * (n_ - 1);
     const bool across = k_ > 1;
-    unit.fixed_s += steps * (across ? stack_.ring_step_s : intra_.latency_s);
-    const double bandwidth = across ? stack_.ring_bandwidth_Bps : intra_.bandwidth_Bps;
+    const double step_s = across ? std::max(stack_.ring_step_s, intra_.latency_s) : intra_.latency_s;
+    unit.fixed_s += steps * step_s;
+    const double bandwidth = across ? std::min(stack_.ring_bandwidth_Bps, intra_.bandwidth_Bps) : intra_.bandwidth_Bps;
     unit.wire_s = steps / n_ * bytes / bandwidth;
   }
 
   // BytePS: reduce inside the node and copy to the host, push to the
-  // partition's server, pull the sum back, copy and broadcast. The local
-  // and network stages pipeline across partitions, so the slower one sets
-  // the pace. Each NIC carries 2(k-1)/k of the bytes each way; a worker
-  // reaches the k-1 remote servers over one connection each.
+  // partition's server, pull the sum back, copy and broadcast. A
+  // partition's requests cost a latency (two round trips through the
+  // stack and the server's handling: per partition, overlapping with the
+  // other partitions in flight); its bytes go through the local and the
+  // network stage, which pipeline across partitions, so the slower one
+  // sets the pace. Each NIC carries 2(k-1)/k of the bytes each way
+  // (servers on every node share the load).
   void push_pull(double bytes, CommUnit& unit) const {
-    unit.fixed_s = constants_.ps_partition_s;
+    // On one node there are no remote servers: only the local stages.
+    unit.fixed_s = k_ > 1 ? stack_.ps_partition_s : 0;
     const double local = bytes / constants_.ps_local_bandwidth_Bps;
     double network = 0;
     if (k_ > 1) {
+      // A worker reaches the k-1 remote servers over one connection each:
+      // on two nodes one connection carries everything.
       const double rate = std::min(stack_.ps_bandwidth_Bps, (k_ - 1) * stack_.ps_connection_Bps);
       network = 2.0 * (k_ - 1) / k_ * bytes / rate;
     }
@@ -173,21 +185,29 @@ void add_merged_units(PipelineSpec& spec, const CostModel& cost, const std::vect
 
 // ByteScheduler over all-reduce or parameter servers: fixed-size
 // partitions sent in priority order (the front layers first), no barrier.
+// Over all-reduce every worker must launch the same collectives in the
+// same order, so each batch of partitions ByteScheduler releases (one
+// tensor's, up to the credit) goes through a negotiation round of
+// Horovod's background thread: serial, but pipelined with the transfers
+// of earlier rounds (the host stage). That cost is per round, not per
+// partition (the rounds batch a tensor's partitions) nor per byte.
+// Parameter servers need no agreement (a server sums what arrives), so
+// ByteScheduler-PS pays only BytePS's per-partition handling.
 void add_bytescheduler_units(PipelineSpec& spec, const CostModel& cost, const std::vector<ReadyTensor>& tensors,
                              const PaperConstants& constants, bool ps) {
-  for (const ReadyTensor& t : tensors)
-    for (double part : partitions(t.bytes, kByteSchedulerPartitionBytes)) {
-      add_unit(spec, cost, {t.layer}, part, constants.bytescheduler_op_s);
-      // ByteScheduler launches each all-reduce partition from its own
-      // scheduler loop, whose per-operation cost (measured flat across
-      // GPU counts and networks) replaces Horovod's and the ring's.
-      if (!ps) spec.units.back().fixed_s = constants.bytescheduler_op_s;
+  const auto per_round = static_cast<std::size_t>(kByteSchedulerCreditBytes / kByteSchedulerPartitionBytes);
+  for (const ReadyTensor& t : tensors) {
+    const std::vector<double> parts = partitions(t.bytes, kByteSchedulerPartitionBytes);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      add_unit(spec, cost, {t.layer}, parts[i], 0);
+      if (!ps && i % per_round == 0) spec.units.back().host_s = constants.bytescheduler_round_s;
     }
+  }
   spec.order = UnitOrder::kPriority;
   spec.barrier = false;
   // NCCL runs one collective at a time; the parameter servers take as
-  // many partitions as the credit allows.
-  spec.slots = ps ? static_cast<int>(kByteSchedulerCreditBytes / kByteSchedulerPartitionBytes) : 1;
+  // many partitions as the 16 MB credit allows (many small ones at once).
+  if (ps) spec.credit_bytes = kByteSchedulerCreditBytes;
 }
 
 // The communication units of `method`, in the order backward produces
@@ -211,7 +231,11 @@ void add_method_units(PaperMethod method, PipelineSpec& spec, const CostModel& c
       add_bytescheduler_units(spec, cost, tensors, constants, shape(method).parameter_server);
       break;
     case PaperMethod::kBspPs:
-      for (double part : partitions(model_bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
+      // BytePS does not fuse tensors: each is pushed and pulled in its own
+      // partitions, all after backward (the units carry every layer, so
+      // none is ready before the last gradient).
+      for (const ReadyTensor& t : tensors)
+        for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
       spec.slots = kBytePsSlots;
       break;
     case PaperMethod::kWfbpPs:

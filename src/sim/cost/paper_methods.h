@@ -14,7 +14,8 @@
 //                      priority and 16,000,000-byte credit
 //
 // The costs take a few constants per network and per software stack
-// (PaperConstants); calibration.h fits them on the ResNet-50 rows.
+// (PaperConstants), derived from 14 physical ones (free_constants.h) that
+// calibration.h fits on the ResNet-50 rows, each inside its band.
 // Pure functions; thread-safe.
 #pragma once
 
@@ -49,6 +50,7 @@ struct StackOnNetwork {
   double ring_step_s = 0;         // NCCL: latency of one ring step between nodes
   double ps_bandwidth_Bps = 0;    // BytePS push + pull: bytes/s through each NIC
   double ps_connection_Bps = 0;   // BytePS: one worker-server connection's cap
+  double ps_partition_s = 0;      // BytePS: one partition's push and pull requests (latency, overlaps in flight)
 };
 
 struct PaperConstants {
@@ -57,12 +59,12 @@ struct PaperConstants {
   double intra_ring_step_s = 0;
   double horovod_op_s = 0;            // per all-reduce: negotiation + launch
   double ps_local_bandwidth_Bps = 0;  // BytePS: GPU reduce + copies to and from the host
-  double ps_partition_s = 0;          // BytePS: per partition push + pull handling
-  double bytescheduler_op_s = 0;      // ByteScheduler: per partition operation
+  double bytescheduler_round_s = 0;   // ByteScheduler over all-reduce: per negotiation round
   double overlap_share = 1;           // wire speed while backward runs, (0, 1]
 };
 
-// The fitted constants murmur-sim ships with (calibration.cc made them).
+// The fitted constants murmur-sim ships with: derive_constants() of
+// shipped_free_constants() (free_constants.h).
 const PaperConstants& calibrated_constants();
 
 struct MethodPrediction {
