@@ -7,7 +7,7 @@ when the peers' metrics files say they reached the right epoch; the
 uninterrupted run of the same job runs beside it. Results: one markdown
 table per scenario on stdout and a CSV in --out, with the commands.
 
-    bench/resilience/chaos.py --scenarios kill,restart,stop,launcher,join,straggler,quiet
+    bench/resilience/chaos.py --scenarios kill,restart,stop,launcher,join,resume,straggler,quiet
 
 Scenarios:
   baseline    no fault (every other scenario's reference)
@@ -16,6 +16,10 @@ Scenarios:
               epoch 2 is started again and joins as a new member
   join        two more peers join with murmur-run --join in epoch 3
   stop        SIGSTOP one peer for --stop-seconds in epoch 2, then SIGCONT
+  resume      the job stopped after epoch 2 (--stop-after-epoch, with
+              --checkpoint-dir) and started again with --resume: with
+              the same seeds its accuracy is the baseline's to the digit
+              (tests/peer/train_job_test.cc compares the checkpoints' bytes)
   launcher    SIGKILL murmur-run (and the rendezvous it hosts) in epoch 1,
               then one peer in epoch 3
   straggler   one peer held to a quarter of a core for the whole run
@@ -47,7 +51,7 @@ E, K = common.Event, common.Key
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scenarios", default="kill,restart,stop,launcher,join,straggler,quiet")
+    p.add_argument("--scenarios", default="kill,restart,stop,launcher,join,resume,straggler,quiet")
     p.add_argument("--algorithms", default="choco", help="comma list; 'kill' runs each of them")
     p.add_argument("--np", type=int, default=8)
     p.add_argument("--epochs", type=int, default=5)
@@ -73,7 +77,7 @@ def peer_flags(algorithm):
 class Job:
     """One murmur-run job and its peers' metrics files, read as they grow."""
 
-    def __init__(self, args, name, algorithm, out_dir, policy=("--on-failure", "continue")):
+    def __init__(self, args, name, algorithm, out_dir, policy=("--on-failure", "continue"), extra=()):
         self.dir = out_dir / name
         self.dir.mkdir(parents=True, exist_ok=True)
         self.metrics = str(self.dir / "metrics-{rank}.jsonl")
@@ -82,7 +86,7 @@ class Job:
         self.program = [peer, *peer_flags(algorithm), "--epochs", str(args.epochs), "--metrics", self.metrics]
         if args.train_examples:
             self.program += ["--train-examples", str(args.train_examples)]
-        self.program += args.peer_args.split()
+        self.program += args.peer_args.split() + list(extra)
         self.port = free_port()
         self.token = f"chaos-{os.getpid()}-{self.port}"
         self.command = [self.launcher, "-np", str(args.np), *policy, "--min-np", str(args.np // 2),
@@ -250,7 +254,24 @@ def free_port():
         return s.getsockname()[1]
 
 
+def run_resume(args, algorithm, out_dir, index):
+    """Scenario "resume": two jobs, the second continuing the first's checkpoints."""
+    name = f"resume-{algorithm}-{index}"
+    checkpoints = str(out_dir / name / "checkpoints")
+    first = Job(args, name + "-stopped", algorithm, out_dir, extra=("--checkpoint-dir", checkpoints,
+                                                                      "--stop-after-epoch", "2"))
+    first.wait(args.timeout)
+    second = Job(args, name, algorithm, out_dir, extra=("--checkpoint-dir", checkpoints, "--resume"))
+    second.wait(args.timeout)
+    result = second.result()
+    result["wall"] += first.result()["wall"]
+    return result | {"scenario": "resume", "algorithm": algorithm,
+                     "command": " ".join(first.command) + " ; then the same with --resume"}
+
+
 def run_scenario(args, scenario, algorithm, out_dir, index):
+    if scenario == "resume":
+        return run_resume(args, algorithm, out_dir, index)
     policy = ("--on-failure", "restart", "--max-restarts", "1") if scenario == "restart" else ("--on-failure",
                                                                                                 "continue")
     job = Job(args, f"{scenario}-{algorithm}-{index}", algorithm, out_dir, policy)

@@ -62,11 +62,12 @@ struct GroupOptions {
   // Link emulation: a profile spec ("10gbe", "lat=2ms,bw=100mbit") or
   // "@path" to a profile file; empty for none. See docs/link-profiles.md.
   std::string link_profile;
-  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds heartbeat_interval{500};  // rendezvous/client.h
   std::chrono::milliseconds join_timeout{60000};
   // The rendezvous server counts as lost after this long without an answer
-  // to heartbeats; the standby declares a silent suspect lost after this
-  // long without a heartbeat. 0: 3 x heartbeat_interval.
+  // to heartbeats (0: 6 x heartbeat_interval); the standby declares a
+  // silent suspect lost after this long without a heartbeat (0: 3 x
+  // heartbeat_interval).
   std::chrono::milliseconds heartbeat_stale{0};
   // After a failover, members that have not reconnected within this are lost.
   std::chrono::milliseconds failover_grace{5000};

@@ -181,6 +181,57 @@ TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
       << wrong.out;
 }
 
+// Scenario 7 of docs/resilience.md at small scale: a job stopped after its
+// first epoch (--stop-after-epoch) and resumed (--resume) ends with every
+// rank's checkpoint byte for byte that of the same job run through:
+// parameters, momentum, the algorithm's state (choco's public copies and
+// error feedback, sgp's push-sum weight), the data position. The
+// round-synchronous algorithms on the CPU with fixed seeds are deterministic.
+class StoppedAndResumed : public ::testing::TestWithParam<std::vector<std::string>> {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("murmur-resume-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_P(StoppedAndResumed, EndsBitForBitAsTheJobRunThrough) {
+  auto job = [&](const std::string& checkpoints, std::vector<std::string> more) {
+    std::vector<std::string> argv = {bin("src/peer/launcher/murmur-run"), "-np", "3", "--timeout", "240", "--",
+                                     bin("src/peer/train/murmur-peer")};
+    argv.insert(argv.end(), GetParam().begin(), GetParam().end());
+    for (const std::string& a : {"--model", "mlp:32", "--train-examples", "900", "--seed", "7", "--epochs", "2"})
+      argv.push_back(a);
+    argv.insert(argv.end(), {"--checkpoint-dir", (dir_ / checkpoints).string()});
+    argv.insert(argv.end(), more.begin(), more.end());
+    return run(argv);
+  };
+  auto through = job("through", {});
+  ASSERT_EQ(through.status, 0) << through.out;
+  auto stopped = job("resumed", {"--stop-after-epoch", "1"});
+  ASSERT_EQ(stopped.status, 0) << stopped.out;
+  ASSERT_NE(stopped.out.find("stopping after epoch 1 of 2"), std::string::npos) << stopped.out;
+  auto resumed = job("resumed", {"--resume"});
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  ASSERT_NE(resumed.out.find("resumed after epoch 1"), std::string::npos) << resumed.out;
+  for (int r = 0; r < 3; ++r) {
+    const std::string name = "rank-" + std::to_string(r) + ".ckpt";
+    const std::string a = murmur::testing::read_file(dir_ / "through" / name);
+    const std::string b = murmur::testing::read_file(dir_ / "resumed" / name);
+    EXPECT_FALSE(a.empty());
+    EXPECT_TRUE(a == b) << name << " differs between the job run through and the stopped and resumed one";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, StoppedAndResumed,
+                         ::testing::Values(std::vector<std::string>{"--algorithm", "choco", "--topology", "exponential",
+                                                                    "--compress", "topk:0.05"},
+                                           std::vector<std::string>{"--algorithm", "sgp", "--topology",
+                                                                    "one-peer-exponential"}),
+                         [](const auto& info) { return info.param[1]; });
+
 // A TCP port nobody listens on now (the kernel's pick), for a job whose
 // rendezvous address joiners must know before it starts.
 int unused_tcp_port() {

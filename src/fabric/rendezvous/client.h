@@ -75,7 +75,10 @@ struct ClientOptions {
   int rank = 0;
   int size = 1;
   std::string self_host;
-  std::chrono::milliseconds heartbeat_interval{1000};
+  // Short, so that the server tells a stopped member from a slow one soon
+  // after a neighbour's deadline (heartbeat_stale in server.h): a few tiny
+  // messages a second.
+  std::chrono::milliseconds heartbeat_interval{500};
   // Connecting is retried until then (the server may start later).
   std::chrono::milliseconds connect_timeout{30000};
   // How long set/get/members/leave wait for an answer; wait() and barrier()
@@ -83,7 +86,8 @@ struct ClientOptions {
   std::chrono::milliseconds request_timeout{30000};
   std::size_t max_message_bytes = 1 << 26;  // largest server message accepted
   // The server counts as lost when nothing (not even a heartbeat answer) came
-  // from it for this long; 0: 3 x heartbeat_interval.
+  // from it for this long; 0: 6 x heartbeat_interval (3 s by default: a
+  // failover is costly, so a busy server gets longer than a silent member).
   std::chrono::milliseconds heartbeat_stale{0};
   // How long one standby may take to accept and answer the rejoining Hello
   // before the next one in rank order is tried.

@@ -102,7 +102,7 @@ class Client::Impl {
   std::string me() const { return "rendezvous client rank " + std::to_string(rank()); }
   Clock::duration heartbeat_stale() const {
     return options_.heartbeat_stale.count() > 0 ? Clock::duration(options_.heartbeat_stale)
-                                                : Clock::duration(options_.heartbeat_interval * 3);
+                                                : Clock::duration(options_.heartbeat_interval * 6);
   }
 
   ClientOptions options_;

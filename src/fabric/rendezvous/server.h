@@ -45,8 +45,11 @@ struct ServerOptions {
   // A connection that has not said Hello within this time is dropped.
   std::chrono::milliseconds hello_timeout{10000};
   // A silent-evidence suspicion declares a member whose last message is older
-  // than this (3 x the members' default heartbeat interval).
-  std::chrono::milliseconds heartbeat_stale{3000};
+  // than this (3 x the members' default heartbeat interval): shorter than
+  // the least deadline a neighbour suspects after (its floor, 2 s by
+  // default), so that a stopped member is declared at the first suspicion
+  // and the others lose the deadline, not the deadline plus this.
+  std::chrono::milliseconds heartbeat_stale{1500};
   // After a failover, members of the adopted view that have not rejoined
   // within this are declared lost.
   std::chrono::milliseconds failover_grace{5000};

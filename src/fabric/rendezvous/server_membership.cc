@@ -264,7 +264,14 @@ std::size_t Server::Impl::barrier_quorum() const {
 
 void Server::Impl::end_job() {
   // The job is over: its keys go with it, so that the next job on this
-  // server does not read the last one's addresses.
+  // server does not read the last one's addresses. Joiners waiting for
+  // their admit hear it now, not at their join timeout.
+  for (const auto& [rank, q] : waiting_admits_) {
+    const auto joiner = pending_joiners_.find(rank);
+    if (joiner == pending_joiners_.end()) continue;
+    send(joiner->second,
+         error_response(q.id, "the job ended before rank " + std::to_string(rank) + " was admitted"));
+  }
   pending_joiners_.clear();
   waiting_admits_.clear();
   world_size_ = 0;

@@ -33,16 +33,18 @@ constexpr std::chrono::milliseconds kAttempt{200};
 
 Membership::Membership(fabric::Group& group, Options options)
     : group_(group), options_(std::move(options)), deadline_(options_.deadline) {
-  entry_ = to_gossip_view(group_.entry_view());
+  const fabric::MembershipView entered = group_.entry_view();
+  entry_ = to_gossip_view(entered);
   const gossip::View& entry = entry_;
   // A joiner's gate starts in the view before the one that admitted it (the
-  // same members without it: joiners are admitted one per view), so that it
-  // takes part in that view's agreement and enters at its first round
-  // (view_gate.h).
+  // same members without those it admitted: one joiner, or several whose
+  // admits the rendezvous handled together), so that it takes part in that
+  // view's agreement and enters at its first round (view_gate.h).
   gossip::View initial = entry;
   if (options_.joining) {
     initial.generation = entry.generation == 0 ? 0 : entry.generation - 1;
     std::erase(initial.members, group_.rank());
+    for (int joined : entered.joined) std::erase(initial.members, joined);
   }
   committed_.push_back(initial);
   ViewEvent first;

@@ -76,6 +76,14 @@ void add_output_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--metrics", o.metrics, "JSON-lines metrics file; {rank} becomes the rank")->group(output);
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "write rank-N.ckpt after every epoch")->group(output);
   app.add_flag("--resume", o.resume, "start from the checkpoints in --checkpoint-dir")->group(output);
+  // A planned stop (a maintenance window, a preempted allocation): the
+  // learning-rate schedule stays the one of --epochs, so that --resume
+  // continues the same run.
+  app.add_option("--stop-after-epoch", o.stop_after_epoch,
+                 "end the run after this epoch's checkpoint (the schedule stays --epochs'); --resume continues it")
+      ->check(CLI::Range(1, 100000))
+      ->needs(app.get_option("--checkpoint-dir"))
+      ->group(output);
   app.add_option("--log-every", o.log_every, "steps between step metrics and progress events")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str()

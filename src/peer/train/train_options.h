@@ -33,6 +33,7 @@ struct TrainOptions {
   std::string metrics;         // JSON lines path; "{rank}" becomes the rank
   std::string checkpoint_dir;  // a checkpoint per rank after every epoch
   bool resume = false;         // start from checkpoint_dir's checkpoints
+  int stop_after_epoch = 0;    // > 0: end after this epoch's checkpoint (--resume continues)
   int log_every = 50;          // steps between step metrics lines / progress events
   int evals_per_epoch = 1;     // test-set evaluations per epoch ("eval" lines; the last is the epoch's)
   bool events = true;          // "@murmur" event lines on stdout for murmur-run

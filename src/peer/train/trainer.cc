@@ -236,6 +236,11 @@ TrainSummary TrainingRun::run() {
     // epoch's end, and its collectives, at another step than the members.
     if (!(peer_.joining() && epoch == first_epoch_)) repartition_if_the_view_changed(epoch);
     end_epoch(epoch, train_epoch(epoch));
+    if (o_.stop_after_epoch > 0 && epoch + 1 >= o_.stop_after_epoch) {
+      peer_log().info("stopping after epoch {} of {} (--stop-after-epoch); --resume continues from its checkpoint",
+                      epoch + 1, o_.epochs);
+      break;
+    }
   }
   return finish();
 }
