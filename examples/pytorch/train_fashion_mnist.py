@@ -72,12 +72,8 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     torch.set_num_threads(args.threads)
-    x_train, y_train = fashion_mnist.load("train", args.data_dir)
-    x_test, y_test = fashion_mnist.load("t10k", args.data_dir)
-    if args.train_examples:
-        x_train, y_train = x_train[:args.train_examples], y_train[:args.train_examples]
-    if args.test_examples:
-        x_test, y_test = x_test[:args.test_examples], y_test[:args.test_examples]
+    x_train, y_train = fashion_mnist.load("train", args.data_dir, args.train_examples)
+    x_test, y_test = fashion_mnist.load("t10k", args.data_dir, args.test_examples)
 
     torch.manual_seed(args.seed)  # the same initial model on every rank
     model = make_model(args.model)
