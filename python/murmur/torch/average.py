@@ -21,7 +21,7 @@ def average_model(model: torch.nn.Module, peer: Optional[_peer.Peer] = None, inp
     if not tensors:
         return target
     with torch.no_grad():
-        flat = torch.cat([t.detach().reshape(-1).to(torch.float32, device="cpu") for t in tensors])
+        flat = torch.cat([t.detach().reshape(-1).to(device="cpu", dtype=torch.float32) for t in tensors])
         peer.average(flat)
         offset = 0
         for t in tensors:
