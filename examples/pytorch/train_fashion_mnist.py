@@ -30,7 +30,9 @@ import fashion_mnist  # noqa: E402  (beside this script)
 
 def make_model(kind: str) -> nn.Module:
     if kind == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+        # murmur-peer's --model mlp (docs/models.md), for comparisons.
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                             nn.Linear(128, 10))
     if kind == "cnn":
         return nn.Sequential(nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(16, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
@@ -56,9 +58,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--gamma", type=float, default=None, help="choco's consensus step size")
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=64, help="per rank")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=1e-4)
     p.add_argument("--partition", default="iid", help="iid or dirichlet:<alpha>")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data-dir", default="")
@@ -77,7 +80,7 @@ def main() -> int:
 
     torch.manual_seed(args.seed)  # the same initial model on every rank
     model = make_model(args.model)
-    sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    sgd = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     if args.ddp:
         return train_ddp(args, model, sgd, x_train, y_train, x_test, y_test)
 
