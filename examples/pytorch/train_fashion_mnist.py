@@ -121,6 +121,9 @@ def main() -> int:
               "compress": args.compress, "epochs": args.epochs, "steps_per_epoch": steps,
               "averaged_accuracy": acc, "mean_local_accuracy": peer.average(local),
               "consensus_distance": distance, "bytes_sent_all_ranks": int(bytes_sent),
+              # per step, mean over ranks: time step() blocked, and murmur's background time in rounds
+              "wait_ms_per_step": 1e3 * peer.average(stats.wait_seconds / max(stats.steps, 1)),
+              "comm_ms_per_step": 1e3 * peer.average(stats.comm_seconds / max(stats.steps, 1)),
               "seconds": time.monotonic() - start}
     if peer.rank == 0:
         print(json.dumps(result), flush=True)
