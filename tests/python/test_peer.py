@@ -94,10 +94,16 @@ def test_gossip_brings_the_models_together_and_counts_bytes():
         for _ in range(30):
             peer.step()
         peer.flush()
-        return before, peer.consensus_distance(), peer.stats().bytes_sent, peer.averaged_model()[0].item()
+        stats = peer.stats()
+        links = {link.rank: link.bytes_sent for link in stats.links}
+        return before, peer.consensus_distance(), stats, links, peer.averaged_model()[0].item()
 
-    for before, after, sent, mean in run_ranks(4, body, algorithm="choco", compress="topk:0.1"):
-        assert after < 0.2 * before and sent > 0
+    for rank, (before, after, stats, links, mean) in enumerate(
+            run_ranks(4, body, algorithm="choco", compress="topk:0.1")):
+        assert after < 0.2 * before and stats.bytes_sent > 0
+        assert (stats.steps, stats.algorithm, stats.compressor) == (30, "choco", "topk:0.1")
+        # the exponential graph on 4 ranks links every rank with the others
+        assert sorted(links) == [r for r in range(4) if r != rank] and sum(links.values()) == stats.bytes_sent
         assert mean == pytest.approx(1.5, abs=1e-4)  # choco keeps the mean
 
 
