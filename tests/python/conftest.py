@@ -15,21 +15,31 @@ import murmur
 
 
 def free_port(count: int = 1) -> int:
-    """A port p such that p .. p+count-1 were free a moment ago on loopback."""
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + count > 65535:
-            continue
-        try:
-            for extra in range(1, count):
-                with socket.socket() as s:
+    """A port p such that p .. p+count-1 were free a moment ago on loopback.
+
+    The sockets probed stay open until the end, so that the kernel does not
+    hand back the same port, whose neighbour is taken, again and again."""
+    held: List[socket.socket] = []
+    try:
+        for _ in range(200):
+            first = socket.socket()
+            held.append(first)
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            if port + count > 65536:
+                continue
+            try:
+                for extra in range(1, count):
+                    s = socket.socket()
+                    held.append(s)
                     s.bind(("127.0.0.1", port + extra))
+            except OSError:
+                continue
             return port
-        except OSError:
-            continue
-    raise RuntimeError(f"no {count} consecutive free ports on loopback")
+    finally:
+        for s in held:
+            s.close()
+    raise RuntimeError(f"no {count} consecutive free ports on loopback in 200 tries")
 
 
 def run_ranks(size: int, body: Callable[[murmur.Peer], Any], **options: Any) -> List[Any]:
