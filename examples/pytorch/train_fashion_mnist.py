@@ -56,6 +56,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--period", type=int, default=1)
     p.add_argument("--schedule", default="fixed")
     p.add_argument("--gamma", type=float, default=None, help="choco's consensus step size")
+    p.add_argument("--backend", default=None, help="libfabric (default) or asio")
     p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=64, help="per rank")
@@ -87,7 +88,7 @@ def main() -> int:
     import murmur
     import murmur.torch
 
-    options = {"gamma": args.gamma} if args.gamma is not None else {}
+    options = {"gamma": args.gamma, "backend": args.backend}  # None: murmur's default
     optimizer = murmur.torch.GossipOptimizer(sgd, model, algorithm=args.algorithm, compress=args.compress,
                                              topology=args.topology, period=args.period, schedule=args.schedule,
                                              **options)
