@@ -1,0 +1,22 @@
+"""murmur: decentralized training by gossip of compressed models.
+
+    import murmur
+    peer = murmur.init(algorithm="choco", compress="topk:0.01")
+
+For PyTorch, ``murmur.torch.GossipOptimizer`` wraps any optimizer. See
+docs/python.md for launchers, the API and what is measured.
+"""
+
+import atexit
+
+from ._launch import Launch, resolve_launch
+from ._murmur import Departure, LinkStats, PeerStats, PeerView, partition
+from ._peer import Peer, _close_default, init, peer
+
+__all__ = ["Departure", "Launch", "LinkStats", "Peer", "PeerStats", "PeerView", "init", "partition", "peer",
+           "resolve_launch"]
+__version__ = "0.1.0"
+
+# A Peer left open at exit leaves the job before the interpreter tears down
+# the modules its C++ destructor would otherwise run among.
+atexit.register(_close_default)

@@ -1,0 +1,224 @@
+"""murmur.Peer: the C++ murmur::Peer for Python (include/murmur/peer.h and
+docs/embedding.md have the full contract; docs/python.md the Python side).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+from . import _murmur
+from ._launch import Launch, resolve_launch
+from ._tensors import tensor_address
+
+# Keyword arguments of Peer()/init() that are not PeerConfig field names:
+# the names murmur-peer's flags use.
+_ALIASES = {"compress": "compressor", "size": "world_size"}
+
+
+def make_config(launch: Launch, options: dict) -> "_murmur.PeerConfig":
+    """A PeerConfig from a resolved launch and keyword options (PeerConfig
+    field names, or ``compress``). Raises TypeError for an unknown option."""
+    config = _murmur.PeerConfig()
+    if launch.rank is not None:
+        config.rank, config.world_size = launch.rank, launch.world_size
+    if launch.rendezvous:
+        config.rendezvous = launch.rendezvous
+    config.host_rendezvous = launch.host_rendezvous
+    if launch.token:
+        config.token = launch.token
+    for key, value in options.items():
+        if value is None:
+            continue
+        field = _ALIASES.get(key, key)
+        if field.startswith("_") or not hasattr(config, field):
+            raise TypeError(f"murmur: unknown option '{key}' (the options are PeerConfig's fields, "
+                            "include/murmur/peer.h, and 'compress')")
+        setattr(config, field, value)
+    return config
+
+
+class Peer:
+    """One process's part in a murmur job.
+
+    Create it with ``murmur.init(...)`` (or ``Peer(...)`` with the same
+    arguments). Joining blocks until every rank has joined. Register tensors
+    with ``add_tensor`` before the first ``step()``; call ``step()`` after
+    each local update; ``close()`` (or leaving a ``with`` block) finishes
+    and leaves the job.
+
+    Options are the C++ ``PeerConfig`` fields (``algorithm``, ``compressor``
+    or ``compress``, ``topology``, ``period``, ``schedule``, ``gamma``,
+    ``overlap``, ``backend``, ``timeout_s``, ...), with murmur-peer's names and
+    spec strings; ``rank``/``world_size`` and ``rendezvous`` override the
+    launcher's variables.
+    """
+
+    def __init__(self, *, rank: Optional[int] = None, world_size: Optional[int] = None, **options: Any) -> None:
+        self._launch = resolve_launch(rank=rank, world_size=world_size)
+        config = make_config(self._launch, options)
+        self._tensors: List[Any] = []  # kept alive: murmur holds their addresses
+        self._peer = _murmur.Peer(config)
+
+    # -- where this process sits ------------------------------------------
+    @property
+    def rank(self) -> int:
+        """This process's rank in the job."""
+        return self._peer.rank()
+
+    @property
+    def size(self) -> int:
+        """The number of ranks the job was launched with."""
+        return self._peer.world_size()
+
+    world_size = size
+
+    @property
+    def local_rank(self) -> int:
+        """The rank among the processes on this host (for choosing a GPU)."""
+        return self._launch.local_rank
+
+    @property
+    def launcher(self) -> str:
+        """Where rank and size came from: murmur-run, torchrun, slurm, mpirun, arguments or none."""
+        return self._launch.source
+
+    def host(self, rank: int) -> str:
+        """The host name of ``rank``."""
+        return self._peer.host(rank)
+
+    def view(self) -> "_murmur.PeerView":
+        """The membership view the gossip runs in now (generation, ranks, who left or joined)."""
+        return self._peer.view()
+
+    def joining(self) -> bool:
+        """Whether this peer joins a running job (its first step() takes the job's model)."""
+        return self._peer.joining()
+
+    def on_view_change(self, callback: Callable[["_murmur.PeerView"], None]) -> None:
+        """Calls ``callback(view)`` with every new view, from inside step(); it must not call the Peer."""
+        self._peer.on_view_change(callback)
+
+    # -- the gossiped tensors ---------------------------------------------
+    def add_tensor(self, name: str, tensor: Any) -> None:
+        """Registers ``tensor`` (float32, contiguous, dense; torch or numpy) to be
+        gossiped in place. Before the first step() only; every rank registers
+        the same sizes in the same order."""
+        data, count, kind = tensor_address(tensor, f"murmur.Peer.add_tensor('{name}')")
+        self._peer.add_tensor(name, data, count, kind)
+        self._tensors.append(tensor)
+
+    def parameter_count(self) -> int:
+        """The number of floats registered."""
+        return self._peer.parameter_count()
+
+    def step(self) -> None:
+        """After each local update: every period-th call takes part in a gossip round."""
+        self._peer.step()
+
+    def flush(self) -> None:
+        """Waits for the round in flight and folds it into the tensors."""
+        self._peer.flush()
+
+    def finish(self) -> None:
+        """Ends this rank's part in the gossip; the tensors hold its final model."""
+        self._peer.finish()
+
+    # -- checkpoints --------------------------------------------------------
+    def save_state(self) -> bytes:
+        """The algorithm's and scheduler's state (after flush(), on every rank)."""
+        return self._peer.save_state()
+
+    def load_state(self, state: bytes, other_view: bool = False) -> None:
+        """Restores save_state()'s bytes; before the first step(), on every rank."""
+        self._peer.load_state(state, other_view)
+
+    # -- collectives (every rank calls them, in the same order) -------------
+    def average(self, value: Any) -> Any:
+        """Exact mean over all ranks: of a float (returned), or of a float32
+        tensor or array (averaged in place and returned)."""
+        if isinstance(value, (int, float)):
+            return self._peer.average_scalar(float(value))
+        data, count, kind = tensor_address(value, "murmur.Peer.average()")
+        self._peer.average(data, count, kind)
+        return value
+
+    def averaged_model(self, out: Any = None) -> Any:
+        """The mean of every rank's registered tensors, flat, into ``out`` (a
+        float32 CPU tensor of parameter_count() values; allocated when None)."""
+        if out is None:
+            import torch
+
+            out = torch.empty(self.parameter_count(), dtype=torch.float32)
+        data, count, kind = tensor_address(out, "murmur.Peer.averaged_model(out)")
+        if count != self.parameter_count() or kind != _murmur.MemoryKind.HOST:
+            raise ValueError(f"murmur.Peer.averaged_model(out): out must be host memory of "
+                             f"{self.parameter_count()} floats, not {count}")
+        self._peer.averaged_model(data)
+        return out
+
+    def consensus_distance(self) -> float:
+        """sqrt(mean over ranks of ||x_i - x_mean||^2): how far the models have drifted apart."""
+        return self._peer.consensus_distance()
+
+    def stats(self) -> "_murmur.PeerStats":
+        """Steps, rounds, bytes sent and received, time blocked (any thread)."""
+        return self._peer.stats()
+
+    def metrics(self) -> dict:
+        """stats() as a plain dict (for loggers), without the per-link list."""
+        s = self._peer.stats()
+        names = ("steps", "rounds", "wait_seconds", "comm_seconds", "bytes_sent", "bytes_received",
+                 "collective_bytes_sent", "period", "ratio", "algorithm", "compressor")
+        return {name: getattr(s, name) for name in names}
+
+    # -- leaving --------------------------------------------------------------
+    def close(self) -> None:
+        """Finishes (if not done) and leaves the job. Idempotent."""
+        # ~Peer leaves through a barrier of all ranks, so rank 0, which may
+        # serve the rendezvous (torchrun), does not leave before the others.
+        self._peer.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._peer.closed
+
+    def __enter__(self) -> "Peer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._peer.closed:
+            return "<murmur.Peer closed>"
+        return f"<murmur.Peer rank {self.rank} of {self.size} ({self.launcher})>"
+
+
+_default: Optional[Peer] = None
+
+
+def init(**options: Any) -> Peer:
+    """Joins the job this process was launched into and returns its Peer.
+
+    The rank and the rendezvous come from ``rank``/``world_size``/
+    ``rendezvous`` when given, else from murmur-run's, torchrun's, Slurm's or
+    Open MPI's variables (docs/python.md, "Launchers"). The other options
+    are Peer's. Blocks until every rank has joined. The Peer is also kept as
+    ``murmur.peer()`` and closed when the interpreter exits.
+    """
+    global _default
+    peer = Peer(**options)
+    _default = peer
+    return peer
+
+
+def peer() -> Peer:
+    """The Peer of the last ``murmur.init()``; RuntimeError before it."""
+    if _default is None or _default.closed:
+        raise RuntimeError("murmur.peer(): call murmur.init() first")
+    return _default
+
+
+def _close_default() -> None:
+    if _default is not None:
+        _default.close()
