@@ -3,11 +3,13 @@
 // then the tensor as little-endian floats (at most 4096).
 // Checks: encode stays within max_encoded_bytes; the receiver decodes what
 // the sender encoded (a MalformedMessage here is a finding); identity
-// returns the input bit for bit; and fp16/bf16 are idempotent: their decoded
+// returns the input bit for bit; qsgd and sign refuse (invalid_argument)
+// only tensors with a value that is not finite or huge; and fp16/bf16 are idempotent: their decoded
 // values (finite ones) encode and decode to themselves.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "compress_specs.h"
@@ -44,7 +46,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<float> x(std::min<std::size_t>(rest.size() / 4, 4096));
   if (!x.empty()) std::memcpy(x.data(), rest.data(), 4 * x.size());
 
-  const std::vector<float> y = round_trip(spec, x, seed);
+  std::vector<float> y;
+  try {
+    y = round_trip(spec, x, seed);
+  } catch (const std::invalid_argument&) {
+    // Documented for a norm or scale that is not finite (compressor.h).
+    const bool tame = all_finite(x) && std::all_of(x.begin(), x.end(), [](float f) { return std::fabs(f) < 1e15f; });
+    if (tame) murmur::fuzz::fail("encode refused a finite tensor");
+    return 0;
+  }
+  if (x.empty()) return 0;  // nothing to compare (and memcmp takes no null pointers)
   if (spec == "identity" && std::memcmp(x.data(), y.data(), 4 * x.size()) != 0)
     murmur::fuzz::fail("identity changed the tensor");
   if ((spec == "fp16" || spec == "bf16") && all_finite(y)) {
