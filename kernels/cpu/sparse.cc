@@ -52,7 +52,9 @@ Status scatter(void* scratch, std::size_t& scratch_bytes, const std::uint32_t* i
   std::uint32_t max_idx = 0;
   for (std::size_t j = 0; j < k; ++j) max_idx = std::max(max_idx, idx[j]);
   if (k > 0 && max_idx >= n) return Status::kMalformed;
-  std::memset(out, 0, n * sizeof(float));
+  // fill_n, not memset: `out` is null for an empty tensor, and memset with a
+  // null pointer is undefined even for 0 bytes (tests/fuzz/compress_decode).
+  std::fill_n(out, n, 0.0f);
   for (std::size_t j = 0; j < k; ++j) out[idx[j]] = vals[j];
   return Status::kOk;
 }
@@ -112,7 +114,7 @@ Status delta_varint_decode(const std::uint8_t* in, std::size_t len, std::size_t 
 std::size_t bitmap_bytes(std::size_t n) { return (n + 7) / 8; }
 
 void bitmap_encode(const std::uint32_t* idx, std::size_t k, std::size_t n, std::uint8_t* out) {
-  std::memset(out, 0, bitmap_bytes(n));
+  std::fill_n(out, bitmap_bytes(n), std::uint8_t{0});  // out may be null when n == 0
   for (std::size_t j = 0; j < k; ++j) out[idx[j] / 8] |= static_cast<std::uint8_t>(1u << (idx[j] % 8));
 }
 

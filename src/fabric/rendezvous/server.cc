@@ -393,7 +393,10 @@ void Server::Impl::do_barrier(const SessionPtr& s, const wire::Request& q) {
     auto it = barriers_.find(name);
     if (it == barriers_.end()) return;
     if (auto mine = it->second.find(rank); mine == it->second.end() || mine->second.timer != *timer) return;
+    // The first few missing ranks, then how many: the list is for a person.
+    constexpr int kListed = 16;
     std::string missing;
+    int listed = 0, unlisted = 0;
     std::vector<int> expected;
     if (view_started_) {
       for (const auto& [r, host] : view_) expected.push_back(r);
@@ -401,8 +404,13 @@ void Server::Impl::do_barrier(const SessionPtr& s, const wire::Request& q) {
       for (int r = 0; r < world_size_; ++r) expected.push_back(r);
     }
     for (int r : expected) {
-      if (it->second.count(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      if (it->second.count(r) != 0) continue;
+      if (listed++ < kListed)
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      else
+        ++unlisted;
     }
+    if (unlisted > 0) missing += " and " + std::to_string(unlisted) + " more";
     it->second.erase(rank);
     if (it->second.empty()) barriers_.erase(it);
     send(s, error_response(id, "barrier '" + name + "' timed out after " + std::to_string(ms) +

@@ -44,6 +44,14 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
   // A rejoin (failover) may come from a member admitted as a joiner, whose
   // id is at or above the original world size.
   const bool id_in_range = hello.rank >= 0 && (hello.rank < hello.size || (hello.rejoin && hello.rank < kMaxMemberId));
+  // The world size bounds what the server walks per rank (a barrier's
+  // time-out lists the missing ranks): a Hello with a size in the hundreds
+  // of millions made it build a string of gigabytes
+  // (tests/fuzz/rendezvous_server).
+  if (hello.size > kMaxMemberId) {
+    return refuse_with("world size " + std::to_string(hello.size) + " is above the limit of " +
+                       std::to_string(kMaxMemberId));
+  }
   if (hello.size <= 0 || !id_in_range) {
     return refuse_with("rank " + std::to_string(hello.rank) + " out of range for world size " +
                        std::to_string(hello.size));

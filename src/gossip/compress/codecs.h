@@ -44,6 +44,10 @@ class Scratch {
 // kMalformed becomes MalformedMessage naming the codec.
 void expect_ok(kernels::Status s, const char* codec, const char* kernel);
 
+// Throws std::invalid_argument: `codec` cannot encode a tensor whose `what`
+// (qsgd's norm, sign's scale) is not finite.
+[[noreturn]] void not_finite(const char* codec, const char* what);
+
 // k = ceil(ratio * n), at least 1 when n > 0.
 std::size_t count_for_ratio(double ratio, std::size_t n);
 

@@ -70,7 +70,10 @@ class Compressor {
   // Upper bound on encode's result for n elements.
   std::size_t max_encoded_bytes(std::size_t n, const EncodeParams& p = {}) const { return max_bytes(n, p); }
   // Encodes `in` into `out` (at least max_encoded_bytes long); returns the
-  // bytes written, which is what the message takes on the wire.
+  // bytes written, which is what the message takes on the wire. qsgd and
+  // sign throw std::invalid_argument for a tensor that holds NaN or Inf (or
+  // values whose norm overflows a float): their receivers would refuse the
+  // message.
   std::size_t encode(std::span<const float> in, std::span<std::byte> out, const EncodeParams& p = {}) {
     return do_encode(in, out, p);
   }

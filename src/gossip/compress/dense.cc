@@ -19,13 +19,13 @@ class Identity final : public Compressor {
   std::size_t do_encode(std::span<const float> in, std::span<std::byte> out, const EncodeParams&) override {
     wire::Writer w(out);
     w.header(wire::Codec::kIdentity, 0, in.size());
-    std::memcpy(w.take(in.size_bytes()), in.data(), in.size_bytes());
+    wire::copy_bytes(w.take(in.size_bytes()), in.data(), in.size_bytes());
     return w.size();
   }
   void do_decode(std::span<const std::byte> in, std::span<float> out) override {
     wire::Reader r(in, "identity");
     r.header(wire::Codec::kIdentity, out.size());
-    std::memcpy(out.data(), r.take(out.size_bytes()), out.size_bytes());
+    wire::copy_bytes(out.data(), r.take(out.size_bytes()), out.size_bytes());
     r.finish();
   }
 };
@@ -53,7 +53,7 @@ class Half final : public Compressor {
                     : kernels::cpu::f32_to_f16(s, b, in.data(), dst, in.size());
     }),
                       name().c_str(), "f32_to_half");
-    if (!aligned) std::memcpy(body, tmp_.data(), 2 * in.size());
+    if (!aligned) wire::copy_bytes(body, tmp_.data(), 2 * in.size());
     return w.size();
   }
 

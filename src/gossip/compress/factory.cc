@@ -146,6 +146,12 @@ void expect_ok(kernels::Status s, const char* codec, const char* kernel) {
                          " failed: " + kernels::to_string(s));
 }
 
+void not_finite(const char* codec, const char* what) {
+  throw std::invalid_argument(std::string("compressor ") + codec + ": cannot encode a tensor whose " + what +
+                              " is not finite (it holds NaN or Inf, or values too large to square in a float); "
+                              "look for a diverging loss or a learning rate that is too high");
+}
+
 std::size_t count_for_ratio(double ratio, std::size_t n) {
   if (n == 0) return 0;
   const auto k = static_cast<std::size_t>(std::ceil(ratio * double(n) - 1e-9));

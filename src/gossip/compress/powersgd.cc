@@ -63,7 +63,7 @@ class PowerSgd final : public Compressor {
     const float* m = in.data();
     if (s.rows * s.cols != n) {
       padded_.assign(s.rows * s.cols, 0.0f);
-      std::memcpy(padded_.data(), in.data(), in.size_bytes());
+      wire::copy_bytes(padded_.data(), in.data(), in.size_bytes());
       m = padded_.data();
     }
     p_.resize(s.rows * s.rank);
@@ -76,8 +76,8 @@ class PowerSgd final : public Compressor {
     w.put<std::uint32_t>(static_cast<std::uint32_t>(s.rows));
     w.put<std::uint32_t>(static_cast<std::uint32_t>(s.cols));
     w.put<std::uint32_t>(static_cast<std::uint32_t>(s.rank));
-    std::memcpy(w.take(4 * p_.size()), p_.data(), 4 * p_.size());
-    std::memcpy(w.take(4 * q_.size()), q_.data(), 4 * q_.size());
+    wire::copy_bytes(w.take(4 * p_.size()), p_.data(), 4 * p_.size());
+    wire::copy_bytes(w.take(4 * q_.size()), q_.data(), 4 * q_.size());
     return w.size();
   }
 
@@ -105,7 +105,7 @@ class PowerSgd final : public Compressor {
       return kernels::cpu::powersgd_expand(sc, b, pf, qf, rows, cols, rank, dst);
     }),
                       name_.c_str(), "powersgd_expand");
-    if (dst != out.data()) std::memcpy(out.data(), dst, out.size_bytes());
+    if (dst != out.data()) wire::copy_bytes(out.data(), dst, out.size_bytes());
   }
 
   std::size_t rank_;

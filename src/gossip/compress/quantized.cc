@@ -32,6 +32,9 @@ class Qsgd final : public Compressor {
       return kernels::cpu::qsgd_encode(s, b, in.data(), in.size(), s_, seed, &norm, packed);
     }),
                       name_.c_str(), "qsgd_encode");
+    // A receiver refuses a norm that is not finite (do_decode), so such a
+    // message would be dropped everywhere, in silence: refuse it here.
+    if (!std::isfinite(norm)) detail::not_finite(name_.c_str(), "norm");
     std::memcpy(norm_at, &norm, 4);
     return w.size();
   }
@@ -75,6 +78,7 @@ class Sign final : public Compressor {
       return kernels::cpu::sign_encode(s, b, in.data(), in.size(), &scale, bits);
     }),
                       "sign", "sign_encode");
+    if (!std::isfinite(scale)) detail::not_finite("sign", "scale");  // as qsgd's norm
     std::memcpy(scale_at, &scale, 4);
     return w.size();
   }

@@ -89,7 +89,7 @@ class TopK final : public Sparse {
     else
       kernels::cpu::delta_varint_encode(idx_.data(), k, reinterpret_cast<std::uint8_t*>(w.take(varint)));
     w.align4();
-    std::memcpy(w.take(4 * k), vals_.data(), 4 * k);
+    wire::copy_bytes(w.take(4 * k), vals_.data(), 4 * k);
     return w.size();
   }
 
@@ -165,7 +165,7 @@ class RandK final : public Sparse {
       return kernels::cpu::gather(s, b, in.data(), idx_.data(), k, vals_.data());
     }),
                       name_.c_str(), "gather");
-    std::memcpy(w.take(4 * k), vals_.data(), 4 * k);
+    wire::copy_bytes(w.take(4 * k), vals_.data(), 4 * k);
     return w.size();
   }
 

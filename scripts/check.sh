@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Sanitizer lanes: builds the tree with one sanitizer in a build folder of
+# its own and runs the test suite there.
+#
+#   scripts/check.sh asan [ctest args...]   AddressSanitizer + UBSan (MURMUR_SANITIZE), build-asan/
+#   scripts/check.sh ubsan [ctest args...]  UndefinedBehaviorSanitizer alone, build-ubsan/
+#   scripts/check.sh tsan [ctest args...]   ThreadSanitizer (MURMUR_SANITIZE_THREAD), build-tsan/
+#
+# Without ctest arguments the whole suite runs (ctest -L unit -j2, then the
+# rest one test at a time, as scripts/test.sh). Extra arguments replace that
+# with one ctest call, e.g. `scripts/check.sh tsan -R 'Failure|PeerDeath'`.
+# Every report stops its process (halt_on_error), so a finding fails its
+# test; reports also go to build-<lane>/sanitizer/ (log_path), where the
+# tests that expect a peer to fail would otherwise hide them. The script
+# lists those files at the end and fails if there are any.
+# MURMUR_JOBS: build parallelism (default: all cores).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+lane=${1:-}
+shift || true
+jobs=${MURMUR_JOBS:-$(nproc)}
+case $lane in
+  asan) options=(-DMURMUR_SANITIZE=ON) ;;
+  ubsan)
+    options=(-DCMAKE_CXX_FLAGS="-fsanitize=undefined -fno-omit-frame-pointer"
+      -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=undefined -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=undefined)
+    ;;
+  tsan) options=(-DMURMUR_SANITIZE_THREAD=ON) ;;
+  *)
+    echo "usage: scripts/check.sh asan|ubsan|tsan [ctest args...]" >&2
+    exit 2
+    ;;
+esac
+build=$root/build-$lane
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+start=$(date +%s)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMURMUR_CUDA=OFF -DMURMUR_BENCH=OFF \
+  "${launcher[@]}" "${options[@]}" >/dev/null
+cmake --build "$build" -j "$jobs"
+built=$(date +%s)
+
+reports=$build/sanitizer
+rm -rf "$reports" && mkdir -p "$reports"
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:log_path=$reports/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+# die_after_fork=0: the launcher and LocalJob fork peers from threaded processes.
+export TSAN_OPTIONS="halt_on_error=1:die_after_fork=0:log_path=$reports/tsan${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+
+status=0
+cd "$build"
+if [[ $# -gt 0 ]]; then
+  ctest --output-on-failure --timeout 900 "$@" || status=$?
+else
+  ctest --output-on-failure --timeout 900 -L unit -j2 || status=$?
+  ctest --output-on-failure --timeout 900 -LE unit || status=$?
+fi
+ran=$(date +%s)
+found=$(find "$reports" -type f | wc -l)
+echo "check.sh $lane: build $((built - start)) s, tests $((ran - built)) s, $found sanitizer report file(s) in $reports"
+find "$reports" -type f | sed 's/^/  /'
+[[ $found == 0 ]] || status=1
+exit $status
