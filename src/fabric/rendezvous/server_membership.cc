@@ -277,8 +277,7 @@ void Server::Impl::end_job() {
   for (const auto& [rank, q] : waiting_admits_) {
     const auto joiner = pending_joiners_.find(rank);
     if (joiner == pending_joiners_.end()) continue;
-    send(joiner->second,
-         error_response(q.id, "the job ended before rank " + std::to_string(rank) + " was admitted"));
+    send(joiner->second, error_response(q.id, "the job ended before rank " + std::to_string(rank) + " was admitted"));
   }
   pending_joiners_.clear();
   waiting_admits_.clear();
