@@ -54,23 +54,26 @@ ClientOptions client_options(std::uint16_t port, int rank, int size) {
 }
 
 // Records every view a client is told about; lets the test wait for one.
+// The records live as long as the client's callback, not the ViewLog: a
+// test's log may go before its client, whose last views (others leaving at
+// the test's end) still arrive on the client's thread.
 class ViewLog {
  public:
   explicit ViewLog(Client& client) {
-    client.on_view([this](const View& v, const std::vector<MemberLost>& lost) {
+    client.on_view([records = records_](const View& v, const std::vector<MemberLost>& lost) {
       {
-        std::lock_guard lock(mutex_);
-        views_.push_back({v, lost});
+        std::lock_guard lock(records->mutex);
+        records->views.push_back({v, lost});
       }
-      cv_.notify_all();
+      records->cv.notify_all();
     });
   }
   // The view of `generation`, with the members lost in it; nullopt after 5 s.
   std::optional<std::pair<View, std::vector<MemberLost>>> wait_for(std::uint64_t generation) {
-    std::unique_lock lock(mutex_);
+    std::unique_lock lock(records_->mutex);
     std::optional<std::pair<View, std::vector<MemberLost>>> found;
-    cv_.wait_for(lock, 5s, [&] {
-      for (const auto& e : views_) {
+    records_->cv.wait_for(lock, 5s, [&] {
+      for (const auto& e : records_->views) {
         if (e.first.generation == generation) found = e;
       }
       return found.has_value();
@@ -78,16 +81,19 @@ class ViewLog {
     return found;
   }
   std::vector<std::uint64_t> generations() {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(records_->mutex);
     std::vector<std::uint64_t> out;
-    for (const auto& e : views_) out.push_back(e.first.generation);
+    for (const auto& e : records_->views) out.push_back(e.first.generation);
     return out;
   }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<std::pair<View, std::vector<MemberLost>>> views_;
+  struct Records {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<std::pair<View, std::vector<MemberLost>>> views;
+  };
+  std::shared_ptr<Records> records_ = std::make_shared<Records>();
 };
 
 std::vector<int> ranks_of(const View& v) {
