@@ -322,5 +322,39 @@ TEST(Failover, DeadSuccessorIsSkipped) {
   EXPECT_EQ(job.clients[2]->view().members.size(), 4u);
 }
 
+// A partition when the server dies: only the side that holds a quorum of
+// the view goes on. Here ranks 0 and 1 (half of four, with the lowest rank)
+// keep the job and the other two are declared lost after the grace.
+TEST(Failover, HalfTheViewWithItsLowestRankGoesOn) {
+  FailoverJob job;
+  ASSERT_TRUE(job.started());
+  job.primary.reset();
+  job.clients[3].reset();  // the other side of the partition: never rejoins
+  job.clients[2].reset();
+  job.clients[0]->set("k", "v");
+  std::optional<std::pair<View, std::vector<MemberLost>>> after;
+  for (int tries = 0; tries < 3 && !after; ++tries) after = job.logs[1]->wait_for(1);  // 5 s each
+  ASSERT_TRUE(after.has_value()) << "no view after the grace";
+  EXPECT_EQ(ranks_of(after->first), (std::vector<int>{0, 1}));
+  EXPECT_EQ(job.clients[1]->get("k"), "v");
+}
+
+// The smaller side stops: the member that alone reached a standby is told it
+// is out (a view without it, naming the partition), instead of going on as
+// a job of its own.
+TEST(Failover, TheSmallerSideOfAPartitionIsToldItIsOut) {
+  FailoverJob job;
+  ASSERT_TRUE(job.started());
+  job.primary.reset();
+  for (int r : {0, 1, 2}) job.clients[r].reset();
+  std::optional<std::pair<View, std::vector<MemberLost>>> after;
+  for (int tries = 0; tries < 3 && !after; ++tries) after = job.logs[3]->wait_for(1);  // 5 s each
+  ASSERT_TRUE(after.has_value()) << "no view after the grace";
+  EXPECT_FALSE(
+      std::any_of(after->first.members.begin(), after->first.members.end(), [](const auto& m) { return m.rank == 3; }));
+  ASSERT_FALSE(after->second.empty());
+  EXPECT_NE(after->second.front().reason.find("the smaller side"), std::string::npos) << after->second.front().reason;
+}
+
 }  // namespace
 }  // namespace murmur::fabric::rendezvous

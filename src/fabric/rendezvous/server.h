@@ -16,7 +16,10 @@
 // the members reconnect to one of them with rejoining Hellos carrying their
 // last view. It adopts the highest generation it is told about, pushes it to
 // members holding an older one, and declares lost whoever of that view has
-// not rejoined within failover_grace.
+// not rejoined within failover_grace, if those that did are a quorum (more
+// than half of the view, or half with its lowest rank); otherwise it
+// declares the rejoined ones lost instead and tells them, so that a
+// partitioned job never goes on as two.
 //
 // Threads: the server serves on one thread of its own (one io_context); the
 // constructor returns once it listens. All methods are thread-safe.

@@ -109,6 +109,10 @@ class Server::Impl {
   // Takes a rejoining member's view if it is newer than ours.
   void adopt(const wire::Hello& hello);
   void on_grace_expired();
+  // Whether the members that rejoined this standby may go on as the job:
+  // more than half of the adopted view, or exactly half with its lowest
+  // rank (so at most one side of a partition ever does).
+  bool rejoined_a_quorum() const;
   // Removes `lost` from the view and publishes the next generation.
   void change_view(const std::vector<MemberLost>& lost);
   void push_view(const SessionPtr& s, const std::vector<MemberLost>& lost, const std::vector<int>& joined = {});

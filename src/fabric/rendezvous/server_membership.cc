@@ -154,7 +154,32 @@ void Server::Impl::adopt(const wire::Hello& hello) {
   member_count_ = members_.size();
 }
 
+bool Server::Impl::rejoined_a_quorum() const {
+  std::size_t rejoined = 0;
+  for (const auto& [rank, host] : view_) rejoined += members_.count(rank);
+  const bool lowest_here = !view_.empty() && members_.count(view_.begin()->first) != 0;
+  return 2 * rejoined > view_.size() || (2 * rejoined == view_.size() && lowest_here);
+}
+
 void Server::Impl::on_grace_expired() {
+  if (!rejoined_a_quorum()) {
+    // A network partition (or most of the job gone at once): the members
+    // that reached this standby cannot tell which, and the larger side may
+    // be going on with the server they lost or another standby. Two jobs
+    // training apart and meeting again later would corrupt each other, so
+    // this side stops: each member is told it is out (a view without it)
+    // and exits with why, or rejoins the job as a new member once it can.
+    const std::string reason = "only " + std::to_string(members_.size()) + " of the " + std::to_string(view_.size()) +
+                               " members of view " + std::to_string(generation_) +
+                               " reached this standby within the failover grace (" + ms_text(options_.failover_grace) +
+                               ") after the rendezvous server was lost: a partition or a mass failure, and this is "
+                               "the smaller side, which stops so that the job does not split in two";
+    rendezvous_log().error("rendezvous server: {}", reason);
+    std::vector<SessionPtr> rejoined;
+    for (const auto& [rank, s] : members_) rejoined.push_back(s);
+    for (const auto& s : rejoined) lose(s, reason, false, /*tell_it=*/true);
+    return;
+  }
   std::vector<MemberLost> lost;
   for (const auto& [rank, host] : view_) {
     if (members_.count(rank) == 0) {
