@@ -12,14 +12,23 @@
 // silence does so only if its last message is older than heartbeat_stale.
 // Suspicions from a rank outside the view are answered "not a member".
 //
+// Quorum: a server publishes a view without members it lost (not those that
+// left) only once it hears from a quorum of the view they were lost from
+// after the loss: more than half of it, or exactly half with its lowest
+// rank. A server cut off with a minority of the job by a partition cannot
+// tell a partition from a mass failure, and the larger side may be going on
+// with a standby; so when no quorum is heard within heartbeat_stale it
+// stands down: it tells every member it holds that it is out (a view
+// without it, naming why) and refuses every later Hello. Two sides of one
+// job never both go on (split brain); the price is that a job which loses
+// half its members or more at once, without the lowest rank, stops.
+//
 // Standby: every member hosts an idle Server; after the job's server is lost
 // the members reconnect to one of them with rejoining Hellos carrying their
 // last view. It adopts the highest generation it is told about, pushes it to
 // members holding an older one, and declares lost whoever of that view has
-// not rejoined within failover_grace, if those that did are a quorum (more
-// than half of the view, or half with its lowest rank); otherwise it
-// declares the rejoined ones lost instead and tells them, so that a
-// partitioned job never goes on as two.
+// not rejoined within failover_grace, if those that did are a quorum;
+// otherwise it stands down.
 //
 // Threads: the server serves on one thread of its own (one io_context); the
 // constructor returns once it listens. All methods are thread-safe.
@@ -56,6 +65,9 @@ struct ServerOptions {
   // After a failover, members of the adopted view that have not rejoined
   // within this are declared lost.
   std::chrono::milliseconds failover_grace{5000};
+  // Whether losses wait for a quorum (see "Quorum" above). Off: every side
+  // of a partition goes on with the members it reaches.
+  bool require_quorum = true;
 };
 
 class Server final {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,6 +28,8 @@
 #include "fabric/rendezvous/wire.h"
 
 namespace murmur::fabric::rendezvous {
+
+inline std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
 
 using SessionPtr = std::shared_ptr<Session>;
 
@@ -109,12 +112,22 @@ class Server::Impl {
   // Takes a rejoining member's view if it is newer than ours.
   void adopt(const wire::Hello& hello);
   void on_grace_expired();
-  // Whether the members that rejoined this standby may go on as the job:
-  // more than half of the adopted view, or exactly half with its lowest
-  // rank (so at most one side of a partition ever does).
+  // Whether the members that rejoined this standby may go on as the job.
   bool rejoined_a_quorum() const;
-  // Removes `lost` from the view and publishes the next generation.
+  // Removes `lost` from the view. Clean leaves, and losses while a quorum
+  // is not required, publish the next generation at once; other losses
+  // wait in unconfirmed_losses_ for a quorum (server_quorum.cc).
   void change_view(const std::vector<MemberLost>& lost);
+  // Publishes the next generation without `lost` (and any unconfirmed).
+  void publish_view_change(std::vector<MemberLost> lost);
+  // Quorum (server_quorum.cc). Called whenever a member is heard from.
+  void on_heard(const SessionPtr& s);
+  // Publishes the unconfirmed losses if a quorum of quorum_base_ has been
+  // heard since they began; returns whether it did.
+  bool confirm_losses();
+  void on_quorum_deadline();
+  // Tells every member held here that it is out, and refuses later Hellos.
+  void stand_down(const std::string& why);
   void push_view(const SessionPtr& s, const std::vector<MemberLost>& lost, const std::vector<int>& joined = {});
   wire::ViewChanged current_view(const std::vector<MemberLost>& lost, const std::vector<int>& joined = {}) const;
   void fail_barriers(const std::string& why);
@@ -138,6 +151,15 @@ class Server::Impl {
   std::uint64_t generation_ = 0;
   std::map<int, std::string> view_;  // rank -> host of every live member of the view
   TimerPtr grace_timer_;             // armed by the first rejoin this server sees
+  bool in_grace_ = false;            // grace_timer_ armed and not expired
+  // Losses removed from view_ but not yet published: they wait until a
+  // quorum of quorum_base_ (the view they were lost from, less members
+  // that left cleanly since) is heard after losses_since_.
+  std::vector<MemberLost> unconfirmed_losses_;
+  std::map<int, std::string> quorum_base_;
+  Session::Clock::time_point losses_since_;
+  TimerPtr quorum_timer_;
+  std::string stood_down_;  // why this server stood down; "" while it serves
   int next_id_ = 0;                  // the id the next joiner gets: max id ever seen + 1
   // Joiners given an id and not admitted yet (live sessions), and the admit
   // requests among them that wait for a smaller id to go first.

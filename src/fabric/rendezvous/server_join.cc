@@ -119,6 +119,9 @@ void Server::Impl::do_admit(const SessionPtr& s, const wire::Request& q) {
 }
 
 void Server::Impl::admit_in_order() {
+  // A view change that waits for a quorum goes first (publish_view_change
+  // calls this again).
+  if (!unconfirmed_losses_.empty()) return;
   while (!pending_joiners_.empty()) {
     const auto first = pending_joiners_.begin();
     const auto waiting = waiting_admits_.find(first->first);

@@ -22,8 +22,6 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
 }  // namespace
 
 bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
@@ -40,6 +38,7 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
                        std::to_string(wire::kProtocolVersion));
   }
   if (!same_token(hello.token, options_.token)) return refuse_with("cluster token mismatch");
+  if (!stood_down_.empty()) return refuse_with("this rendezvous server stood down: " + stood_down_);
   if (hello.join) return handle_join(s, hello);
   // A rejoin (failover) may come from a member admitted as a joiner, whose
   // id is at or above the original world size.
@@ -127,6 +126,7 @@ void Server::Impl::admit(const SessionPtr& s, const wire::Hello& hello) {
 
 void Server::Impl::adopt(const wire::Hello& hello) {
   if (!grace_timer_) {
+    in_grace_ = true;
     grace_timer_ = arm(static_cast<std::uint64_t>(options_.failover_grace.count()), [this] { on_grace_expired(); });
   }
   if (view_started_ && hello.generation <= generation_) return;
@@ -154,47 +154,6 @@ void Server::Impl::adopt(const wire::Hello& hello) {
   member_count_ = members_.size();
 }
 
-bool Server::Impl::rejoined_a_quorum() const {
-  std::size_t rejoined = 0;
-  for (const auto& [rank, host] : view_) rejoined += members_.count(rank);
-  const bool lowest_here = !view_.empty() && members_.count(view_.begin()->first) != 0;
-  return 2 * rejoined > view_.size() || (2 * rejoined == view_.size() && lowest_here);
-}
-
-void Server::Impl::on_grace_expired() {
-  if (!rejoined_a_quorum()) {
-    // A network partition (or most of the job gone at once): the members
-    // that reached this standby cannot tell which, and the larger side may
-    // be going on with the server they lost or another standby. Two jobs
-    // training apart and meeting again later would corrupt each other, so
-    // this side stops: each member is told it is out (a view without it)
-    // and exits with why, or rejoins the job as a new member once it can.
-    const std::string reason = "only " + std::to_string(members_.size()) + " of the " + std::to_string(view_.size()) +
-                               " members of view " + std::to_string(generation_) +
-                               " reached this standby within the failover grace (" + ms_text(options_.failover_grace) +
-                               ") after the rendezvous server was lost: a partition or a mass failure, and this is "
-                               "the smaller side, which stops so that the job does not split in two";
-    rendezvous_log().error("rendezvous server: {}", reason);
-    std::vector<SessionPtr> rejoined;
-    for (const auto& [rank, s] : members_) rejoined.push_back(s);
-    for (const auto& s : rejoined) lose(s, reason, false, /*tell_it=*/true);
-    return;
-  }
-  std::vector<MemberLost> lost;
-  for (const auto& [rank, host] : view_) {
-    if (members_.count(rank) == 0) {
-      lost.push_back(MemberLost{rank, host,
-                                "did not rejoin within the failover grace (" + ms_text(options_.failover_grace) +
-                                    ") after the rendezvous server was lost",
-                                false});
-    }
-  }
-  if (lost.empty()) return;
-  for (const auto& m : lost)
-    rendezvous_log().warn("rendezvous server: lost rank {} ({}): {}", m.rank, m.host, m.reason);
-  change_view(lost);
-}
-
 void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool left_cleanly, bool tell_it) {
   if (!s->joined || s->gone) return;
   if (s->pending_join) {
@@ -216,7 +175,13 @@ void Server::Impl::lose(const SessionPtr& s, const std::string& reason, bool lef
   drop_requests_of(s);
   const std::vector<MemberLost> lost{MemberLost{s->rank, s->host, reason, left_cleanly}};
   if (was_member) change_view(lost);
-  if (tell_it && view_started_) push_view(s, lost);
+  if (tell_it && view_started_) {
+    // Its loss may wait for a quorum: it is told the generation that will
+    // publish it, which it has not seen (an older one it would ignore).
+    auto told = current_view(lost);
+    if (!unconfirmed_losses_.empty()) told.view.generation = generation_ + 1;
+    send(s, told);
+  }
   if (left_cleanly || tell_it) {
     s->conn->close_after_flush();
   } else {
@@ -245,28 +210,6 @@ void Server::Impl::drop_requests_of(const SessionPtr& s) {
   }
 }
 
-void Server::Impl::change_view(const std::vector<MemberLost>& lost) {
-  for (const auto& m : lost) view_.erase(m.rank);
-  if (view_started_) {
-    ++generation_;
-    published_generation_ = static_cast<std::int64_t>(generation_);
-  }
-  // MemberLost first (what clients before views relied on), then the view:
-  // one io thread sends both, so every member sees the same order.
-  for (const auto& [rank, m] : members_) {
-    for (const auto& l : lost) send(m, l);
-    if (view_started_) push_view(m, lost);
-  }
-  // No barrier can complete without them any more.
-  std::string why;
-  for (const auto& l : lost) {
-    why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(l.rank) + " (" + l.host + ") ") +
-           (l.left_cleanly ? "left" : "was lost: " + l.reason);
-  }
-  fail_barriers(why);
-  if (members_.empty() && (view_.empty() || !view_started_)) end_job();
-}
-
 void Server::Impl::push_view(const SessionPtr& s, const std::vector<MemberLost>& lost, const std::vector<int>& joined) {
   send(s, current_view(lost, joined));
 }
@@ -292,7 +235,12 @@ void Server::Impl::fail_barriers(const std::string& why) {
 }
 
 std::size_t Server::Impl::barrier_quorum() const {
-  return view_started_ ? view_.size() : static_cast<std::size_t>(world_size_);
+  if (!view_started_) return static_cast<std::size_t>(world_size_);
+  // Members whose loss waits for a quorum still count: a barrier of the
+  // near side of a partition must not complete as the job's.
+  std::size_t waiting = 0;
+  for (const auto& m : unconfirmed_losses_) waiting += m.left_cleanly ? 0 : 1;
+  return view_.size() + waiting;
 }
 
 void Server::Impl::end_job() {
@@ -316,6 +264,11 @@ void Server::Impl::end_job() {
   job_signature_.clear();
   if (grace_timer_) grace_timer_->cancel();
   grace_timer_.reset();
+  in_grace_ = false;
+  if (quorum_timer_) quorum_timer_->cancel();
+  quorum_timer_.reset();
+  unconfirmed_losses_.clear();
+  quorum_base_.clear();
 }
 
 void Server::Impl::do_suspect(const SessionPtr& s, const wire::Request& q) {
@@ -329,7 +282,7 @@ void Server::Impl::do_suspect(const SessionPtr& s, const wire::Request& q) {
                           s->who(), generation_);
     r.verdict = SuspectVerdict::kNotMember;
   } else if (view_.count(q.rank) == 0) {
-    r.verdict = SuspectVerdict::kAlreadyLost;
+    r.verdict = SuspectVerdict::kAlreadyLost;  // published, or waiting for a quorum
   } else if (q.evidence == Evidence::kSilent &&
              (member == members_.end() ||
               Session::Clock::now() - member->second->last_seen < options_.heartbeat_stale)) {
