@@ -399,7 +399,7 @@ TEST(InProcess, ConsensusSignalIsMixingOverLocalProgressPerStep) {
 }
 
 // Transfer receipts (AlgorithmOptions::receipts): rank 1 starts every round
-// 200 ms after rank 0. Rank 0's receive waited for it, and rank 1's samples
+// a second after rank 0. Rank 0's receive waited for it, and rank 1's samples
 // carry that wait as their receiver's time; rank 1's own receive, posted
 // late, found rank 0's message ready, and rank 0's samples say so.
 TEST(InProcess, ReceiptsTellALateReceiverFromAnEarlyOne) {
@@ -414,10 +414,12 @@ TEST(InProcess, ReceiptsTellALateReceiverFromAnEarlyOne) {
       auto a = gossip::make_algorithm("dpsgd", o, *c.comms[r], topo.get());
       std::vector<float> x(1000, static_cast<float>(r));
       for (int t = 0; t < 3; ++t) {
-        // Rank 0 waits about this long each round; the margin over the
-        // 0.15 s checked below absorbs rank 0 itself being descheduled on
-        // a loaded host (200 ms failed once with four builds running).
-        if (r == 1) std::this_thread::sleep_for(400ms);
+        // Rank 0 waits about this long each round. The checks below split
+        // it in half: either rank may be descheduled for up to half a
+        // second on a loaded host and the test still tells them apart
+        // (400 ms against limits of 0.15 and 0.1 s failed with two builds
+        // and the suite running on two cores).
+        if (r == 1) std::this_thread::sleep_for(1000ms);
         a->step(x);
       }
       a->finish(x);
@@ -448,12 +450,12 @@ TEST(InProcess, ReceiptsTellALateReceiverFromAnEarlyOne) {
   ASSERT_EQ(late.size(), 3u);
   for (const auto& s : late) {
     EXPECT_EQ(s.peer, 0);
-    EXPECT_GE(s.receiver_seconds, 0.15) << "rank 0 waited for rank 1's message";
+    EXPECT_GE(s.receiver_seconds, 0.5) << "rank 0 waited for rank 1's message";
   }
   for (const auto& s : early) {
     EXPECT_EQ(s.peer, 1);
     EXPECT_GE(s.receiver_seconds, 0.0);
-    EXPECT_LT(s.receiver_seconds, 0.1) << "rank 1 posted late: rank 0's message was there";
+    EXPECT_LT(s.receiver_seconds, 0.5) << "rank 1 posted late: rank 0's message was there";
   }
 }
 

@@ -160,7 +160,7 @@ class Server::Impl {
   Session::Clock::time_point losses_since_;
   TimerPtr quorum_timer_;
   std::string stood_down_;  // why this server stood down; "" while it serves
-  int next_id_ = 0;                  // the id the next joiner gets: max id ever seen + 1
+  int next_id_ = 0;         // the id the next joiner gets: max id ever seen + 1
   // Joiners given an id and not admitted yet (live sessions), and the admit
   // requests among them that wait for a smaller id to go first.
   std::map<int, SessionPtr> pending_joiners_;

@@ -78,9 +78,8 @@ void Server::Impl::change_view(const std::vector<MemberLost>& lost) {
     // Twice the staleness that declares a member: a live one heartbeats
     // several times in it even on a loaded host, and a stand-down ends the
     // job for everyone here, so it must not come from a late heartbeat.
-    quorum_timer_ = arm(static_cast<std::uint64_t>(2 * options_.heartbeat_stale.count()), [this] {
-      on_quorum_deadline();
-    });
+    quorum_timer_ =
+        arm(static_cast<std::uint64_t>(2 * options_.heartbeat_stale.count()), [this] { on_quorum_deadline(); });
   }
   std::string why;
   for (const auto& m : lost) {
@@ -166,9 +165,11 @@ void Server::Impl::stand_down(const std::string& why) {
   rendezvous_log().error("rendezvous server: standing down: {}", why);
   if (quorum_timer_) quorum_timer_->cancel();
   quorum_timer_.reset();
+  // The losses that waited are told with their own reasons; every member
+  // held here, heard or silent, is out with this one.
+  std::vector<MemberLost> out = std::move(unconfirmed_losses_);
   unconfirmed_losses_.clear();
   quorum_base_.clear();
-  std::vector<MemberLost> out;
   for (const auto& [rank, s] : members_) out.push_back(MemberLost{rank, s->host, why, false});
   for (const auto& m : out) view_.erase(m.rank);
   fail_barriers("this rendezvous server stood down: " + why);
