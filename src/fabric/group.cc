@@ -1,5 +1,7 @@
 #include "fabric/group.h"
 
+#include <boost/asio/ip/address.hpp>
+
 #include <algorithm>
 #include <condition_variable>
 #include <functional>
@@ -69,6 +71,15 @@ std::optional<rendezvous::Endpoint> parse_standby(int rank, const std::string& v
     return std::nullopt;
   }
   return rendezvous::Endpoint{v.substr(0, colon), static_cast<std::uint16_t>(port_number)};
+}
+
+std::string standby_host(const GroupOptions& options, const rendezvous::Client& control, const std::string& self_host) {
+  if (!options.standby_host.empty()) return options.standby_host;
+  const std::string local = control.local_address();
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(local, ec);
+  if (ec || address.is_loopback() || address.is_unspecified()) return self_host;
+  return local;  // parse_standby splits at the last colon: IPv6 needs no brackets
 }
 
 std::vector<std::pair<int, rendezvous::Endpoint>> exchange_standbys(rendezvous::Client& control,
@@ -174,9 +185,8 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   // depends on where the peers run (shm only when all are on this host).
   group->control_->barrier("murmur/joined", options.join_timeout);
   if (group->standby_) {
-    auto standbys =
-        exchange_standbys(*group->control_, options, options.standby_host.empty() ? self_host : options.standby_host,
-                          group->standby_->port());
+    auto standbys = exchange_standbys(*group->control_, options, standby_host(options, *group->control_, self_host),
+                                      group->standby_->port());
     std::lock_guard<std::mutex> lock(group->relay_->mutex);
     group->relay_->standbys = std::move(standbys);
   }

@@ -75,7 +75,8 @@ struct GroupOptions {
   // port of standby_bind_host) and fail over to the members' standbys.
   bool standby = true;
   std::string standby_bind_host = "0.0.0.0";
-  // How the others reach this member's standby; empty: self_host.
+  // How the others reach this member's standby; empty: the address of its
+  // connection to the rendezvous server, or self_host if that is loopback.
   std::string standby_host;
   // Who may join this job later: an opaque "key=value;key=value" string (the
   // Peer puts its build id, wire version, tensor layout and gossip flags in

@@ -140,6 +140,12 @@ std::unique_ptr<rendezvous::Client> connect_relayed_control(const std::shared_pt
 std::unique_ptr<rendezvous::Server> start_standby(const GroupOptions& options);
 // "host:port" as published under a standby key; nullopt (logged) when malformed.
 std::optional<rendezvous::Endpoint> parse_standby(int rank, const std::string& value);
+// Where the others reach this member's standby: options.standby_host if
+// set, else the address through which this member reaches the rendezvous
+// server (a host name may resolve to loopback, as Debian's /etc/hosts maps
+// the machine's own name, or not at all), else self_host when that address
+// is loopback (the server runs here; the name is the best guess).
+std::string standby_host(const GroupOptions& options, const rendezvous::Client& control, const std::string& self_host);
 // Publishes this member's standby and hands every member's to the client, so
 // that it can fail over. Every rank publishes before anyone reads (gather).
 std::vector<std::pair<int, rendezvous::Endpoint>> exchange_standbys(rendezvous::Client& control,

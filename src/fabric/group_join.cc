@@ -82,7 +82,7 @@ std::unique_ptr<Group> Group::join_running(const GroupOptions& options) {
       std::all_of(before.members.begin(), before.members.end(), [&](const auto& m) { return m.host == self_host; });
   auto transport = open_and_publish(control, own, all_here);
   if (group->standby_) {
-    const std::string host = options.standby_host.empty() ? self_host : options.standby_host;
+    const std::string host = standby_host(options, control, self_host);
     control.set(kStandbyKeyPrefix + std::to_string(id), host + ":" + std::to_string(group->standby_->port()));
   }
   control.admit(options.join_timeout);

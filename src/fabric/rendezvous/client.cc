@@ -304,6 +304,7 @@ std::vector<Member> Client::members() {
 }
 
 View Client::view() const { return impl_->view(); }
+std::string Client::local_address() const { return impl_->local_address(); }
 
 void Client::on_member_lost(std::function<void(const MemberLost&)> callback) {
   impl_->on_member_lost(std::move(callback));

@@ -141,6 +141,11 @@ class Client final {
   // The last view received (generation 0 with no members before the job
   // started).
   View view() const;
+  // The IP address this client's connection to the server has locally: the
+  // interface through which this host reaches the job ("" before it
+  // connected). A standby advertised there is reachable from wherever the
+  // server is, unlike a host name that may resolve to loopback.
+  std::string local_address() const;
   // Replaces the callback run on the io thread for every new view, in order,
   // with the members lost in that change. Must not block or call this client.
   void on_view(std::function<void(const View& view, const std::vector<MemberLost>& lost)> callback);

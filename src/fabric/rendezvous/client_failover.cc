@@ -127,6 +127,7 @@ void Client::Impl::use_connection(std::shared_ptr<Connection> conn, const Endpoi
   {
     std::lock_guard lock(mutex_);
     server_ = name;
+    local_address_ = conn_->local_address();
   }
   asio::co_spawn(io_, heartbeats(conn_), asio::detached);
 }

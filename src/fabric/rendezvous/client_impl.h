@@ -51,6 +51,10 @@ class Client::Impl {
   void on_member_lost(std::function<void(const MemberLost&)> callback);
   void on_view(std::function<void(const View&, const std::vector<MemberLost>&)> callback);
   View view() const;
+  std::string local_address() const {
+    std::lock_guard lock(mutex_);
+    return local_address_;
+  }
   void set_standbys(std::vector<std::pair<int, Endpoint>> standbys);
   void leave();
   const ClientOptions& options() const { return options_; }
@@ -120,6 +124,7 @@ class Client::Impl {
   std::condition_variable cv_;
   State state_ = State::connecting;
   std::string server_;         // "host:port" of the server in use
+  std::string local_address_;  // conn_'s local IP (mutex_)
   std::exception_ptr broken_;  // why connecting failed or the connection was lost
   bool leaving_ = false;       // the connection's end is expected: stay quiet
   bool left_ = false;          // no more calls

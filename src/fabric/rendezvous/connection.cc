@@ -19,9 +19,15 @@ std::string describe(const asio::ip::tcp::socket& socket) {
   if (ec) return "unknown peer";
   return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
 }
+std::string local_ip(const asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto endpoint = socket.local_endpoint(ec);
+  return ec ? std::string() : endpoint.address().to_string();
+}
 }  // namespace
 
-Connection::Connection(asio::ip::tcp::socket socket) : socket_(std::move(socket)), remote_(describe(socket_)) {}
+Connection::Connection(asio::ip::tcp::socket socket)
+    : socket_(std::move(socket)), remote_(describe(socket_)), local_address_(local_ip(socket_)) {}
 
 asio::awaitable<std::optional<std::vector<std::uint64_t>>> Connection::read_frame(std::size_t max_bytes) {
   std::array<unsigned char, wire::kPrefixBytes> prefix{};

@@ -31,6 +31,10 @@ class Connection final : public std::enable_shared_from_this<Connection> {
 
   // "ip:port" of the other end, fixed at construction.
   const std::string& remote() const { return remote_; }
+  // The IP address this end of the connection has, fixed at construction:
+  // the interface through which this host reaches the other end ("" when
+  // unknown).
+  const std::string& local_address() const { return local_address_; }
   boost::asio::ip::tcp::socket& socket() { return socket_; }
   bool is_open() const { return socket_.is_open(); }
 
@@ -53,6 +57,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
 
   boost::asio::ip::tcp::socket socket_;
   std::string remote_;
+  std::string local_address_;
   std::deque<std::vector<std::byte>> queue_;
   bool writing_ = false;
   bool close_when_flushed_ = false;

@@ -86,7 +86,14 @@ void Membership::on_group_view(const fabric::MembershipView& view, const std::ve
     std::lock_guard lock(mutex_);
     for (const auto& l : lost) {
       departures_.push_back({l.rank, l.host, l.reason});
-      reasons += (reasons.empty() ? "" : "; ") + ("rank " + std::to_string(l.rank) + " (" + l.host + "): " + l.reason);
+      const std::string entry = "rank " + std::to_string(l.rank) + " (" + l.host + "): " + l.reason;
+      // This member's own reason first: when it is out, that is the why
+      // its error leads with (a server standing down lists everyone).
+      if (l.rank == group_.rank()) {
+        reasons = entry + (reasons.empty() ? "" : "; " + reasons);
+      } else {
+        reasons += (reasons.empty() ? "" : "; ") + entry;
+      }
     }
   }
   const gossip::View next = to_gossip_view(view);
