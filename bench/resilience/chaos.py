@@ -219,12 +219,22 @@ class Job:
         # restart followed) to the first view that has it.
         starts = [t for _, t in self.kills] + [t for t, _ in self.joiners]
         join_delay = sorted(t - min(starts) for t in entered.values()) if starts and entered else []
+        # And from the new member's own process start: its start record's
+        # time less the setup it reports (dataset, join), which excludes
+        # the launcher's reaction to the kill.
+        own_delay = []
+        for rank, at in sorted(entered.items()):
+            start = next((r for r in self.records(rank) if r.get(K.EVENT) == E.START), None)
+            summary = [r for r in self.records(rank) if r.get(K.EVENT) == E.SUMMARY]
+            if start and summary and K.UNIX_TIME in start:
+                own_delay.append(at - (start[K.UNIX_TIME] - summary[-1][K.SETUP_SECONDS]))
         # The job's time is its finishers' (a peer the others expelled may
         # take longer to learn it and exit; the driver waits for it too).
         walls = [self.summary(rank)[K.WALL_SECONDS] for rank in survivors]
         return {"survivors": len(survivors), "accuracy": sum(accuracy) / len(accuracy) if accuracy else float("nan"),
                 "accuracy_range": (min(accuracy), max(accuracy)) if accuracy else (float("nan"),) * 2,
-                "wall": max(walls) if walls else self.end - self.start, "views": views, "view_delay": per_kill, "join_delay": join_delay}
+                "wall": max(walls) if walls else self.end - self.start, "views": views, "view_delay": per_kill, "join_delay": join_delay,
+                "own_start_delay": sorted(own_delay)}
 
 
 def busy_core(stop):
@@ -330,22 +340,24 @@ def main():
     with open(out_dir / "chaos.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["scenario", "algorithm", "finished", "accuracy", "accuracy_min", "accuracy_max", "wall_s", "ratio",
-                    "views", "view_delay_s", "join_delay_s"])
+                    "views", "view_delay_s", "join_delay_s", "own_start_delay_s"])
         for r in rows:
             delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))
             lo, hi = r["accuracy_range"]
             w.writerow([r["scenario"], r["algorithm"], r["survivors"], f"{r['accuracy']:.4f}", f"{lo:.4f}", f"{hi:.4f}",
                         f"{r['wall']:.1f}", f"{r['ratio']:.2f}", r["views"], delays,
-                        " ".join(f"{d:.2f}" for d in r["join_delay"])])
+                        " ".join(f"{d:.2f}" for d in r["join_delay"]),
+                        " ".join(f"{d:.2f}" for d in r["own_start_delay"])])
     print(f"| scenario | algorithm | finished | avg-model accuracy (min-max) | wall s | vs baseline | views | "
-          f"kill -> new view (s, min-max over survivors) | start -> in a view (s) |")
-    print("|---|---|---:|---:|---:|---:|---:|---|---|")
+          f"kill -> new view (s, min-max over survivors) | start -> in a view (s) | own process start -> in a view (s) |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
     for r in rows:
         delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))
         lo, hi = r["accuracy_range"]
         joins = " ".join(f"{d:.2f}" for d in r["join_delay"])
         print(f"| {r['scenario']} | {r['algorithm']} | {r['survivors']} | {r['accuracy']:.4f} ({lo:.4f}-{hi:.4f}) | "
-              f"{r['wall']:.1f} | {r['ratio']:.2f} | {r['views']} | {delays} | {joins} |")
+              f"{r['wall']:.1f} | {r['ratio']:.2f} | {r['views']} | {delays} | {joins} | "
+              f"{' '.join(f'{d:.2f}' for d in r['own_start_delay'])} |")
     print(f"\nresults: {out_dir}/chaos.csv; commands in each row's murmur-run.log folder", file=sys.stderr)
 
 
