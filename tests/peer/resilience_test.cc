@@ -133,6 +133,22 @@ TEST(LostRendezvous, ThenAPeerTheSurvivorsStillChangeView) {
   expect_survivors_agree(o, 3, "0,1,2");
 }
 
+// Whatever started the peers: a job started without murmur-run (srun,
+// mpirun, torchrun) hosts its rendezvous in rank 0. Killing rank 0 takes
+// the server and rank 0's standby with it; the others fail over to rank
+// 1's standby, three of the four reach it (a quorum), and they finish
+// without rank 0.
+TEST(RendezvousInRankZero, KilledWithItsRankTheOthersFinish) {
+  testing::LocalJob job("tests/peer/resilience_test_peer", 4, {"--algorithm", "dpsgd", "--steps", "400"},
+                        testing::LocalJob::Rendezvous::kInRankZero);
+  ASSERT_TRUE(job.wait_for_output(0, "step 100\n", 120s)) << job.output(0);
+  job.kill(0, SIGKILL);
+  Outcome o{job.wait_all(180s), {}};
+  for (int r = 0; r < 4; ++r) o.outputs.push_back(job.output(r));
+  expect_survivors_agree(o, 0, "1,2,3");
+  EXPECT_NE(o.outputs[1].find("rank 1's standby"), std::string::npos) << o.outputs[1];
+}
+
 // Scenario 6 at small scale: sgp over 6 ranks, two killed; the live ranks'
 // ratios agree to 1e-6 (mass held by the lost ranks is lost; what the live
 // ones hold is conserved among them: docs/resilience.md, "sgp's mass").

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--lost-peer-floor", floor_s);
   app.add_option("--mean-every", mean_every);
   app.add_flag("--join", join);
+  bool host_rendezvous = false;
+  app.add_flag("--host-rendezvous", host_rendezvous, "serve the job's rendezvous in this rank (rank 0)");
   CLI11_PARSE(app, argc, argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
     config.world_size = size;
     config.rendezvous = "127.0.0.1:" + std::to_string(port);
     config.token = token;
+    config.host_rendezvous = host_rendezvous;
     config.algorithm = algorithm;
     config.topology = topology;
     config.compressor = compressor;

@@ -1,8 +1,14 @@
 #include "tests/support/local_job.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 #include "common/host.h"
 #include "tests/support/program.h"
@@ -10,27 +16,71 @@
 
 namespace murmur::testing {
 
+namespace {
+
+// A port a peer process can bind after this returns: below the kernel's
+// ephemeral range (so no bind to port 0 anywhere on the host takes it in
+// between) and free now. Started from this process' id, so that tests
+// running side by side probe different ports first.
+std::uint16_t unused_port_below_ephemeral_range() {
+  constexpr int kFirst = 20000, kCount = 12000;  // below 32768, Linux's default ephemeral floor
+  for (int i = 0; i < kCount; ++i) {
+    const auto port = static_cast<std::uint16_t>(kFirst + (::getpid() * 7 + i) % kCount);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  throw std::runtime_error("no free port in 20000..31999 for a rank-0 rendezvous");
+}
+
+}  // namespace
+
 LocalJob::LocalJob(const std::string& program, int size, const std::vector<std::string>& args,
-                   std::chrono::milliseconds heartbeat_timeout) {
-  char dir_template[] = "/tmp/murmur-test-XXXXXX";
-  dir_ = ::mkdtemp(dir_template);
+                   std::chrono::milliseconds heartbeat_timeout)
+    : program_(program) {
   fabric::rendezvous::ServerOptions server_options;
   server_options.bind_host = "127.0.0.1";
   server_options.token = "test-token";
   server_options.heartbeat_timeout = heartbeat_timeout;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
-  program_ = program;
+  start(size, args, server_->port(), false);
+}
+
+LocalJob::LocalJob(const std::string& program, int size, const std::vector<std::string>& args, Rendezvous where)
+    : program_(program) {
+  if (where == Rendezvous::kInTest) {
+    fabric::rendezvous::ServerOptions server_options;
+    server_options.bind_host = "127.0.0.1";
+    server_options.token = "test-token";
+    server_options.heartbeat_timeout = std::chrono::milliseconds(3000);
+    server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
+    start(size, args, server_->port(), false);
+  } else {
+    start(size, args, unused_port_below_ephemeral_range(), true);
+  }
+}
+
+void LocalJob::start(int size, const std::vector<std::string>& args, std::uint16_t port, bool rank_zero_hosts) {
+  char dir_template[] = "/tmp/murmur-test-XXXXXX";
+  dir_ = ::mkdtemp(dir_template);
+  port_ = port;
   for (int rank = 0; rank < size; ++rank) {
     Subprocess::Options options;
-    options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program,
+    options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program_,
                     "--rank",
                     std::to_string(rank),
                     "--size",
                     std::to_string(size),
                     "--rendezvous-port",
-                    std::to_string(server_->port()),
+                    std::to_string(port),
                     "--token",
                     "test-token"};
+    if (rank == 0 && rank_zero_hosts) options.argv.push_back("--host-rendezvous");
     options.argv.insert(options.argv.end(), args.begin(), args.end());
     options.stdout_path = dir_ + "/rank" + std::to_string(rank) + ".out";
     options.stderr_path = "=stdout";
@@ -63,9 +113,15 @@ std::vector<std::optional<int>> LocalJob::wait_all(std::chrono::seconds timeout)
 int LocalJob::spawn_joiner(const std::vector<std::string>& args) {
   const int index = static_cast<int>(peers_.size());
   Subprocess::Options options;
-  options.argv = {
-      std::string(MURMUR_BIN_DIR) + "/" + program_,  "--rank",  "0",         "--size", "1", "--rendezvous-port",
-      std::to_string(server_ ? server_->port() : 0), "--token", "test-token"};
+  options.argv = {std::string(MURMUR_BIN_DIR) + "/" + program_,
+                  "--rank",
+                  "0",
+                  "--size",
+                  "1",
+                  "--rendezvous-port",
+                  std::to_string(port_),
+                  "--token",
+                  "test-token"};
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.stdout_path = dir_ + "/rank" + std::to_string(index) + ".out";
   options.stderr_path = "=stdout";

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,11 @@ class LocalJob {
   // failure-detection time.
   LocalJob(const std::string& program, int size, const std::vector<std::string>& args,
            std::chrono::milliseconds heartbeat_timeout = std::chrono::milliseconds(3000));
+  // Where the job's rendezvous server runs: in this test process, or in
+  // rank 0 (which gets --host-rendezvous), as a job started without
+  // murmur-run (srun, mpirun, torchrun) has it.
+  enum class Rendezvous { kInTest, kInRankZero };
+  LocalJob(const std::string& program, int size, const std::vector<std::string>& args, Rendezvous where);
   ~LocalJob();
 
   // Waits for every peer; returns their raw wait statuses, or nullopt for
@@ -48,7 +54,10 @@ class LocalJob {
   std::string describe(int rank, const std::optional<int>& status) const;
 
  private:
+  void start(int size, const std::vector<std::string>& args, std::uint16_t port, bool rank_zero_hosts);
+
   std::string program_;
+  std::uint16_t port_ = 0;
   std::string dir_;
   std::unique_ptr<fabric::rendezvous::Server> server_;
   std::vector<Subprocess> peers_;
