@@ -16,6 +16,9 @@ Scenarios:
               epoch 2 is started again and joins as a new member
   join        two more peers join with murmur-run --join in epoch 3
   stop        SIGSTOP one peer for --stop-seconds in epoch 2, then SIGCONT
+  stop-restart  the same under --on-failure restart --max-restarts 1: the
+              woken peer learns it is out and exits, murmur-run starts it
+              again, and it rejoins as a new member
   resume      the job stopped after epoch 2 (--stop-after-epoch, with
               --checkpoint-dir) and started again with --resume: with
               the same seeds its accuracy is the baseline's to the digit
@@ -282,7 +285,7 @@ def run_resume(args, algorithm, out_dir, index):
 def run_scenario(args, scenario, algorithm, out_dir, index):
     if scenario == "resume":
         return run_resume(args, algorithm, out_dir, index)
-    policy = ("--on-failure", "restart", "--max-restarts", "1") if scenario == "restart" else ("--on-failure",
+    policy = ("--on-failure", "restart", "--max-restarts", "1") if scenario in ("restart", "stop-restart") else ("--on-failure",
                                                                                                 "continue")
     job = Job(args, f"{scenario}-{algorithm}-{index}", algorithm, out_dir, policy)
     stop = threading.Event()
@@ -298,7 +301,7 @@ def run_scenario(args, scenario, algorithm, out_dir, index):
     elif scenario == "join":
         if job.wait_epoch(0, 3):
             job.join(2)
-    elif scenario == "stop":
+    elif scenario in ("stop", "stop-restart"):
         if job.wait_epoch(3, 2):
             job.signal_peer(3, signal.SIGSTOP)
             time.sleep(args.stop_seconds)  # the fault itself: stopped this long

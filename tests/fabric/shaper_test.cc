@@ -418,8 +418,13 @@ TEST(ShapedTransport, BackToBackSendsSerialise) {
   group[0].isend(1, 1, out.data(), bytes);
   const double first = seconds_until_done(*recv1, start);
   const double second = seconds_until_done(*recv2, start);
-  EXPECT_NEAR(first, on_wire + 0.002, 0.15 * on_wire);
-  EXPECT_NEAR(second - first, on_wire, 0.15 * on_wire);
+  // Lower bounds only: what serialising means is that neither message
+  // arrives before its own time on the wire after the one before it. A
+  // loaded host only delays arrivals, so upper bounds measured the host
+  // (a ±15% window failed with two builds running beside the suite).
+  EXPECT_GE(first, 0.95 * (on_wire + 0.002));
+  EXPECT_GE(second - first, 0.95 * on_wire);
+  EXPECT_LT(second, 10 * on_wire) << "the second message never followed the first";
 }
 
 TEST(ShapedTransport, JitterNeverReordersMessagesToOnePeer) {

@@ -343,7 +343,24 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
       fi_strerror(entry.err < 0 ? -entry.err : entry.err), entry.err, entry.len, entry.olen, entry.flags, entry.data);
   // shm in libfabric 1.17 reports some errors negated (-FI_ETRUNC).
   const int err = entry.err < 0 ? -entry.err : entry.err;
-  if (err == FI_ECANCELED || op.error) return maybe_retire(op);
+  if (op.error) return maybe_retire(op);  // our own fi_cancel of a failed operation, or a late chunk of one
+  if (err == FI_ECANCELED) {
+    // This engine cancels only operations it failed first (fail_op), so a
+    // cancellation of a live one comes from the provider: tcp;ofi_rxm
+    // cancels the receives posted for a peer whose connection it tore down
+    // (a SIGKILLed sender). Retired as if done, such a receive "completed"
+    // with 0 bytes (chunks is 1 until chunk 0 arrives), and dpsgd and sgp
+    // failed their round on a size mismatch ("rank 3 sent 0 bytes")
+    // instead of excusing the dead link (chaos kill runs).
+    const int peer = op.peer;
+    if (failed_[static_cast<std::size_t>(peer)]) return fail_op(op, failed_[static_cast<std::size_t>(peer)], true);
+    auto error = peer_error(peer, std::string(op.is_send() ? "send" : "receive") +
+                                      " cancelled by the provider: the link to this peer was closed");
+    // fail_peer retires `op`: not a field of it may be read afterwards.
+    fail_peer(peer, error);
+    on_peer_failed_(peer, error);
+    return;
+  }
   if (!op.is_send() && ctx.index == 0 && (err == FI_ETRUNC || err == FI_ETOOSMALL)) {
     // Chunk 0 did not fit (only when the rx iov limit is 1, or the sender
     // uses larger chunks): learn the size where the provider tells it

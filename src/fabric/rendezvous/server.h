@@ -19,7 +19,9 @@
 // tell a partition from a mass failure, and the larger side may be going on
 // with a standby; so when no quorum is heard within heartbeat_stale it
 // stands down: it tells every member it holds that it is out (a view
-// without it, naming why) and refuses every later Hello. Two sides of one
+// without it, naming why), ends the job here, and refuses the job's
+// members that come back (rejoining or joining Hellos) until a fresh Hello
+// starts another job. Two sides of one
 // job never both go on (split brain); the price is that a job which loses
 // half its members or more at once, without the lowest rank, stops.
 //

@@ -38,7 +38,12 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
                        std::to_string(wire::kProtocolVersion));
   }
   if (!same_token(hello.token, options_.token)) return refuse_with("cluster token mismatch");
-  if (!stood_down_.empty()) return refuse_with("this rendezvous server stood down: " + stood_down_);
+  if (!stood_down_.empty()) {
+    // Members of the job it stood down for (coming back, or joining it)
+    // are refused with why; a fresh Hello starts the next job here.
+    if (hello.rejoin || hello.join) return refuse_with("this rendezvous server stood down: " + stood_down_);
+    stood_down_.clear();
+  }
   if (hello.join) return handle_join(s, hello);
   // A rejoin (failover) may come from a member admitted as a joiner, whose
   // id is at or above the original world size.

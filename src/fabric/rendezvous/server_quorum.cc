@@ -198,6 +198,9 @@ void Server::Impl::stand_down(const std::string& why) {
     s->conn->close_after_flush();
     s->watchdog.cancel();
   }
+  // The job is over here; one server may host the next (end_job keeps
+  // stood_down_, which refuses this job's members until then).
+  end_job();
 }
 
 }  // namespace murmur::fabric::rendezvous

@@ -276,22 +276,26 @@ void TrainingRun::resume() {
 }
 
 void TrainingRun::write_start() {
-  metrics_->write({{key::kEvent, event::kStart},
-                   {key::kRank, rank_},
-                   {key::kWorldSize, world_},
-                   {key::kModel, o_.model},
-                   {key::kSchedule, o_.peer.schedule},
-                   {key::kParameters, model_->parameter_count()},
-                   {key::kAlgorithm, o_.peer.algorithm},
-                   {key::kCompressor, o_.peer.compressor},
-                   {key::kTopology, o_.peer.topology},
-                   {key::kPeriod, o_.peer.period},
-                   {key::kPartition, data::describe(partition_spec_)},
-                   {key::kShardExamples, shard_examples_},
-                   {key::kStepsPerEpoch, steps_per_epoch_},
-                   {key::kEpochs, o_.epochs},
-                   {key::kBatch, o_.batch},
-                   {key::kPid, static_cast<long>(::getpid())}});
+  metrics_->write(
+      {{key::kEvent, event::kStart},
+       {key::kRank, rank_},
+       {key::kWorldSize, world_},
+       {key::kModel, o_.model},
+       {key::kSchedule, o_.peer.schedule},
+       {key::kParameters, model_->parameter_count()},
+       {key::kAlgorithm, o_.peer.algorithm},
+       {key::kCompressor, o_.peer.compressor},
+       {key::kTopology, o_.peer.topology},
+       {key::kPeriod, o_.peer.period},
+       {key::kPartition, data::describe(partition_spec_)},
+       {key::kShardExamples, shard_examples_},
+       {key::kStepsPerEpoch, steps_per_epoch_},
+       {key::kEpochs, o_.epochs},
+       {key::kBatch, o_.batch},
+       {key::kPid, static_cast<long>(::getpid())},
+       // With setup_seconds (summary), when this process began:
+       // what a restart's time into the job counts from.
+       {key::kUnixTime, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()}});
 }
 
 EpochTotals TrainingRun::train_epoch(int epoch) {
