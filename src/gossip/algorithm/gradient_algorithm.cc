@@ -151,6 +151,8 @@ void GradientAlgorithm::average_gradients() {
     job_error_ = nullptr;
     if (error) failed_ = error;
     ++stats_.rounds;
+    if (round_incomplete_) ++incomplete_rounds_;
+    round_incomplete_ = false;
   }
   ++next_round_;
   asked_gate_ = false;
@@ -268,7 +270,7 @@ bool GradientAlgorithm::average(std::uint64_t round, std::span<const std::span<f
   std::lock_guard lock(mutex_);
   busy_.emplace_back(begin, end);
   stats_.comm_seconds += end - begin;
-  if (!complete) ++incomplete_rounds_;
+  if (!complete) round_incomplete_ = true;
   return complete;
 }
 

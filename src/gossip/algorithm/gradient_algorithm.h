@@ -152,8 +152,9 @@ class GradientAlgorithm : public Algorithm {
   std::vector<std::pair<double, double>> busy_;  // this round's communication intervals
   AlgorithmStats stats_;
   std::uint64_t incomplete_rounds_ = 0;
-  std::set<int> excused_logged_;  // communication thread only
-  std::thread worker_;            // last
+  bool round_incomplete_ = false;  // this round lost a peer in some all-reduce
+  std::set<int> excused_logged_;   // communication thread only
+  std::thread worker_;             // last
 };
 
 }  // namespace murmur::gossip::detail
