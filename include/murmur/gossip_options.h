@@ -45,6 +45,13 @@ struct GossipOptions {
   // schedule_interval steps (docs/scheduler.md).
   std::string schedule = "fixed";
   int schedule_interval = 5;
+  // bytescheduler-a2a: gradients are cut into partitions of at most this
+  // many floats, and at most `bytescheduler_credit` floats of partitions
+  // are on the wire at once. ByteScheduler's defaults (its ByteCore:
+  // BYTESCHEDULER_PARTITION 1000000 and BYTESCHEDULER_CREDIT 4000000
+  // parameters).
+  std::int64_t bytescheduler_partition = 1000000;
+  std::int64_t bytescheduler_credit = 4000000;
 };
 
 // Calls visit(name, value) for each field that every rank of a job must set
@@ -65,6 +72,8 @@ void visit_agreed_fields(const GossipOptions& g, Visit&& visit) {
   visit("topology seed", g.topology_seed);
   visit("schedule", g.schedule);
   visit("schedule interval", g.schedule_interval);
+  visit("bytescheduler partition", g.bytescheduler_partition);
+  visit("bytescheduler credit", g.bytescheduler_credit);
 }
 
 }  // namespace murmur

@@ -30,6 +30,15 @@
 // destructor, and is read and written only inside Peer calls, on the
 // caller's thread: the background round works on murmur's own copy.
 //
+// Gradient hand-off (docs/embedding.md, "Gradient hand-off"): the A2A
+// algorithms (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a) average
+// GRADIENTS before the optimizer step instead of tensors after it. Hand
+// the gradient buffer over once (set_gradients), then each step call
+// gradient_ready(layer) from the backward pass as each layer's gradient is
+// final, average_gradients() before the optimizer update, and step() after
+// it as always. The other algorithms ignore the three calls, so a trainer
+// may always make them.
+//
 // Blocking: the constructor blocks until every rank has joined (or
 // join_timeout_s passes). step() blocks only where the algorithm needs its
 // neighbours (see docs/embedding.md). average(), consensus_distance() and
@@ -155,6 +164,7 @@ struct PeerStats {
   std::uint64_t rounds = 0;      // gossip rounds completed
   double wait_seconds = 0;       // caller time blocked in step()/flush()
   double comm_seconds = 0;       // background time inside rounds
+  double overlap_seconds = 0;    // gradient hand-off: background time that ran while the caller computed
   std::uint64_t bytes_sent = 0;  // gossip payload, all links (collectives not included)
   std::uint64_t bytes_received = 0;
   std::uint64_t collective_bytes_sent = 0;  // average(), consensus_distance(), ...
@@ -181,6 +191,25 @@ class Peer final {
   // Before the first step() only. `count` floats at `data`.
   void add_tensor(const std::string& name, float* data, std::size_t count, MemoryKind kind = MemoryKind::kAuto);
   std::size_t parameter_count() const;
+
+  // Gradient hand-off (see above). Whether the algorithm averages
+  // gradients (the calls below do something).
+  bool averages_gradients() const;
+  // Before the first step(): `count` floats of host memory at `data` (the
+  // model's gradients), the concatenation of layers of `layer_sizes`
+  // floats, front layer first, the same on every rank. Valid until
+  // finish(). Throws std::invalid_argument for device memory or sizes that
+  // do not add up to `count`.
+  void set_gradients(float* data, std::size_t count, const std::vector<std::size_t>& layer_sizes);
+  // From the backward pass: layer `layer`'s gradient is final for this
+  // step; it may be read and overwritten with the mean from now until
+  // average_gradients() returns. Never blocks (but the first call of a
+  // job runs the layout check step() would).
+  void gradient_ready(std::size_t layer);
+  // After the backward pass, before the optimizer update: hands over the
+  // layers not handed over yet and blocks until every layer's gradient is
+  // the mean over the live members.
+  void average_gradients();
 
   void step();    // after each local update
   void flush();   // wait for the round in flight and fold it into the tensors

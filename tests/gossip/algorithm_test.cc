@@ -549,3 +549,76 @@ TEST(InProcess, DeadPeerWithReceiptsSurfacesWithinOneTimeout) {
 
 }  // namespace
 }  // namespace murmur::testing
+
+namespace murmur::testing {
+namespace {
+
+// The gradient methods in-process (asio, three ranks): every layer's
+// gradient becomes the exact mean over the ranks, whatever the method
+// cuts it into (bytescheduler-a2a: partitions of 3 floats, a credit of 5,
+// so layers split and windows hold several partitions).
+TEST(InProcess, GradientMethodsAverageEveryLayer) {
+  for (const std::string name : {"bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a"}) {
+    SCOPED_TRACE(name);
+    auto c = make_cluster(3);
+    const std::vector<std::size_t> layers{5, 1, 7, 3};
+    std::vector<std::future<std::vector<float>>> fs;
+    for (int r = 0; r < 3; ++r) {
+      fs.push_back(std::async(std::launch::async, [&, r] {
+        AlgorithmOptions o;
+        o.bytescheduler_partition = 3;
+        o.bytescheduler_credit = 5;
+        auto a = gossip::make_algorithm(name, o, *c.comms[r], nullptr);
+        std::vector<float> params(16, 0.0f), gradients(16);
+        a->set_gradients(gradients, layers);
+        for (int step = 0; step < 3; ++step) {
+          for (std::size_t i = 0; i < gradients.size(); ++i)
+            gradients[i] = static_cast<float>(r + 1 + step) + 0.25f * static_cast<float>(i);
+          for (std::size_t l = layers.size(); l-- > 0;) a->gradient_ready(l);
+          a->average_gradients();
+          a->step(params);
+        }
+        a->finish(params);
+        EXPECT_EQ(a->stats().rounds, 3u);
+        return gradients;
+      }));
+    }
+    for (auto& f : fs) {
+      const auto g = f.get();
+      // The last step's mean: (1 + 2 + 3) / 3 + 2 + 0.25 i.
+      for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], 4.0f + 0.25f * static_cast<float>(i), 1e-5) << i;
+    }
+  }
+}
+
+// Bad hand-offs fail with what is wrong, not a hang.
+TEST(InProcess, GradientMethodsNameABadHandOff) {
+  auto c = make_cluster(1);
+  AlgorithmOptions o;
+  auto a = gossip::make_algorithm("wfbp-a2a", o, *c.comms[0], nullptr);
+  std::vector<float> params(8), gradients(8);
+  EXPECT_THROW(a->step(params), std::logic_error);  // no gradient buffer yet
+  try {
+    a->set_gradients(gradients, {3, 4});
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("add up to 7"), std::string::npos) << e.what();
+  }
+  a->set_gradients(gradients, {3, 5});
+  try {
+    a->gradient_ready(2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gradient_ready(2)"), std::string::npos) << e.what();
+  }
+  a->gradient_ready(1);
+  EXPECT_THROW(a->gradient_ready(1), std::logic_error);  // twice in one round
+  a->average_gradients();                                // hands over layer 0 too
+  a->step(params);
+  a->finish(params);
+  o.period = 2;
+  EXPECT_THROW(gossip::make_algorithm("bsp-a2a", o, *c.comms[0], nullptr), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace murmur::testing

@@ -27,7 +27,8 @@ TEST(AlgorithmRegistry, NamesAreUniqueAndFound) {
     EXPECT_FALSE(a.summary.empty()) << a.name;
   }
   EXPECT_EQ(algorithm_names(),
-            (std::vector<std::string>{"dpsgd", "choco", "sgp", "adpsgd", "allreduce", "topk-allreduce", "local-sgd"}));
+            (std::vector<std::string>{"dpsgd", "choco", "sgp", "adpsgd", "allreduce", "topk-allreduce", "local-sgd",
+                                      "bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a"}));
   EXPECT_EQ(find_algorithm("gossip"), nullptr);
   try {
     algorithm_info("gossip");
@@ -55,6 +56,28 @@ TEST(AlgorithmRegistry, TraitsAreConsistent) {
   EXPECT_EQ(algorithm_info("choco").on_membership_change, MembershipChange::kResyncNeighbourState);
   EXPECT_EQ(algorithm_info("sgp").checkpoint_state, kParameters | kPushSumWeight);
   EXPECT_EQ(algorithm_info("topk-allreduce").averages, Averages::kModelUpdates);
+  // allreduce averages the parameters after the optimizer step, bsp-a2a the
+  // gradients before it: both kept, each named for what it averages.
+  EXPECT_EQ(algorithm_info("allreduce").averages, Averages::kModels);
+  for (const char* name : {"bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a"}) {
+    EXPECT_EQ(algorithm_info(name).averages, Averages::kGradients) << name;
+    EXPECT_EQ(algorithm_info(name).on_membership_change, MembershipChange::kReaverageModels) << name;
+  }
+}
+
+TEST(GossipOptions, GradientMethodsRefuseAPeriodAndASchedule) {
+  GossipOptions g;
+  g.algorithm = "wfbp-a2a";
+  g.period = 4;
+  try {
+    check_gossip_options(g);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--period 4"), std::string::npos) << e.what();
+  }
+  g.period = 1;
+  g.schedule = "adaptive";
+  EXPECT_THROW(check_gossip_options(g), std::invalid_argument);
 }
 
 TEST(GossipOptions, OneSetOfDefaults) {

@@ -165,3 +165,54 @@ TEST(Gradients, OfABatchAreTheWeightedMeanOverItsParts) {
 }
 
 }  // namespace
+
+namespace {
+
+// The layer-wise hand-off: every parameter layer once, last first, and at
+// the moment of the call its slice already holds the gradient train_batch
+// returns (later layers of backward never write it again).
+TEST(GradientHook, HandsEveryLayerOverInBackwardOrderWhenItsSliceIsFinal) {
+  for (const std::string name : {"cnn", "mlp:7,5,9"}) {
+    SCOPED_TRACE(name);
+    mm::ModelSpec spec = mm::parse_model_spec(name, mm::Device::kCpu);
+    spec.input_rows = spec.input_cols = 8;
+    spec.max_batch = 4;
+    auto model = mm::make_model(spec);
+    model->initialize(3);
+    const std::vector<std::size_t> sizes = model->gradient_layer_sizes();
+    std::size_t total = 0;
+    std::vector<std::size_t> offsets;
+    for (std::size_t s : sizes) {
+      offsets.push_back(total);
+      total += s;
+    }
+    ASSERT_EQ(total, model->parameter_count());
+    EXPECT_EQ(sizes.size(), 4u);  // cnn: 2 conv + 2 dense; mlp:7,5,9: 3 hidden + output
+    std::vector<std::size_t> order;
+    std::vector<std::vector<float>> at_hand_over(sizes.size());
+    model->set_gradient_hook([&](std::size_t layer) {
+      order.push_back(layer);
+      auto g = model->gradients().subspan(offsets[layer], sizes[layer]);
+      at_hand_over[layer].assign(g.begin(), g.end());
+    });
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> pixel(0, 1);
+    std::vector<float> x(4 * 64);
+    for (float& v : x) v = pixel(rng);
+    const std::vector<std::uint8_t> labels{1, 7, 3, 0};
+    model->train_batch(x.data(), labels.data(), 4);
+    std::vector<std::size_t> backward(sizes.size());
+    for (std::size_t i = 0; i < backward.size(); ++i) backward[i] = backward.size() - 1 - i;
+    EXPECT_EQ(order, backward);
+    for (std::size_t l = 0; l < sizes.size(); ++l) {
+      auto g = model->gradients().subspan(offsets[l], sizes[l]);
+      EXPECT_TRUE(std::equal(g.begin(), g.end(), at_hand_over[l].begin(), at_hand_over[l].end())) << "layer " << l;
+    }
+    model->set_gradient_hook({});
+    order.clear();
+    model->train_batch(x.data(), labels.data(), 4);
+    EXPECT_TRUE(order.empty());
+  }
+}
+
+}  // namespace

@@ -12,6 +12,10 @@
 //   "mean S M"               with --mean-every N: every N steps, the exact
 //                            mean of the ranks' step counters (a collective
 //                            mid-run, as a trainer's epoch-end evaluation)
+// Under a gradient-averaging algorithm (bsp-a2a, ...) each step also hands
+// over a gradient of four layers, g = 0.01 (x - rank), backward order, and
+// applies its mean: the ranks' models start apart and stay apart until a
+// view change averages them (then the same mean gradient keeps them equal).
 // With --join the process joins the running job as a new member: its first
 // step() takes a member's model and, through join_state / on_join_state,
 // the step that member was at, so it stops with the others.
@@ -74,12 +78,21 @@ int main(int argc, char** argv) {
     std::vector<float> x(1000);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(rank) + static_cast<float>(i) / 1000.0f;
     peer.add_tensor("x", x.data(), x.size());
+    std::vector<float> gradient(x.size());
+    const std::vector<std::size_t> layers{100, 200, 300, 400};
+    if (peer.averages_gradients()) peer.set_gradients(gradient.data(), gradient.size(), layers);
     if (join) {
       peer.step();  // admitted: the sponsor's model and step arrive
       std::printf("joined at %d as rank %d\n", step, peer.rank());
     }
     for (; step < steps; ++step) {
       std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(compute_ms * 1000)));
+      if (peer.averages_gradients()) {
+        for (std::size_t i = 0; i < x.size(); ++i) gradient[i] = 0.01f * (x[i] - static_cast<float>(rank));
+        for (std::size_t l = layers.size(); l-- > 0;) peer.gradient_ready(l);
+        peer.average_gradients();
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] -= gradient[i];
+      }
       peer.step();
       if (step % 20 == 0) std::printf("step %d\n", step);
       if (mean_every > 0 && (step + 1) % mean_every == 0) {

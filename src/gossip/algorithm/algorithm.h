@@ -8,8 +8,10 @@
 //   algo->finish(x);
 //
 // Names: dpsgd, choco, sgp, adpsgd (gossip; need a topology), allreduce,
-// topk-allreduce, local-sgd (centralized baselines; topology ignored); the
-// registry (registry.h) is the list, with each algorithm's traits.
+// topk-allreduce, local-sgd (centralized baselines; topology ignored),
+// bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a (gradient averaging: the
+// survey's A2A family, below); the registry (registry.h) is the list, with
+// each algorithm's traits.
 //
 // Semantics of step(params): `params` is the caller's tensor after its local
 // update. Every H-th call (H = options.period; calls are counted from 1) is a
@@ -33,6 +35,17 @@
 // flush(params) waits for the round in flight and folds it in. finish(params)
 // ends participation (adpsgd: keeps serving neighbours until every neighbour
 // has finished too); step() after finish() is a bug.
+//
+// Gradient averaging (registry.h: averages == Averages::kGradients). These
+// algorithms average GRADIENTS before the optimizer step instead of models
+// after it: set_gradients() once with the gradient buffer and its layers,
+// then each step gradient_ready(layer) from the backward pass as soon as
+// that layer's slice is final (the algorithm may start communicating it at
+// once, on its own thread, while the caller computes the layers below),
+// average_gradients() after the backward pass (blocks until every slice
+// holds the mean over the view's members), the optimizer's update, step().
+// step() communicates nothing for them; it adopts membership views (see
+// gradient_algorithm.h). Every other algorithm ignores the three calls.
 //
 // Blocking and failures: step/flush/finish block only as described. A
 // PeerError (a peer died or stalled past options.timeout_s) surfaces from the
@@ -117,6 +130,10 @@ struct AlgorithmStats {
   // (tolerate_lost_peers); a collective's result is not exact after one.
   std::uint64_t incomplete_rounds = 0;
   std::uint64_t view_generation = 0;  // the membership view in use
+  // Gradient averaging: communication-thread time that ran while the caller
+  // was still computing (before it called average_gradients()); the rest of
+  // comm_seconds is what the caller waited for.
+  double overlap_seconds = 0;
 };
 
 // What the scheduler (gossip/schedule) may change while an algorithm runs.
@@ -200,6 +217,21 @@ class Algorithm {
   // caller's thread. Call before the first step; `views` must outlive the
   // algorithm. Null: membership never changes.
   virtual void set_views(ViewSchedule* views) = 0;
+
+  // Gradient hand-off (see "Gradient averaging" above), caller thread.
+  // set_gradients: once, before the first step; `gradients` (host memory,
+  // the caller's, valid for the algorithm's lifetime) is the concatenation
+  // of layers of `layer_sizes` floats, front layer first. Between a step's
+  // first gradient_ready() and the return of its average_gradients() the
+  // algorithm reads and writes the handed-over slices; the caller must not
+  // touch them. gradient_ready(layer): that layer's slice is final for this
+  // step (any order; backward order overlaps best). average_gradients():
+  // hands over the layers not handed over yet, then blocks until every
+  // slice holds the mean over the members. Throws std::invalid_argument for
+  // a bad layout or layer index, and a PeerError as step() does.
+  virtual void set_gradients(std::span<float> /*gradients*/, std::vector<std::size_t> /*layer_sizes*/) {}
+  virtual void gradient_ready(std::size_t /*layer*/) {}
+  virtual void average_gradients() {}
 
   // Checkpoints (docs/resilience.md, "Checkpoints"). The algorithm's own
   // state beyond the caller's parameters (registry.h: checkpoint_state), as

@@ -67,6 +67,18 @@ void add_gossip_flags(CLI::App& app, GossipOptions& o, unsigned which, const std
         ->capture_default_str()
         ->group(group);
   }
+  if (which & kByteSchedulerFlags) {
+    app.add_option("--bytescheduler-partition", o.bytescheduler_partition,
+                   "bytescheduler-a2a: largest gradient partition, in floats (ByteScheduler's default)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--bytescheduler-credit", o.bytescheduler_credit,
+                   "bytescheduler-a2a: floats of partitions on the wire at once (ByteScheduler's default)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+        ->capture_default_str()
+        ->group(group);
+  }
 }
 
 }  // namespace murmur::gossip

@@ -16,6 +16,15 @@ schedule::ScheduleConfig check_gossip_options(const GossipOptions& g) {
     throw std::invalid_argument("schedule '" + g.schedule + "': " + g.algorithm +
                                 " has no rounds to schedule (use --schedule fixed)");
   }
+  if (schedule.mode == schedule::ScheduleMode::kAdaptive && info.averages == Averages::kGradients) {
+    throw std::invalid_argument("schedule '" + g.schedule + "': " + g.algorithm +
+                                " averages every step's gradients exactly: no period or compression to tune (use "
+                                "--schedule fixed)");
+  }
+  if (info.averages == Averages::kGradients && g.period != 1) {
+    throw std::invalid_argument("--period " + std::to_string(g.period) + ": " + g.algorithm +
+                                " averages the gradients of every step (local-sgd averages models every H steps)");
+  }
   if (g.schedule_interval < 1) {
     throw std::invalid_argument("schedule interval " + std::to_string(g.schedule_interval) + " must be >= 1");
   }

@@ -13,6 +13,12 @@
 //   local-sgd       or every H steps): stateless between rounds.
 //   topk-allreduce  compressed updates against a reference every rank holds,
 //                   with error feedback on the sender.
+//   bsp-a2a,        the survey's A2A family: exact means of the GRADIENTS
+//   wfbp-a2a,       before the optimizer step (allreduce averages the
+//   mg-wfbp,        parameters after it), fused, per layer, in measured
+//   bytescheduler-  buckets, or in prioritised partitions; stateless between
+//   a2a             steps, no period (every step), not simulable yet (the
+//                   simulator has no layer-wise backward to hand them).
 #include "gossip/algorithm/registry.h"
 
 #include <stdexcept>
@@ -28,6 +34,10 @@ std::unique_ptr<Algorithm> make_adpsgd(const AlgorithmOptions& o, Communicator& 
 std::unique_ptr<Algorithm> make_allreduce(const AlgorithmOptions& o, Communicator& comm);
 std::unique_ptr<Algorithm> make_local_sgd(const AlgorithmOptions& o, Communicator& comm);
 std::unique_ptr<Algorithm> make_topk_allreduce(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_bsp_a2a(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_wfbp_a2a(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_mg_wfbp(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_bytescheduler_a2a(const AlgorithmOptions& o, Communicator& comm);
 }  // namespace detail
 
 namespace {
@@ -83,7 +93,7 @@ void add_gossip_rows(std::vector<AlgorithmInfo>& t) {
 // Centralized baselines: every rank gets the same result.
 void add_centralized_rows(std::vector<AlgorithmInfo>& t) {
   t.push_back({.name = "allreduce",
-               .summary = "exact mean of the parameters every step (ring all-reduce)",
+               .summary = "exact mean of the PARAMETERS after every optimizer step (ring all-reduce)",
                .centralized = true,
                .has_rounds = true,
                .tunes_period = true,
@@ -115,6 +125,32 @@ void add_centralized_rows(std::vector<AlgorithmInfo>& t) {
                }});
 }
 
+// The survey's A2A methods: every rank averages its gradients before the
+// optimizer step, so every rank applies the same update.
+void add_gradient_rows(std::vector<AlgorithmInfo>& t) {
+  constexpr std::string_view kNotSimulable =
+      "it averages gradients layer by layer during the backward pass, which the simulator does not run yet "
+      "(murmur-sim's cost models cover the survey's methods)";
+  auto row = [&](std::string_view name, std::string_view summary, AlgorithmMaker make) {
+    t.push_back({.name = name,
+                 .summary = summary,
+                 .centralized = true,
+                 .has_rounds = true,  // one per step: every rank's all-reduces pair up
+                 .not_simulable_because = kNotSimulable,
+                 .on_membership_change = MembershipChange::kReaverageModels,
+                 .averages = Averages::kGradients,
+                 .make = make});
+  };
+  row("bsp-a2a", "exact mean of the GRADIENTS before every optimizer step: one fused ring all-reduce after backward",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_bsp_a2a(o, c); });
+  row("wfbp-a2a", "wait-free backpropagation: one gradient all-reduce per layer, started as backward hands it over",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_wfbp_a2a(o, c); });
+  row("mg-wfbp", "merged-gradient WFBP: layers merged into buckets by the alpha-beta rule, alpha and beta measured",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_mg_wfbp(o, c); });
+  row("bytescheduler-a2a", "ByteScheduler: gradient partitions all-reduced front layers first, within a credit window",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_bytescheduler_a2a(o, c); });
+}
+
 }  // namespace
 
 const std::vector<AlgorithmInfo>& algorithms() {
@@ -122,6 +158,7 @@ const std::vector<AlgorithmInfo>& algorithms() {
     std::vector<AlgorithmInfo> t;
     add_gossip_rows(t);
     add_centralized_rows(t);
+    add_gradient_rows(t);
     return t;
   }();
   return table;

@@ -47,6 +47,14 @@ enum class MembershipChange {
   // re-agreed (a dense round over the new members) before sparse updates
   // against it mean the same thing everywhere again.
   kReagreeReference,
+  // Gradient averaging keeps the models identical only while every rank
+  // applies the same mean gradient; a round that lost a peer broke that.
+  // The ring is rebuilt over the new members and their parameters are
+  // averaged once (an exact all-reduce) before gradients are averaged
+  // again (gradient_algorithm.h). bsp-a2a, wfbp-a2a, mg-wfbp (which also
+  // measures alpha and beta again), bytescheduler-a2a (the new first
+  // member leads).
+  kReaverageModels,
 };
 
 // Parts of an algorithm's state that a checkpoint must hold and a joining
@@ -63,7 +71,7 @@ enum StatePart : unsigned {
 enum class Averages {
   kModels,        // parameters (or their snapshot at a round)
   kModelUpdates,  // what the parameters moved since a shared reference
-  kGradients,     // gradients before the optimizer step (the survey's gradient methods; none yet)
+  kGradients,     // gradients before the optimizer step (the survey's A2A methods; algorithm.h, "Gradient averaging")
 };
 
 using AlgorithmMaker = std::unique_ptr<Algorithm> (*)(const AlgorithmOptions&, Communicator&, const Topology*);

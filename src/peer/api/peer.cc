@@ -271,6 +271,29 @@ class Peer::Impl {
     left_step_ = std::chrono::steady_clock::now();
   }
 
+  bool averages_gradients() const {
+    return gossip::algorithm_info(config_.algorithm).averages == gossip::Averages::kGradients;
+  }
+
+  void set_gradients(float* data, std::size_t count, const std::vector<std::size_t>& layer_sizes) {
+    if (started_) throw std::logic_error("set_gradients() after the first step()");
+    if (count > 0 && peer::resolve_on_device(data, MemoryKind::kAuto, "set_gradients()"))
+      throw std::invalid_argument(
+          "set_gradients(): the gradients are in device memory; the gradient hand-off reads "
+          "host memory only (copy them to the host, or use a model-averaging algorithm)");
+    if (gossip_) gossip_->set_gradients({data, count}, layer_sizes);
+  }
+
+  void gradient_ready(std::size_t layer) {
+    start();
+    if (gossip_) gossip_->gradient_ready(layer);
+  }
+
+  void average_gradients() {
+    start();
+    if (gossip_) gossip_->average_gradients();
+  }
+
   void flush() {
     start();
     if (!gossip_) return;
@@ -393,6 +416,7 @@ class Peer::Impl {
       s.rounds = g.rounds;
       s.wait_seconds = g.wait_seconds;
       s.comm_seconds = g.comm_seconds;
+      s.overlap_seconds = g.overlap_seconds;
       for (const auto& [rank, link] : g.links) {
         s.bytes_sent += link.bytes_sent;
         s.bytes_received += link.bytes_received;
@@ -612,6 +636,16 @@ void Peer::add_tensor(const std::string& name, float* data, std::size_t count, M
 std::size_t Peer::parameter_count() const { return impl_->parameter_count(); }
 void Peer::step() {
   impl_->guarded([&] { impl_->step(); });
+}
+bool Peer::averages_gradients() const { return impl_->averages_gradients(); }
+void Peer::set_gradients(float* data, std::size_t count, const std::vector<std::size_t>& layer_sizes) {
+  impl_->guarded([&] { impl_->set_gradients(data, count, layer_sizes); });
+}
+void Peer::gradient_ready(std::size_t layer) {
+  impl_->guarded([&] { impl_->gradient_ready(layer); });
+}
+void Peer::average_gradients() {
+  impl_->guarded([&] { impl_->average_gradients(); });
 }
 std::string Peer::save_state() {
   return impl_->guarded([&] { return impl_->save_state(); });

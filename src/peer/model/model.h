@@ -16,9 +16,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace murmur::peer::model {
 
@@ -72,6 +74,19 @@ class Model {
   // with d(mean loss)/d(params); no weight decay (the optimizer adds it).
   // A label >= classes throws std::invalid_argument naming it.
   virtual StepResult train_batch(const float* x, const std::uint8_t* labels, int batch) = 0;
+  // Layer-wise gradient hand-off (the gradient-averaging algorithms start
+  // communicating a layer while backward computes the layers below it).
+  // The sizes of the layers that have parameters, in the order of their
+  // slices in gradients() (front layer first); they add up to
+  // parameter_count().
+  virtual std::vector<std::size_t> gradient_layer_sizes() const = 0;
+  // Called by train_batch's backward pass as soon as the gradient slice of
+  // parameter layer `layer` (an index into gradient_layer_sizes()) is
+  // final, in backward order (last layer first), on the calling thread.
+  // The CUDA model waits for its stream first, so the slice is complete
+  // when the hook runs (which costs the device its lead). The hook must not
+  // call back into the model; an empty function removes it.
+  virtual void set_gradient_hook(std::function<void(std::size_t layer)> hook) = 0;
   // Forward only; gradients are left alone.
   virtual EvalResult evaluate(const float* x, const std::uint8_t* labels, int batch) = 0;
   // Bytes of model-related buffers (params, grads, activations, scratch),

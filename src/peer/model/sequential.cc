@@ -10,6 +10,7 @@
 //   input_, labels_   device copies of the batch (CUDA only; the CPU model
 //                     reads the caller's memory directly)
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ class SequentialModel final : public Model {
     for (const auto& l : layers_) {
       offsets_.push_back(parameter_count_);
       parameter_count_ += l->parameter_count();
+      if (l->parameter_count() > 0) ++parameter_layers_;
     }
     params_ = ops_->allocate_array<float>(parameter_count_);
     grads_ = ops_->allocate_array<float>(parameter_count_);
@@ -67,6 +69,15 @@ class SequentialModel final : public Model {
   std::span<float> parameters() override { return {params_, parameter_count_}; }
   std::span<float> gradients() override { return {grads_, parameter_count_}; }
   std::size_t buffer_bytes() const override { return ops_->allocated_bytes(); }
+
+  std::vector<std::size_t> gradient_layer_sizes() const override {
+    std::vector<std::size_t> sizes;
+    for (const auto& l : layers_)
+      if (l->parameter_count() > 0) sizes.push_back(l->parameter_count());
+    return sizes;
+  }
+
+  void set_gradient_hook(std::function<void(std::size_t layer)> hook) override { gradient_hook_ = std::move(hook); }
 
   void initialize(std::uint64_t seed) override {
     std::vector<float> host(parameter_count_);
@@ -117,14 +128,22 @@ class SequentialModel final : public Model {
 
   // d(loss)/d(logits) is in grad_[0]; walks the layers back, alternating
   // the two gradient buffers (an in-place layer stays on the one it got).
+  // Each layer with parameters is handed to the gradient hook as soon as
+  // its backward has written them: the parameter layers are counted down
+  // from the last.
   void backward(int batch) {
     int cur = 0;
+    std::size_t parameter_layer = parameter_layers_;
     for (std::size_t i = layers_.size(); i-- > 0;) {
       Layer& l = *layers_[i];
       float* dout = grad_[cur];
       float* din = i == 0 ? nullptr : (l.in_place() ? dout : grad_[1 - cur]);
       l.backward(i == 0 ? input_used_ : act_[i - 1], act_[i], dout, din, batch);
       if (!l.in_place()) cur = 1 - cur;
+      if (l.parameter_count() > 0 && gradient_hook_) {
+        if (ops_->device() != Device::kCpu) ops_->synchronize();
+        gradient_hook_(--parameter_layer);
+      }
     }
   }
 
@@ -137,6 +156,7 @@ class SequentialModel final : public Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::size_t> offsets_;
   std::size_t parameter_count_ = 0;
+  std::size_t parameter_layers_ = 0;  // layers with parameters
   float* params_ = nullptr;
   float* grads_ = nullptr;
   float* scratch_ = nullptr;
@@ -145,6 +165,7 @@ class SequentialModel final : public Model {
   const float* input_used_ = nullptr;  // this step's input: the caller's or input_
   std::vector<float*> act_;
   float* grad_[2] = {nullptr, nullptr};
+  std::function<void(std::size_t)> gradient_hook_;
 };
 
 }  // namespace

@@ -61,6 +61,9 @@ inline constexpr char kBytesReceived[] = "bytes_received";
 inline constexpr char kComputeSeconds[] = "compute_seconds";
 inline constexpr char kCommunicationWaitSeconds[] = "communication_wait_seconds";
 inline constexpr char kCommunicationThreadSeconds[] = "communication_thread_seconds";
+// Gradient methods: communication-thread seconds that ran while the trainer
+// still computed (its backward pass), out of communication_thread_seconds.
+inline constexpr char kCommunicationOverlapSeconds[] = "communication_overlap_seconds";
 inline constexpr char kRounds[] = "rounds";
 inline constexpr char kRatio[] = "ratio";
 inline constexpr char kConsensusDistance[] = "consensus_distance";

@@ -146,6 +146,7 @@ class TrainingRun {
   const std::unique_ptr<model::Model> model_;
   model::SgdOptimizer optimizer_;
   Peer peer_;
+  const bool averages_gradients_;  // the algorithm averages gradients before the optimizer step
   const int rank_, world_;
   std::optional<MetricsWriter> metrics_;
   long steps_per_epoch_ = 0;
@@ -184,6 +185,7 @@ TrainingRun::TrainingRun(const TrainOptions& options)
       optimizer_(model_->parameter_count(), device_,
                  {.momentum = o_.momentum, .weight_decay = o_.weight_decay, .nesterov = o_.nesterov}),
       peer_(peer_config()),
+      averages_gradients_(peer_.averages_gradients()),
       rank_(peer_.rank()),
       world_(peer_.world_size()) {
   set_log_rank(rank_);
@@ -200,6 +202,17 @@ TrainingRun::TrainingRun(const TrainOptions& options)
   auto params = model_->parameters();
   peer_.add_tensor("model", params.data(), params.size(),
                    device_ == model::Device::kCuda ? MemoryKind::kDevice : MemoryKind::kHost);
+  if (averages_gradients_) {
+    if (device_ == model::Device::kCuda)
+      throw std::invalid_argument("--algorithm " + o_.peer.algorithm +
+                                  " averages gradients, which the trainer hands over from host memory only: use "
+                                  "--device cpu (or a model-averaging algorithm on cuda)");
+    // Each layer's gradient goes to the algorithm as soon as backward has
+    // it, so that its all-reduce runs while the layers below are computed.
+    auto gradients = model_->gradients();
+    peer_.set_gradients(gradients.data(), gradients.size(), model_->gradient_layer_sizes());
+    model_->set_gradient_hook([this](std::size_t layer) { peer_.gradient_ready(layer); });
+  }
 }
 
 PeerConfig TrainingRun::peer_config() {
@@ -328,12 +341,20 @@ model::StepResult TrainingRun::train_step() {
   }
   const auto compute_start = Clock::now();
   const auto r = model_->train_batch(batch_.x.data(), batch_.y.data(), batch_.size);
+  double averaging_seconds = 0;
+  if (averages_gradients_) {
+    // The gradients' mean over the members, before the update (the wait is
+    // communication, not compute: the algorithm counts it).
+    const auto averaging_start = Clock::now();
+    peer_.average_gradients();
+    averaging_seconds = seconds_since(averaging_start);
+  }
   optimizer_.step(model_->parameters(), model_->gradients(), model::learning_rate_at(schedule_, step_));
   if (o_.extra_compute_ms > 0) {
     // A GPU peer's step keeps its CPU free: sleep, do not spin.
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.extra_compute_ms));
   }
-  compute_seconds_ += seconds_since(compute_start);
+  compute_seconds_ += seconds_since(compute_start) - averaging_seconds;
   check_finite(r.loss, step_, o_);
   return r;
 }
@@ -463,6 +484,7 @@ void TrainingRun::end_epoch(int epoch, const EpochTotals& totals) {
                {key::kComputeSeconds, compute_seconds_},
                {key::kCommunicationWaitSeconds, stats.wait_seconds},
                {key::kCommunicationThreadSeconds, stats.comm_seconds},
+               {key::kCommunicationOverlapSeconds, stats.overlap_seconds},
                {key::kRounds, stats.rounds}});
   peer_log().info("epoch {}/{}: loss {:.4f}, train accuracy {:.4f}, test accuracy {:.4f}, consensus distance {:.3g}",
                   epoch + 1, o_.epochs, totals.loss(), totals.accuracy(), local_test_.fraction(), consensus);
@@ -540,6 +562,8 @@ nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const Peer
   result[key::kSetupSeconds] = setup_seconds_;
   result[key::kEvalSeconds] = eval_seconds_;
   result[key::kCommunicationWaitSeconds] = stats.wait_seconds;
+  result[key::kCommunicationThreadSeconds] = stats.comm_seconds;
+  result[key::kCommunicationOverlapSeconds] = stats.overlap_seconds;
   result[key::kSteps] = step_;
   return result;
 }

@@ -108,7 +108,8 @@ void add_flags(CLI::App& app, CommandLine& c) {
   // The algorithm comes from --method; the topology seed follows --seed.
   murmur::gossip::add_gossip_flags(
       app, request.gossip.gossip,
-      murmur::gossip::kGossipAll & ~(murmur::gossip::kAlgorithmFlag | murmur::gossip::kTopologySeedFlag));
+      murmur::gossip::kGossipAll &
+          ~(murmur::gossip::kAlgorithmFlag | murmur::gossip::kTopologySeedFlag | murmur::gossip::kByteSchedulerFlags));
   app.add_option("--iterations", request.gossip.iterations, "simulated iterations per gossip run")
       ->capture_default_str()
       ->group("Gossip");

@@ -1,0 +1,295 @@
+#include "gossip/algorithm/gradient_algorithm.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/check.h"
+#include "common/log.h"
+
+namespace murmur::gossip::detail {
+namespace {
+
+// Thrown inside communicate() when the algorithm is torn down while the
+// round waits for layers the caller will never hand over (it failed
+// between gradient_ready() and average_gradients()).
+struct RoundAbandoned {};
+
+}  // namespace
+
+GradientAlgorithm::GradientAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm)
+    : options_(options), comm_(comm), traffic_(comm, options.receipts), name_(std::move(name)) {
+  if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
+  if (options_.period != 1)
+    throw std::invalid_argument(name_ + " averages the gradients of every step: period (H) must be 1, got " +
+                                std::to_string(options_.period) + " (local-sgd averages models every H steps)");
+  for (int k = 0; k < comm.size(); ++k) members_.push_back(k);
+  worker_ = comm_.start_thread([this] { worker_loop(); });
+}
+
+GradientAlgorithm::~GradientAlgorithm() { shutdown(); }
+
+void GradientAlgorithm::shutdown() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;  // a round waiting for layers gives up; one on the wire ends within timeout_s
+  }
+  comm_.notify_local(cv_);
+  {
+    std::unique_lock lock(mutex_);
+    comm_.wait_local(lock, cv_, [&] { return !has_job_; });
+  }
+  comm_.join_thread(worker_);
+}
+
+void GradientAlgorithm::worker_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    comm_.wait_local(lock, cv_, [&] { return stop_ || (has_job_ && job_round_ != ~0ULL); });
+    if (!has_job_ && stop_) return;
+    if (job_round_ == ~0ULL) return;  // stop_ with nothing to run
+    const std::uint64_t round = job_round_;
+    job_round_ = ~0ULL;  // taken
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      communicate(round);
+    } catch (const RoundAbandoned&) {
+      error = std::make_exception_ptr(std::runtime_error(name_ + ": round abandoned at shutdown"));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    job_error_ = error;
+    has_job_ = false;
+    comm_.notify_local(cv_);
+    if (stop_) return;
+  }
+}
+
+void GradientAlgorithm::check_not_failed() const {
+  std::lock_guard lock(mutex_);
+  if (failed_) std::rethrow_exception(failed_);
+}
+
+void GradientAlgorithm::set_gradients(std::span<float> gradients, std::vector<std::size_t> layer_sizes) {
+  if (next_round_ != 0 || round_open_)
+    throw std::logic_error(name_ + ": set_gradients() after the first round; call it once, before training");
+  if (layer_sizes.empty()) throw std::invalid_argument(name_ + ": the gradient layout has no layers");
+  std::vector<std::size_t> offsets{0};
+  for (std::size_t l = 0; l < layer_sizes.size(); ++l) {
+    if (layer_sizes[l] == 0)
+      throw std::invalid_argument(name_ + ": gradient layer " + std::to_string(l) + " has no values");
+    offsets.push_back(offsets.back() + layer_sizes[l]);
+  }
+  if (offsets.back() != gradients.size())
+    throw std::invalid_argument(name_ + ": the gradient layers add up to " + std::to_string(offsets.back()) +
+                                " values, the gradient buffer has " + std::to_string(gradients.size()));
+  std::lock_guard lock(mutex_);
+  gradients_ = gradients;
+  offsets_ = std::move(offsets);
+  ready_.assign(layer_sizes.size(), false);
+  ready_at_.assign(layer_sizes.size(), 0.0);
+}
+
+void GradientAlgorithm::start_round_locked() {
+  round_open_ = true;
+  has_job_ = true;
+  job_round_ = next_round_;
+  busy_.clear();
+}
+
+void GradientAlgorithm::gradient_ready(std::size_t layer) {
+  MURMUR_CHECK(!finished_);
+  check_not_failed();
+  if (offsets_.empty()) throw std::logic_error(name_ + ": gradient_ready() before set_gradients()");
+  if (layer >= layers())
+    throw std::invalid_argument(name_ + ": gradient_ready(" + std::to_string(layer) +
+                                "), but the gradient layout has " + std::to_string(layers()) + " layers");
+  ready_at_[layer] = comm_.now();
+  {
+    std::lock_guard lock(mutex_);
+    if (ready_[layer])
+      throw std::logic_error(name_ + ": layer " + std::to_string(layer) + " handed over twice in round " +
+                             std::to_string(next_round_));
+    ready_[layer] = true;
+    if (!round_open_) start_round_locked();
+  }
+  comm_.notify_local(cv_);
+}
+
+void GradientAlgorithm::average_gradients() {
+  MURMUR_CHECK(!finished_);
+  check_not_failed();
+  if (offsets_.empty()) throw std::logic_error(name_ + ": average_gradients() before set_gradients()");
+  const double entered = comm_.now();
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t l = 0; l < ready_.size(); ++l)
+      if (!ready_[l]) {
+        ready_[l] = true;
+        ready_at_[l] = entered;
+      }
+    if (!round_open_) start_round_locked();
+  }
+  comm_.notify_local(cv_);
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(mutex_);
+    comm_.wait_local(lock, cv_, [&] { return !has_job_; });
+    const double now = comm_.now();
+    stats_.wait_seconds += now - entered;
+    // Communication that ran before the caller asked for the result ran
+    // while the caller computed (the rest of its backward pass).
+    for (const auto& [begin, end] : busy_) stats_.overlap_seconds += std::max(0.0, std::min(end, entered) - begin);
+    const double first = *std::min_element(ready_at_.begin(), ready_at_.end());
+    last_ready_times_.resize(ready_at_.size());
+    for (std::size_t l = 0; l < ready_at_.size(); ++l) last_ready_times_[l] = ready_at_[l] - first;
+    std::fill(ready_.begin(), ready_.end(), false);
+    round_open_ = false;
+    error = job_error_;
+    job_error_ = nullptr;
+    if (error) failed_ = error;
+    ++stats_.rounds;
+    if (round_incomplete_) ++incomplete_rounds_;
+    round_incomplete_ = false;
+  }
+  ++next_round_;
+  asked_gate_ = false;
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      gossip_log().error("{}: round failed: {}", name_, e.what());
+    } catch (...) {
+    }
+    std::rethrow_exception(error);
+  }
+}
+
+void GradientAlgorithm::step(std::span<float> params) {
+  MURMUR_CHECK(!finished_);
+  check_not_failed();
+  if (offsets_.empty())
+    throw std::logic_error(name_ +
+                           " averages gradients, not models: hand it the gradient buffer (set_gradients; "
+                           "murmur::Peer::set_gradients) before the first step");
+  if (round_open_) throw std::logic_error(name_ + ": step() between gradient_ready() and average_gradients()");
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.steps;
+  }
+  if (gate_ && !asked_gate_) {
+    asked_gate_ = true;
+    if (auto change = gate_->before(next_round_)) {
+      next_round_ = std::max(next_round_, change->first_round);  // a joiner enters at the view's first round
+      adopt(*change, params);
+    }
+  }
+}
+
+void GradientAlgorithm::adopt(const ViewChange& change, std::span<float> params) {
+  if (change.exchange_params) change.exchange_params(params, next_round_);
+  members_ = change.view.members;  // no round in flight: the communication thread reads it in the next
+  {
+    std::lock_guard lock(mutex_);
+    stats_.view_generation = change.view.generation;
+  }
+  // Re-agree the model (see the header): one exact mean of the parameters
+  // over the new ring.
+  if (!sum_over_members(params, Phase::kAllreduce, Phase::kAllgather, next_round_)) {
+    gossip_log().warn(
+        "{}: the parameters could not be re-averaged over view {} (a member was lost meanwhile); the "
+        "next view re-averages them",
+        name_, change.view.generation);
+  } else {
+    const float inv = 1.0f / static_cast<float>(members_.size());
+    for (float& v : params) v *= inv;
+  }
+  view_adopted(next_round_);
+}
+
+void GradientAlgorithm::flush(std::span<float>) { check_not_failed(); }
+
+void GradientAlgorithm::finish(std::span<float>) {
+  if (finished_) return;
+  if (round_open_) average_gradients();  // layers were handed over: finish their round with the others
+  finished_ = true;
+}
+
+void GradientAlgorithm::wait_ready(std::size_t layer) {
+  std::unique_lock lock(mutex_);
+  comm_.wait_local(lock, cv_, [&] { return stop_ || ready_[layer]; });
+  if (!ready_[layer]) throw RoundAbandoned{};
+}
+
+std::vector<std::size_t> GradientAlgorithm::wait_more_ready(const std::vector<bool>& taken) {
+  std::vector<std::size_t> more;
+  std::unique_lock lock(mutex_);
+  comm_.wait_local(lock, cv_, [&] {
+    more.clear();
+    for (std::size_t l = 0; l < ready_.size(); ++l)
+      if (ready_[l] && !taken[l]) more.push_back(l);
+    return stop_ || !more.empty();
+  });
+  if (more.empty()) throw RoundAbandoned{};
+  return more;
+}
+
+std::vector<double> GradientAlgorithm::last_ready_times() const {
+  std::lock_guard lock(mutex_);
+  return last_ready_times_;
+}
+
+std::set<int> GradientAlgorithm::wait_excusing(const std::vector<fabric::RequestPtr>& requests) {
+  auto excused = traffic_.wait_all_excusing(requests, options_.timeout_s, options_.tolerate_lost_peers);
+  for (int peer : excused)
+    if (excused_logged_.insert(peer).second)
+      gossip_log().warn("{}: rounds go on without rank {} ({}) until a view drops it: its link failed", name_, peer,
+                        comm_.host(peer));
+  return excused;
+}
+
+bool GradientAlgorithm::average(std::uint64_t round, std::span<const std::span<float>> pieces,
+                                std::span<const std::uint32_t> tasks) {
+  MURMUR_CHECK_EQ(pieces.size(), tasks.size());
+  std::vector<RingTensor> tensors;
+  for (std::size_t k = 0; k < pieces.size(); ++k)
+    tensors.push_back({pieces[k], task_tag(Phase::kGradientReduce, round, tasks[k]),
+                       task_tag(Phase::kGradientGather, round, tasks[k])});
+  const double begin = comm_.now();
+  const bool complete = ring_allreduce_sum(
+      traffic_, members_, rank(), tensors, [this](const auto& r) { return wait_excusing(r); },
+      options_.tolerate_lost_peers);
+  if (complete) {
+    const float inv = 1.0f / static_cast<float>(members_.size());
+    for (const RingTensor& t : tensors)
+      for (float& v : t.data) v *= inv;
+  }
+  const double end = comm_.now();
+  std::lock_guard lock(mutex_);
+  busy_.emplace_back(begin, end);
+  stats_.comm_seconds += end - begin;
+  if (!complete) round_incomplete_ = true;
+  return complete;
+}
+
+bool GradientAlgorithm::sum_over_members(std::span<float> data, Phase reduce, Phase gather, std::uint64_t id) {
+  const RingTensor tensor{data, task_tag(reduce, id, 0), task_tag(gather, id, 0)};
+  return ring_allreduce_sum(
+      traffic_, members_, rank(), std::span<const RingTensor>(&tensor, 1),
+      [this](const auto& r) { return wait_excusing(r); }, options_.tolerate_lost_peers);
+}
+
+AlgorithmStats GradientAlgorithm::stats() const {
+  AlgorithmStats s;
+  {
+    std::lock_guard lock(mutex_);
+    s = stats_;
+    s.incomplete_rounds = incomplete_rounds_;
+  }
+  s.links = traffic_.links();
+  return s;
+}
+
+}  // namespace murmur::gossip::detail
