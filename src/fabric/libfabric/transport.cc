@@ -20,6 +20,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/libfabric/endpoint.h"
 #include "fabric/libfabric/engine.h"
@@ -164,6 +165,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     for (int r : absent) engine_.fail_peer(r, failed_[r]);
     connected_.store(true);
     thread_ = std::thread([self = shared_from_this()] {
+      trace::name_thread("fabric progress");
       self->run();
       // The thread that made every data call closes the endpoint too: rxm
       // may block in fi_close (flushing a connection to a stopped peer), and
