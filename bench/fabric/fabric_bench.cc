@@ -5,6 +5,13 @@
 // is the median of per-repetition ratios (each pair run back to back).
 //
 //   fabric_bench [--sizes 4096,65536,1048576,4194304] [--reps 7] [--mib 256]
+//                [--spin-us 50] [--no-bandwidth] [--idle-seconds 2]
+//   fabric_bench --no-bandwidth --backends libfabric:tcp@0,libfabric:tcp@50  (spins side by side)
+//
+// After the round trips, the CPU the pair of transports burns while idle
+// (nothing posted) and while waiting (a receive posted that nothing
+// matches, as a gossip neighbour's), in % of one core per transport.
+#include <sys/resource.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -12,6 +19,7 @@
 #include <cstdio>
 #include <deque>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,8 +37,10 @@ struct Pair {
   std::unique_ptr<Transport> a, b;
 };
 
-Pair connect_pair(const std::string& backend, const std::string& provider, std::size_t chunk_bytes) {
+Pair connect_pair(const std::string& backend, const std::string& provider, std::size_t chunk_bytes,
+                  std::chrono::microseconds max_spin) {
   murmur::fabric::TransportOptions o;
+  o.max_spin = max_spin;
   o.chunk_bytes = chunk_bytes;
   o.backend = backend;
   o.provider = provider;
@@ -102,6 +112,33 @@ double round_trip_us(Pair& p, std::size_t size, int iterations) {
   return median(samples);
 }
 
+double process_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// % of one core each of the two transports uses over `seconds`, the main
+// thread asleep. `waiting`: a receive is posted that no send matches.
+double idle_cpu_percent(Pair& p, double seconds, bool waiting) {
+  std::uint8_t byte = 0;
+  RequestPtr pending;
+  if (waiting) pending = p.b->irecv(0, 99, &byte, 1);
+  const double cpu = process_cpu_seconds();
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  const double used = (process_cpu_seconds() - cpu) / wall / 2 * 100;
+  if (pending) {
+    // Completes it, so that the pair can be closed cleanly.
+    auto s = p.a->isend(1, 99, &byte, 1);
+    pending->wait_until(Clock::now() + std::chrono::seconds(10));
+    s->wait_until(Clock::now() + std::chrono::seconds(10));
+  }
+  return used;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,23 +149,51 @@ int main(int argc, char** argv) {
   int window = 8;
   std::size_t chunk_bytes = murmur::fabric::TransportOptions{}.chunk_bytes;
   std::vector<std::string> backends = {"libfabric:tcp", "libfabric:shm", "asio"};
+  long spin_us = murmur::fabric::TransportOptions{}.max_spin.count();
+  bool no_bandwidth = false;
+  double idle_seconds = 2;
   app.add_option("--sizes", sizes, "message sizes in bytes")->delimiter(',')->capture_default_str();
   app.add_option("--reps", reps, "repetitions (medians are reported)")->capture_default_str();
   app.add_option("--mib", mib, "MiB streamed per bandwidth repetition")->capture_default_str();
   app.add_option("--window", window, "messages in flight")->capture_default_str();
   app.add_option("--chunk-bytes", chunk_bytes, "the transports' chunk size")->capture_default_str();
-  app.add_option("--backends", backends, "backends to measure")->delimiter(',')->capture_default_str();
+  app.add_option("--backends", backends, "backends to measure: backend[:provider][@spin-us]")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--spin-us", spin_us, "libfabric progress threads' most polling before blocking (0: none)")
+      ->check(CLI::Range(0L, 10000L))
+      ->capture_default_str();
+  app.add_flag("--no-bandwidth", no_bandwidth, "round trips and idle CPU only");
+  app.add_option("--idle-seconds", idle_seconds, "seconds of each idle-CPU measurement (0: none)")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (no_bandwidth) sizes.clear();
+  std::printf("libfabric spin: up to %ld us\n", spin_us);
   const auto total = static_cast<std::size_t>(mib * (1 << 20));
 
   std::printf("%-16s %10s %12s %12s %8s\n", "backend", "bytes", "MB/s", "tcp MB/s", "ratio");
   for (const auto& name : backends) {
-    auto colon = name.find(':');
-    auto backend = name.substr(0, colon);
-    auto provider = colon == std::string::npos ? "auto" : name.substr(colon + 1);
+    // "libfabric:tcp@0": this entry's spin instead of --spin-us, so that
+    // one run compares spins side by side, each against its own baseline.
+    const auto at = name.find('@');
+    const auto spec = name.substr(0, at);
+    long spin = spin_us;
+    if (at != std::string::npos) {
+      try {
+        spin = std::stol(name.substr(at + 1));
+      } catch (const std::exception&) {
+        std::fprintf(stderr, "fabric_bench: --backends entry '%s': expected backend[:provider][@spin-us]\n",
+                     name.c_str());
+        return 2;
+      }
+    }
+    auto colon = spec.find(':');
+    auto backend = spec.substr(0, colon);
+    auto provider = colon == std::string::npos ? "auto" : spec.substr(colon + 1);
     Pair pair;
     try {
-      pair = connect_pair(backend, provider, chunk_bytes);
+      pair = connect_pair(backend, provider, chunk_bytes, std::chrono::microseconds(spin));
     } catch (const std::exception& e) {
       std::printf("%-16s skipped: %s\n", name.c_str(), e.what());
       continue;
@@ -153,6 +218,13 @@ int main(int argc, char** argv) {
     }
     std::printf("%-16s %10s %9.1f us %9.1f us %8.2f   (8-byte round trip)\n", name.c_str(), "rtt", median(rtt),
                 median(base_rtt), median(rtt_ratio));
+    if (idle_seconds > 0) {
+      const double idle = idle_cpu_percent(pair, idle_seconds, false);
+      const double waiting = idle_cpu_percent(pair, idle_seconds, true);
+      std::printf("%-16s %10s %8.2f %% idle, %.2f %% waiting on a receive (of one core, per transport, %.0f s)\n",
+                  name.c_str(), "cpu", idle, waiting, idle_seconds);
+    }
+    std::fflush(stdout);
   }
   return 0;
 }

@@ -21,6 +21,8 @@
 //                      none; with host_rendezvous, rank 0 serves it itself.
 //   token, host name   MURMUR_TOKEN, MURMUR_HOST (else gethostname()).
 //   link profile       MURMUR_LINK_PROFILE.
+//   trace              MURMUR_TRACE: a file for this peer's timeline
+//                      (docs/trace.md); "{rank}" in it becomes the rank.
 //
 // Tensors: float32, host or CUDA device memory (told by `kind`, or found out
 // with kAuto). Gossip runs on the concatenation of the registered tensors in
@@ -108,6 +110,11 @@ struct PeerConfig : GossipOptions {
   std::string provider = "auto";      // auto | tcp | shm | verbs
   std::string link_profile;           // emulated links, e.g. "10gbe"; docs/link-profiles.md
   double timeout_s = 60;              // a peer silent this long is declared failed
+
+  // The timeline (docs/trace.md): Chrome trace-event JSON written here when
+  // the Peer is destroyed, "{rank}" replaced by the rank. Empty: from
+  // MURMUR_TRACE; neither: no trace, and recording costs nothing.
+  std::string trace;
 
   // Failures (see "Membership views" above; docs/resilience.md). Off: the
   // first lost peer fails every call of every other peer.

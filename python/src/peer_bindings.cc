@@ -81,6 +81,7 @@ void bind_values(nb::module_& m) {
       .def_rw("provider", &PeerConfig::provider)
       .def_rw("link_profile", &PeerConfig::link_profile)
       .def_rw("timeout_s", &PeerConfig::timeout_s)
+      .def_rw("trace", &PeerConfig::trace, "Chrome trace-event file for this peer's timeline ({rank}: the rank)")
       .def_rw("survive_lost_peers", &PeerConfig::survive_lost_peers)
       .def_rw("join", &PeerConfig::join);
 

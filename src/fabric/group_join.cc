@@ -8,6 +8,7 @@
 
 #include "common/host.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/group.h"
 #include "fabric/group_internal.h"
@@ -118,7 +119,10 @@ std::unique_ptr<Group> Group::join_running(const GroupOptions& options) {
 
 void Group::start_view_thread(const GroupOptions& options) {
   const auto timeout = options.join_timeout;
-  view_thread_ = std::thread([this, timeout] { run_views(timeout); });
+  view_thread_ = std::thread([this, timeout] {
+    trace::name_thread("group views");
+    run_views(timeout);
+  });
 }
 
 void Group::stop_view_thread() {

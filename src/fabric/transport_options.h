@@ -39,6 +39,11 @@ struct TransportOptions {
   // sends more has its link failed rather than this process's memory
   // exhausted: what arrives from the network is untrusted.
   std::size_t max_unexpected_bytes = std::size_t{2} << 30;
+  // libfabric: the most a progress thread polls, with operations in flight,
+  // before it blocks (libfabric/spin_policy.h: adaptive, never while idle).
+  // Zero: always block at once. $MURMUR_FABRIC_SPIN_US overrides it
+  // (make_transport). docs/fabric-performance.md has what it buys and costs.
+  std::chrono::microseconds max_spin{50};
 };
 
 // Opens a transport of the kind `options` asks for. Throws FabricError naming

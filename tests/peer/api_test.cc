@@ -71,6 +71,15 @@ TEST(JobEnvironment, ConfigurationWinsOverEnvironment) {
   EXPECT_EQ(env.rendezvous_port, 7000);
 }
 
+TEST(JobEnvironment, TheTraceFileComesFromTheConfigurationElseMurmurTrace) {
+  EXPECT_TRUE(resolve_job_environment({}, from({})).trace_path.empty());
+  EXPECT_EQ(resolve_job_environment({}, from({{"MURMUR_TRACE", "/tmp/t-{rank}.json"}})).trace_path,
+            "/tmp/t-{rank}.json");
+  PeerConfig config;
+  config.trace = "mine.json";
+  EXPECT_EQ(resolve_job_environment(config, from({{"MURMUR_TRACE", "theirs.json"}})).trace_path, "mine.json");
+}
+
 void expect_refused(std::map<std::string, std::string> vars, const std::string& expected) {
   try {
     resolve_job_environment({}, from(vars));

@@ -21,3 +21,6 @@ if(Python3_Interpreter_FOUND)
 else()
   message(STATUS "bench_common_test: no python3, the metrics names of bench/common.py go unchecked")
 endif()
+murmur_add_test(peer_train_trace_test SOURCES train_trace_test.cc
+  LIBS murmur::launcher murmur::test_support nlohmann_json::nlohmann_json LABELS multiprocess)
+add_dependencies(peer_train_trace_test murmur_peer_bin murmur_run)

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/asio/link.h"
 #include "fabric/asio/wire.h"
 #include "fabric/errors.h"
@@ -143,7 +144,10 @@ AsioTransport::AsioTransport(const TransportOptions& options)
   }
   links_[options_.rank]->set_host("self");
   accept_next();
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    trace::name_thread("asio io");
+    io_.run();
+  });
   fabric_log().debug("asio transport rank {}/{} listening on {}", options_.rank, options_.size, address_);
 }
 

@@ -5,6 +5,8 @@
 // Request's mutex is never held while taking mutex_.
 #include "fabric/libfabric/transport.h"
 
+#include <sched.h>
+
 #include <rdma/fi_cm.h>
 
 #include <algorithm>
@@ -20,10 +22,12 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/libfabric/endpoint.h"
 #include "fabric/libfabric/engine.h"
 #include "fabric/libfabric/fi_check.h"
+#include "fabric/libfabric/spin_policy.h"
 #include "fabric/libfabric/waiter.h"
 #include "fabric/peer_list.h"
 
@@ -31,6 +35,13 @@ namespace murmur::fabric::libfabric {
 namespace {
 
 using namespace std::chrono_literals;
+
+// One poll of the bounded spin. sched_yield, not a pause instruction: on a
+// host with fewer cores than busy threads (2 cores: the caller, two
+// progress threads), a poller that keeps its core starves the very thread
+// that would post the next message; yielding hands the core to any thread
+// that is ready and polls again only when none is.
+inline void cpu_relax() { ::sched_yield(); }
 
 struct FailPeer {
   int peer;
@@ -53,6 +64,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
       : options_(options),
         endpoint_(options, choose_provider(options)),
         waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd),
+        spin_(options.max_spin),
         engine_(endpoint_, options.chunk_bytes,
                 [this](int peer, std::exception_ptr error) { fail_outstanding(peer, error); }) {
     char name[256];
@@ -164,6 +176,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     for (int r : absent) engine_.fail_peer(r, failed_[r]);
     connected_.store(true);
     thread_ = std::thread([self = shared_from_this()] {
+      trace::name_thread("fabric progress");
       self->run();
       // The thread that made every data call closes the endpoint too: rxm
       // may block in fi_close (flushing a connection to a stopped peer), and
@@ -410,6 +423,11 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
       }
       if (busy) {
         waiter_.note_busy();
+        spin_.note_work(SpinPolicy::Clock::now());
+        continue;
+      }
+      if (spin_.keep_polling(SpinPolicy::Clock::now(), !engine_.idle())) {
+        cpu_relax();
         continue;
       }
       // Bounded waits while work is in flight guard against a provider that
@@ -423,6 +441,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
   // Creation order: closed in reverse.
   Endpoint endpoint_;
   Waiter waiter_;
+  SpinPolicy spin_;  // progress thread only
   Engine engine_;
   std::string address_;
   std::atomic<bool> connected_{false};

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/client_impl.h"
 
@@ -36,7 +37,10 @@ Client::Impl::Impl(ClientOptions options)
       world_size_(options_.size) {
   server_ = options_.server_host + ":" + std::to_string(options_.server_port);
   asio::co_spawn(io_, run(), asio::detached);
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    trace::name_thread("rendezvous client");
+    io_.run();
+  });
 
   std::unique_lock lock(mutex_);
   // run() gives up by itself at connect_timeout; the margin only guards

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/connection.h"
 #include "fabric/rendezvous/session.h"
@@ -64,7 +65,10 @@ Server::Impl::Impl(ServerOptions options) : options_(std::move(options)), accept
   port_ = acceptor_.local_endpoint(ec).port();
 
   asio::co_spawn(io_, accept_loop(), asio::detached);
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    trace::name_thread("rendezvous server");
+    io_.run();
+  });
   rendezvous_log().info("rendezvous server listening on {}:{}", options_.bind_host, port_);
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/peer_list.h"
 
@@ -37,7 +38,10 @@ class ShapedTransportImpl final : public ShapedTransport {
         links_(static_cast<std::size_t>(size_)),
         hosts_(static_cast<std::size_t>(size_), "host unknown"),
         rng_(mix(seed ^ mix(static_cast<std::uint64_t>(rank_)))),
-        timer_([this] { run_timer(); }) {
+        timer_([this] {
+          trace::name_thread("shaper timer");
+          run_timer();
+        }) {
     if (config_.max_rank() >= size_.load()) {
       fabric_log().warn("shaper: config names rank {} but the group has {} ranks; those edges apply only if it joins",
                         config_.max_rank(), size_.load());

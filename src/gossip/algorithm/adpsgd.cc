@@ -49,6 +49,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "gossip/algorithm/algorithm.h"
 #include "gossip/algorithm/traffic.h"
@@ -184,7 +185,10 @@ class Adpsgd final : public Algorithm {
     x_.assign(params.begin(), params.end());
     given_ = x_;
     for (std::size_t k = 0; k < neighbours_.size(); ++k) post_recv(k);
-    server_ = std::thread([this] { serve(); });
+    server_ = std::thread([this] {
+      trace::name_thread("adpsgd server");
+      serve();
+    });
   }
 
   bool all_byes() const {

@@ -5,9 +5,29 @@
 #include <set>
 #include <sstream>
 
+#include "common/trace.h"
 #include "fabric/errors.h"
 
 namespace murmur::gossip {
+namespace {
+
+// A message on the timeline, from its post to its completion (on whichever
+// thread completes it): the neighbour, the bytes and the tag, which the
+// other side's record of the same message shares.
+// `posted` is read before the post: a provider may deliver a small message
+// inside the post call, and the receiver's record must not end before the
+// sender's began.
+void trace_message(fabric::Request& request, trace::Category category, std::int64_t posted) {
+  request.on_done([posted, category](fabric::Request& done) {
+    trace::message(category, posted, trace::now_ns(),
+                   {.peer = done.peer(),
+                    .bytes = done.error() ? -1 : static_cast<std::int64_t>(done.bytes()),
+                    .tag = done.tag(),
+                    .detail = done.error() ? "failed" : ""});
+  });
+}
+
+}  // namespace
 
 FabricCommunicator::FabricCommunicator(fabric::Transport& transport, std::vector<fabric::PeerInfo> peers)
     : transport_(transport), peers_(std::move(peers)) {}
@@ -21,17 +41,25 @@ std::string FabricCommunicator::host(int peer) const {
 }
 
 fabric::RequestPtr FabricCommunicator::isend(int peer, fabric::Tag tag, std::span<const std::byte> data) {
-  return transport_.isend(peer, tag, data.data(), data.size());
+  const std::int64_t posted = trace::enabled() ? trace::now_ns() : -1;
+  auto request = transport_.isend(peer, tag, data.data(), data.size());
+  if (posted >= 0) trace_message(*request, trace::Category::kSend, posted);
+  return request;
 }
 
 fabric::RequestPtr FabricCommunicator::irecv(int peer, fabric::Tag tag, std::span<std::byte> buffer) {
-  return transport_.irecv(peer, tag, buffer.data(), buffer.size());
+  const std::int64_t posted = trace::enabled() ? trace::now_ns() : -1;
+  auto request = transport_.irecv(peer, tag, buffer.data(), buffer.size());
+  if (posted >= 0) trace_message(*request, trace::Category::kRecv, posted);
+  return request;
 }
 
 void FabricCommunicator::set_failure_detector(FailureDetector detector) { detector_ = std::move(detector); }
 
 void FabricCommunicator::wait_all(std::span<const fabric::RequestPtr> requests, double timeout_s) {
   if (requests.empty()) return;
+  trace::Scope span(trace::Category::kWait, "wait_messages");
+  span.args().detail = trace::enabled() ? std::to_string(requests.size()) + " requests" : std::string();
   if (detector_.deadline != nullptr) return wait_detecting(requests, timeout_s);
   auto deadline = fabric::Clock::now() +
                   std::chrono::duration_cast<fabric::Clock::duration>(std::chrono::duration<double>(timeout_s));

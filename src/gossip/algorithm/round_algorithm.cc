@@ -6,6 +6,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/trace.h"
 
 namespace murmur::gossip::detail {
 
@@ -41,6 +42,7 @@ void RoundAlgorithm::shutdown() {
 }
 
 void RoundAlgorithm::worker_loop() {
+  trace::name_thread("gossip");
   std::unique_lock lock(mutex_);
   for (;;) {
     comm_.wait_local(lock, cv_, [&] { return stop_ || (has_job_ && job_round_ != ~0ULL); });
@@ -51,6 +53,8 @@ void RoundAlgorithm::worker_loop() {
     double start = comm_.now();
     std::exception_ptr error;
     try {
+      trace::Scope span(trace::Category::kGossip, "round");
+      if (trace::enabled()) span.args().detail = "round " + std::to_string(round);
       run_round(round);
     } catch (...) {
       error = std::current_exception();
@@ -74,6 +78,8 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
   double start = comm_.now();
   std::exception_ptr error;
   {
+    // The caller's thread blocked on its neighbours: the timeline's "waiting".
+    trace::Scope span(trace::Category::kWait, "wait_for_round");
     std::unique_lock lock(mutex_);
     comm_.wait_local(lock, cv_, [&] { return !has_job_; });
     stats_.wait_seconds += comm_.now() - start;

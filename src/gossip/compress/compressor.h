@@ -32,6 +32,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/trace.h"
+
 namespace murmur::gossip {
 
 // A message from the network that breaks its format (truncated, wrong codec,
@@ -75,11 +77,18 @@ class Compressor {
   // values whose norm overflows a float): their receivers would refuse the
   // message.
   std::size_t encode(std::span<const float> in, std::span<std::byte> out, const EncodeParams& p = {}) {
-    return do_encode(in, out, p);
+    trace::Scope span(trace::Category::kCompress, "encode");
+    const std::size_t bytes = do_encode(in, out, p);
+    span.args().bytes = static_cast<std::int64_t>(bytes);
+    return bytes;
   }
   // Decodes a whole message into `out`, whose size must be the sender's n.
   // Throws MalformedMessage (see the header comment).
-  void decode(std::span<const std::byte> in, std::span<float> out) { do_decode(in, out); }
+  void decode(std::span<const std::byte> in, std::span<float> out) {
+    trace::Scope span(trace::Category::kCompress, "decode");
+    span.args().bytes = static_cast<std::int64_t>(in.size());
+    do_decode(in, out);
+  }
 
  private:
   virtual std::size_t max_bytes(std::size_t n, const EncodeParams& p) const = 0;

@@ -26,6 +26,9 @@ struct JobEnvironment {
   // MURMUR_RESTART_COUNT > 0: a peer murmur-run restarted); rank and world
   // size then only describe the launch, the job assigns the rank.
   bool joining = false;
+  // Where this peer writes its timeline (PeerConfig::trace, else
+  // MURMUR_TRACE); empty: no trace.
+  std::string trace_path;
 };
 
 // Reads one environment variable; nullopt when unset. Tests pass a map.

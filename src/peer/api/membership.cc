@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/text.h"
+#include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/client.h"
 #include "gossip/algorithm/gossip_setup.h"
@@ -97,6 +98,10 @@ void Membership::on_group_view(const fabric::MembershipView& view, const std::ve
     }
   }
   const gossip::View next = to_gossip_view(view);
+  if (trace::enabled())
+    trace::instant(trace::Category::kView, "view_announced",
+                   {.detail = "generation " + std::to_string(next.generation) +
+                              (reasons.empty() ? std::string() : ": lost " + reasons)});
   if (!next.contains(group_.rank()) && !options_.joining) expelled(next.generation, reasons);
   gate_->propose(next, reasons);
 }
@@ -210,6 +215,13 @@ gossip::ViewChange Membership::prepare(const gossip::View& from, const gossip::V
     }
   }
   peer_log().warn("membership view {}: {} members; {}", to.generation, to.size(), event.topology);
+  if (trace::enabled()) {
+    std::string members;
+    for (int m : to.members) members += (members.empty() ? "" : ",") + std::to_string(m);
+    trace::instant(
+        trace::Category::kView, "view_adopted",
+        {.detail = "generation " + std::to_string(to.generation) + ": members [" + members + "]; " + event.topology});
+  }
   if (listener) listener(event);
   return change;
 }

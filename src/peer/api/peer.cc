@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/text.h"
+#include "common/trace.h"
 #include "fabric/group.h"
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
@@ -51,6 +52,13 @@ std::string as_text(Integer value) {
   return std::to_string(value);
 }
 
+// Starts the timeline when a path is set (the session then outlives
+// everything else the Peer owns, so that the leave is recorded too).
+std::unique_ptr<trace::Session> start_trace(const std::string& path) {
+  if (path.empty()) return nullptr;
+  return std::make_unique<trace::Session>(path);
+}
+
 std::chrono::milliseconds to_ms(double seconds) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
@@ -60,7 +68,11 @@ std::chrono::milliseconds to_ms(double seconds) {
 class Peer::Impl {
  public:
   explicit Impl(const PeerConfig& config)
-      : config_(config), env_(peer::resolve_job_environment(config, peer::process_environment())) {
+      : config_(config),
+        env_(peer::resolve_job_environment(config, peer::process_environment())),
+        trace_(start_trace(env_.trace_path)) {
+    trace::name_thread("main");
+    if (trace_) trace_->set_process(env_.rank, "rank " + std::to_string(env_.rank) + " (" + env_.host_name + ")");
     // The one conversion of the public config: PeerConfig is a GossipOptions.
     const GossipOptions& gossip_options = config_;
     // A bad algorithm, period or schedule fails before joining, on every rank alike.
@@ -108,6 +120,7 @@ class Peer::Impl {
       check_can_join();
       group_ = fabric::Group::join_running(group_options);
       env_.rank = group_->rank();
+      if (trace_) trace_->set_process(env_.rank, "rank " + std::to_string(env_.rank) + " (" + env_.host_name + ")");
       // The job's graph over every rank so far (a generator: check_can_join).
       topology_ = gossip::make_gossip_topology(gossip_options, static_cast<int>(group_->peers().size()));
     } else {
@@ -254,6 +267,7 @@ class Peer::Impl {
   }
 
   void step() {
+    trace::Scope span(trace::Category::kGossip, "peer_step");
     start();
     steps_.fetch_add(1);
     // The caller's computation is the time between our calls.
@@ -591,6 +605,8 @@ class Peer::Impl {
       schedule_agreement_ = std::make_unique<peer::ScheduleAgreement>(*schedule_gather_);
       auto gather = [this](const gossip::schedule::ScheduleProposal& mine) { return (*schedule_agreement_)(mine); };
       auto record = [this](const nlohmann::json& decision) {
+        if (trace::enabled())
+          trace::instant(trace::Category::kSchedule, "schedule_decision", {.detail = decision.dump()});
         if (config_.on_schedule_decision) config_.on_schedule_decision(decision.dump());
       };
       controller_ = std::make_unique<gossip::schedule::ScheduleController>(
@@ -601,6 +617,7 @@ class Peer::Impl {
 
   PeerConfig config_;
   peer::JobEnvironment env_;
+  std::unique_ptr<trace::Session> trace_;  // null: no timeline; destroyed last but two
   peer::TensorSet tensors_;
   std::unique_ptr<fabric::rendezvous::Server> server_;
   std::unique_ptr<fabric::Group> group_;

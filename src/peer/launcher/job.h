@@ -32,6 +32,9 @@ struct LaunchOptions {
   std::string hosts_source;      // names the host list in messages
   std::string profile;           // MURMUR_LINK_PROFILE; empty: not set
   std::string summary_path;      // empty: no summary file
+  // --trace: peers write their timelines here (MURMUR_TRACE=DIR/rank-{rank}.json,
+  // an absolute path); empty: no trace.
+  std::string trace_dir;
   std::string ssh_template = kDefaultSshTemplate;
   std::string rendezvous_host;  // advertised to remote peers; empty: this host's name
   // --join: the rendezvous (host:port) of a running job to add these peers

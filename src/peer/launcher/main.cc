@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "peer/launcher/job.h"
 #include "peer/launcher/job_plan.h"
 #include "peer/launcher/remote_command.h"
+#include "peer/launcher/trace_merge.h"
 
 namespace {
 
@@ -80,6 +82,9 @@ void add_flags(CLI::App& app, CommandLine& cl) {
   app.add_option("--profile", options.profile,
                  "link emulation profile for every peer (MURMUR_LINK_PROFILE), e.g. 10gbe. Default: none");
   app.add_option("--summary", options.summary_path, "write a JSON summary of the results here. Default: none");
+  app.add_option("--trace", options.trace_dir,
+                 "each peer writes its timeline to DIR/rank-N.json (MURMUR_TRACE); at the end they are merged "
+                 "into DIR/trace.json for Perfetto (docs/trace.md). Default: none");
   app.add_option("--ssh", options.ssh_template,
                  "command that starts a peer on another host; {host} and {command} are replaced")
       ->capture_default_str();
@@ -132,6 +137,20 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, Comm
   return std::nullopt;
 }
 
+// --trace: the peers' files into one. A failed merge is reported, but the
+// job's exit status stays the job's.
+void merge_peer_traces(const std::string& dir) {
+  try {
+    const auto merged = murmur::peer::launcher::merge_traces(dir);
+    for (const auto& problem : merged.problems)
+      std::fprintf(stderr, "murmur-run: trace: skipped %s\n", problem.c_str());
+    std::fprintf(stderr, "murmur-run: trace of %d peers in %s (clocks aligned on the %s)\n", merged.peers,
+                 merged.path.c_str(), merged.clock.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "murmur-run: %s\n", e.what());
+  }
+}
+
 // Reads the hosts, sizes the job from them when -np is not given, and runs
 // it. Returns murmur-run's exit status.
 int launch(const CLI::App& app, CommandLine& cl) {
@@ -166,7 +185,15 @@ int launch(const CLI::App& app, CommandLine& cl) {
         return usage_error("--join '" + options.join_address + "': expected host:port");
     }
     options.live_progress = ::isatty(STDOUT_FILENO) == 1;
-    return murmur::peer::launcher::run_job(options);
+    if (!options.trace_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options.trace_dir, ec);
+      if (ec) return usage_error("--trace " + options.trace_dir + ": cannot create it: " + ec.message());
+      options.trace_dir = std::filesystem::absolute(options.trace_dir).lexically_normal().string();
+    }
+    const int status = murmur::peer::launcher::run_job(options);
+    if (!options.trace_dir.empty()) merge_peer_traces(options.trace_dir);
+    return status;
   } catch (const murmur::peer::launcher::HostfileError& e) {
     return usage_error(e.what());
   } catch (const murmur::peer::launcher::SlotError& e) {

@@ -84,6 +84,10 @@ void add_output_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(1, 100000))
       ->needs(app.get_option("--checkpoint-dir"))
       ->group(output);
+  app.add_option("--trace", o.peer.trace,
+                 "write this peer's timeline here as Chrome trace-event JSON ({rank} becomes the rank; "
+                 "$MURMUR_TRACE; docs/trace.md)")
+      ->group(output);
   app.add_option("--log-every", o.log_every, "steps between step metrics and progress events")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str()

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/trace.h"
 #include "gossip/algorithm/registry.h"
 #include "kernels/compress.h"
 #include "peer/data/batcher.h"
@@ -315,6 +316,8 @@ EpochTotals TrainingRun::train_epoch(int epoch) {
   EpochTotals totals;
   const long first = epoch == first_epoch_ ? first_step_in_epoch_ : 0;
   for (long s = first; s < steps_per_epoch_; ++s, ++step_) {
+    // One step on the timeline: the compute, then the hand-off to the gossip.
+    trace::Scope span(trace::Category::kStep, "step");
     const auto r = train_step();
     epoch_now_ = epoch;
     step_in_epoch_now_ = s;
@@ -340,18 +343,26 @@ model::StepResult TrainingRun::train_step() {
     batcher_->next(batch_);
   }
   const auto compute_start = Clock::now();
-  const auto r = model_->train_batch(batch_.x.data(), batch_.y.data(), batch_.size);
+  const auto r = [&] {
+    trace::Scope span(trace::Category::kCompute, "forward_backward");
+    return model_->train_batch(batch_.x.data(), batch_.y.data(), batch_.size);
+  }();
   double averaging_seconds = 0;
   if (averages_gradients_) {
     // The gradients' mean over the members, before the update (the wait is
     // communication, not compute: the algorithm counts it).
+    trace::Scope span(trace::Category::kWait, "average_gradients");
     const auto averaging_start = Clock::now();
     peer_.average_gradients();
     averaging_seconds = seconds_since(averaging_start);
   }
-  optimizer_.step(model_->parameters(), model_->gradients(), model::learning_rate_at(schedule_, step_));
+  {
+    trace::Scope span(trace::Category::kCompute, "optimizer");
+    optimizer_.step(model_->parameters(), model_->gradients(), model::learning_rate_at(schedule_, step_));
+  }
   if (o_.extra_compute_ms > 0) {
     // A GPU peer's step keeps its CPU free: sleep, do not spin.
+    trace::Scope span(trace::Category::kCompute, "extra_compute");
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.extra_compute_ms));
   }
   compute_seconds_ += seconds_since(compute_start) - averaging_seconds;
@@ -570,6 +581,7 @@ nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const Peer
 
 Accuracy TrainingRun::timed_eval() {
   const auto eval_start = Clock::now();
+  trace::Scope span(trace::Category::kCompute, "evaluate");
   auto accuracy = evaluate_range(*model_, data_.test, 0, data_.test.size(), model_spec_.max_batch, eval_scratch_);
   eval_seconds_ += seconds_since(eval_start);
   return accuracy;
