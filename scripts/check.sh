@@ -57,8 +57,13 @@ cd "$build"
 if [[ $# -gt 0 ]]; then
   ctest --output-on-failure --timeout 900 "$@" || status=$?
 else
+  # Under TSan the `slow` tests (64 MiB exchanges among up to 8 peers) need
+  # about 2.5 GB of memory per peer: eight of them were OOM-killed on a
+  # 23 GB machine (docs/testing.md). That lane leaves them out.
+  rest=(-LE unit)
+  [[ $lane == tsan ]] && rest=(-LE 'unit|slow')
   ctest --output-on-failure --timeout 900 -L unit -j2 || status=$?
-  ctest --output-on-failure --timeout 900 -LE unit || status=$?
+  ctest --output-on-failure --timeout 900 "${rest[@]}" || status=$?
 fi
 ran=$(date +%s)
 found=$(find "$reports" -type f | wc -l)
