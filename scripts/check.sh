@@ -3,8 +3,11 @@
 # its own and runs the test suite there.
 #
 #   scripts/check.sh asan [ctest args...]   AddressSanitizer + UBSan (MURMUR_SANITIZE), build-asan/
-#   scripts/check.sh ubsan [ctest args...]  UndefinedBehaviorSanitizer alone, build-ubsan/
+#   scripts/check.sh ubsan [ctest args...]  the same lane: UBSan is built into asan's
 #   scripts/check.sh tsan [ctest args...]   ThreadSanitizer (MURMUR_SANITIZE_THREAD), build-tsan/
+#
+# UBSan has no lane of its own: it combines with ASan, and a second whole
+# build of the tree costs more than an hour on two cores (docs/testing.md).
 #
 # Without ctest arguments the whole suite runs (ctest -L unit -j2, then the
 # rest one test at a time, as scripts/test.sh). Extra arguments replace that
@@ -14,16 +17,17 @@
 # tests that expect a peer to fail would otherwise hide them. The script
 # lists those files at the end and fails if there are any.
 # MURMUR_JOBS: build parallelism (default: all cores).
+# MURMUR_CHECK_TARGETS: build only these targets (space-separated), e.g. the
+# fabric tests and their peer programs first when the whole tree is too slow.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lane=${1:-}
 shift || true
 jobs=${MURMUR_JOBS:-$(nproc)}
 case $lane in
-  asan) options=(-DMURMUR_SANITIZE=ON) ;;
-  ubsan)
-    options=(-DCMAKE_CXX_FLAGS="-fsanitize=undefined -fno-omit-frame-pointer"
-      -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=undefined -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=undefined)
+  asan | ubsan)
+    lane=asan
+    options=(-DMURMUR_SANITIZE=ON)
     ;;
   tsan) options=(-DMURMUR_SANITIZE_THREAD=ON) ;;
   *)
@@ -37,7 +41,8 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 start=$(date +%s)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMURMUR_CUDA=OFF -DMURMUR_BENCH=OFF \
   "${launcher[@]}" "${options[@]}" >/dev/null
-cmake --build "$build" -j "$jobs"
+read -r -a targets <<<"${MURMUR_CHECK_TARGETS:-}"
+cmake --build "$build" -j "$jobs" ${targets[@]:+--target "${targets[@]}"}
 built=$(date +%s)
 
 reports=$build/sanitizer
@@ -52,8 +57,13 @@ cd "$build"
 if [[ $# -gt 0 ]]; then
   ctest --output-on-failure --timeout 900 "$@" || status=$?
 else
+  # Under TSan the `slow` tests (64 MiB exchanges among up to 8 peers) need
+  # about 2.5 GB of memory per peer: eight of them were OOM-killed on a
+  # 23 GB machine (docs/testing.md). That lane leaves them out.
+  rest=(-LE unit)
+  [[ $lane == tsan ]] && rest=(-LE 'unit|slow')
   ctest --output-on-failure --timeout 900 -L unit -j2 || status=$?
-  ctest --output-on-failure --timeout 900 -LE unit || status=$?
+  ctest --output-on-failure --timeout 900 "${rest[@]}" || status=$?
 fi
 ran=$(date +%s)
 found=$(find "$reports" -type f | wc -l)

@@ -3,13 +3,29 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 
 namespace murmur {
 namespace {
 
-std::mutex g_mutex;  // guards g_pattern and logger creation
-std::string g_pattern = "[%H:%M:%S.%e] [%n] [%l] %v";
+// The loggers outlive static destruction on purpose. A libfabric progress
+// thread that shutdown() abandoned (fabric/libfabric/transport.cc) may finish
+// and log while the process exits, after spdlog's registry and this file's
+// statics are destroyed: looking the logger up there was a heap-use-after-free
+// (TSan, fabric_test_peer). So the loggers and the pattern live in one LogState
+// that is allocated once and never freed, and a logger, once made, is found
+// here without asking spdlog's registry.
+struct LogState {
+  std::mutex mutex;  // guards pattern and loggers
+  std::string pattern = "[%H:%M:%S.%e] [%n] [%l] %v";
+  std::map<std::string, std::shared_ptr<spdlog::logger>> loggers;
+};
+
+LogState& log_state() {
+  static LogState* const state = new LogState;  // never freed: see LogState
+  return *state;
+}
 
 spdlog::level::level_enum level_from_env() {
   const char* env = std::getenv("MURMUR_LOG_LEVEL");
@@ -27,19 +43,25 @@ spdlog::level::level_enum level_from_env() {
 }  // namespace
 
 std::shared_ptr<spdlog::logger> logger(const std::string& subsystem) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (auto existing = spdlog::get(subsystem)) return existing;
-  // Logs go to stderr so that stdout stays for results and tables.
-  auto made = spdlog::stderr_color_mt(subsystem);
-  made->set_level(level_from_env());
-  made->set_pattern(g_pattern);
+  LogState& state = log_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (auto known = state.loggers.find(subsystem); known != state.loggers.end()) return known->second;
+  auto made = spdlog::get(subsystem);
+  if (!made) {
+    // Logs go to stderr so that stdout stays for results and tables.
+    made = spdlog::stderr_color_mt(subsystem);
+    made->set_level(level_from_env());
+    made->set_pattern(state.pattern);
+  }
+  state.loggers.emplace(subsystem, made);
   return made;
 }
 
 void set_log_rank(int rank) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_pattern = "[%H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%n] [%l] %v";
-  spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->set_pattern(g_pattern); });
+  LogState& state = log_state();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.pattern = "[%H:%M:%S.%e] [rank " + std::to_string(rank) + "] [%n] [%l] %v";
+  spdlog::apply_all([&state](const std::shared_ptr<spdlog::logger>& l) { l->set_pattern(state.pattern); });
 }
 
 }  // namespace murmur

@@ -4,7 +4,8 @@
 // critical, off; default info), read once when a logger is first made. A
 // process may prefix every line with its rank by calling set_log_rank().
 // Thread-safe: loggers are created under a lock and spdlog's *_mt sinks are
-// used.
+// used. Loggers are never destroyed, so a thread may log until the process
+// ends, static destruction included (an abandoned progress thread does).
 #pragma once
 
 #include <spdlog/spdlog.h>

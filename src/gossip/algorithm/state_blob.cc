@@ -130,8 +130,10 @@ std::vector<float> StateReader::floats(const char* field) {
   if (n > (blob_.size() - at_) / sizeof(float))
     malformed(name_, std::string(field) + " claims " + std::to_string(n) + " values, " +
                          std::to_string(blob_.size() - at_) + " bytes left");
+  const char* from = take(n * sizeof(float), field);
   std::vector<float> v(n);
-  std::memcpy(v.data(), take(n * sizeof(float), field), n * sizeof(float));
+  // An empty vector's data() may be null, which memcpy must not get (UBSan).
+  if (n > 0) std::memcpy(v.data(), from, n * sizeof(float));
   return v;
 }
 
@@ -140,8 +142,10 @@ std::vector<double> StateReader::doubles(const char* field) {
   if (n > (blob_.size() - at_) / sizeof(double))
     malformed(name_, std::string(field) + " claims " + std::to_string(n) + " values, " +
                          std::to_string(blob_.size() - at_) + " bytes left");
+  const char* from = take(n * sizeof(double), field);
   std::vector<double> v(n);
-  std::memcpy(v.data(), take(n * sizeof(double), field), n * sizeof(double));
+  // An empty vector's data() may be null, which memcpy must not get (UBSan).
+  if (n > 0) std::memcpy(v.data(), from, n * sizeof(double));
   return v;
 }
 
