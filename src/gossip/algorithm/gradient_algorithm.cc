@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "gossip/algorithm/round_failure.h"
 
 namespace murmur::gossip::detail {
 namespace {
@@ -156,15 +157,7 @@ void GradientAlgorithm::average_gradients() {
   }
   ++next_round_;
   asked_gate_ = false;
-  if (error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      gossip_log().error("{}: round failed: {}", name_, e.what());
-    } catch (...) {
-    }
-    std::rethrow_exception(error);
-  }
+  if (error) rethrow_round_failure(name_, error);
 }
 
 void GradientAlgorithm::step(std::span<float> params) {

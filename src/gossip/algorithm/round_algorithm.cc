@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/trace.h"
+#include "gossip/algorithm/round_failure.h"
 
 namespace murmur::gossip::detail {
 
@@ -88,15 +89,7 @@ void RoundAlgorithm::complete_round(std::span<float> params) {
     if (error) failed_ = error;
   }
   in_flight_ = false;
-  if (error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      gossip_log().error("{}: round failed: {}", name_, e.what());
-    } catch (...) {
-    }
-    std::rethrow_exception(error);
-  }
+  if (error) rethrow_round_failure(name_, error);
   // What the round changed is how far this model was from the others: the
   // scheduler's local consensus signal, normalised by the local progress
   // since the last round's end (both scale with the learning rate).
