@@ -85,7 +85,7 @@ TraceMergeResult merge_traces(const std::string& dir) {
   auto origin = [one_host](const PeerTrace& t) { return one_host ? t.origin_steady_ns : t.origin_unix_ns; };
   std::int64_t base = std::numeric_limits<std::int64_t>::max();
   for (const auto& t : peers) base = std::min(base, origin(t));
-  result.clock = one_host ? "steady (one host: every peer read the same CLOCK_MONOTONIC)"
+  result.clock = one_host ? "steady clock (one host: every peer read the same CLOCK_MONOTONIC)"
                           : "wall clock (several hosts: aligned as well as their NTP keeps them)";
 
   result.path = (fs::path(dir) / "trace.json").string();
