@@ -240,6 +240,10 @@ class Job:
                 "own_start_delay": sorted(own_delay)}
 
 
+def seconds_list(values):
+    return " ".join(f"{d:.2f}" for d in values)
+
+
 def busy_core(stop):
     while not stop.is_set():
         pass  # the load itself: one core kept busy on purpose (scenario "quiet")
@@ -349,18 +353,18 @@ def main():
             lo, hi = r["accuracy_range"]
             w.writerow([r["scenario"], r["algorithm"], r["survivors"], f"{r['accuracy']:.4f}", f"{lo:.4f}", f"{hi:.4f}",
                         f"{r['wall']:.1f}", f"{r['ratio']:.2f}", r["views"], delays,
-                        " ".join(f"{d:.2f}" for d in r["join_delay"]),
-                        " ".join(f"{d:.2f}" for d in r["own_start_delay"])])
+                        seconds_list(r["join_delay"]),
+                        seconds_list(r["own_start_delay"])])
     print(f"| scenario | algorithm | finished | avg-model accuracy (min-max) | wall s | vs baseline | views | "
           f"kill -> new view (s, min-max over survivors) | start -> in a view (s) | own process start -> in a view (s) |")
     print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
     for r in rows:
         delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))
         lo, hi = r["accuracy_range"]
-        joins = " ".join(f"{d:.2f}" for d in r["join_delay"])
+        joins = seconds_list(r["join_delay"])
         print(f"| {r['scenario']} | {r['algorithm']} | {r['survivors']} | {r['accuracy']:.4f} ({lo:.4f}-{hi:.4f}) | "
               f"{r['wall']:.1f} | {r['ratio']:.2f} | {r['views']} | {delays} | {joins} | "
-              f"{' '.join(f'{d:.2f}' for d in r['own_start_delay'])} |")
+              f"{seconds_list(r['own_start_delay'])} |")
     print(f"\nresults: {out_dir}/chaos.csv; commands in each row's murmur-run.log folder", file=sys.stderr)
 
 

@@ -43,26 +43,25 @@ std::uint16_t unused_port_below_ephemeral_range() {
 LocalJob::LocalJob(const std::string& program, int size, const std::vector<std::string>& args,
                    std::chrono::milliseconds heartbeat_timeout)
     : program_(program) {
-  fabric::rendezvous::ServerOptions server_options;
-  server_options.bind_host = "127.0.0.1";
-  server_options.token = "test-token";
-  server_options.heartbeat_timeout = heartbeat_timeout;
-  server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
-  start(size, args, server_->port(), false);
+  start(size, args, start_server(heartbeat_timeout), false);
 }
 
 LocalJob::LocalJob(const std::string& program, int size, const std::vector<std::string>& args, Rendezvous where)
     : program_(program) {
   if (where == Rendezvous::kInTest) {
-    fabric::rendezvous::ServerOptions server_options;
-    server_options.bind_host = "127.0.0.1";
-    server_options.token = "test-token";
-    server_options.heartbeat_timeout = std::chrono::milliseconds(3000);
-    server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
-    start(size, args, server_->port(), false);
+    start(size, args, start_server(std::chrono::milliseconds(3000)), false);
   } else {
     start(size, args, unused_port_below_ephemeral_range(), true);
   }
+}
+
+std::uint16_t LocalJob::start_server(std::chrono::milliseconds heartbeat_timeout) {
+  fabric::rendezvous::ServerOptions server_options;
+  server_options.bind_host = "127.0.0.1";
+  server_options.token = "test-token";
+  server_options.heartbeat_timeout = heartbeat_timeout;
+  server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
+  return server_->port();
 }
 
 void LocalJob::start(int size, const std::vector<std::string>& args, std::uint16_t port, bool rank_zero_hosts) {

@@ -54,6 +54,8 @@ class LocalJob {
   std::string describe(int rank, const std::optional<int>& status) const;
 
  private:
+  // The in-test rendezvous server; returns its port.
+  std::uint16_t start_server(std::chrono::milliseconds heartbeat_timeout);
   void start(int size, const std::vector<std::string>& args, std::uint16_t port, bool rank_zero_hosts);
 
   std::string program_;

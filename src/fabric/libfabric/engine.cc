@@ -352,14 +352,8 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
     // with 0 bytes (chunks is 1 until chunk 0 arrives), and dpsgd and sgp
     // failed their round on a size mismatch ("rank 3 sent 0 bytes")
     // instead of excusing the dead link (chaos kill runs).
-    const int peer = op.peer;
-    if (failed_[static_cast<std::size_t>(peer)]) return fail_op(op, failed_[static_cast<std::size_t>(peer)], true);
-    auto error = peer_error(peer, std::string(op.is_send() ? "send" : "receive") +
-                                      " cancelled by the provider: the link to this peer was closed");
-    // fail_peer retires `op`: not a field of it may be read afterwards.
-    fail_peer(peer, error);
-    on_peer_failed_(peer, error);
-    return;
+    return lose_link(op, peer_error(op.peer, std::string(op.is_send() ? "send" : "receive") +
+                                                 " cancelled by the provider: the link to this peer was closed"));
   }
   if (!op.is_send() && ctx.index == 0 && (err == FI_ETRUNC || err == FI_ETOOSMALL)) {
     // Chunk 0 did not fit (only when the rx iov limit is 1, or the sender
@@ -374,15 +368,19 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
   const char* what = fi_cq_strerror(endpoint_.cq.get(), entry.prov_errno, entry.err_data, text, sizeof(text));
   const std::string call = op.is_send() ? (ctx.index == 0 ? "fi_tsenddata" : "fi_tsend") : "fi_trecv";
   auto error = peer_error(op.peer, call + ": " + (what ? what : fi_strerror(err)) + " (" + fi_strerror(err) + ")");
-  if (link_lost(err)) {
-    // fail_peer retires `op` (its last chunk just came back): not a field
-    // of it may be read afterwards.
-    const int peer = op.peer;
-    fail_peer(peer, error);
-    on_peer_failed_(peer, error);
-    return;
-  }
+  if (link_lost(err)) return lose_link(op, error);
   fail_op(op, error);
+}
+
+void Engine::lose_link(Operation& op, std::exception_ptr error) {
+  const int peer = op.peer;
+  // A peer failed before has failed its operations; one that slipped past
+  // (a late completion) fails with the peer's first error.
+  if (failed_[static_cast<std::size_t>(peer)]) return fail_op(op, failed_[static_cast<std::size_t>(peer)], true);
+  // fail_peer retires `op` (its last chunk just came back): not a field of
+  // it may be read afterwards.
+  fail_peer(peer, error);
+  on_peer_failed_(peer, std::move(error));
 }
 
 void Engine::maybe_retire(Operation& op) {

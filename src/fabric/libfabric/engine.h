@@ -84,6 +84,9 @@ class Engine {
   // `peer_gone`: the peer (or the whole endpoint) failed, so chunks that
   // cannot be recalled will never come back and the request fails at once.
   void fail_op(Operation& op, std::exception_ptr error, bool peer_gone = false);
+  // `op`'s link to its peer is gone (a link error, or a cancellation the
+  // engine did not ask for): fails the peer and reports it. Retires `op`.
+  void lose_link(Operation& op, std::exception_ptr error);
   void maybe_retire(Operation& op);
   char* scratch();
 

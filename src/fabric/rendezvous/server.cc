@@ -131,7 +131,7 @@ asio::awaitable<void> Server::Impl::serve(SessionPtr s) {
         break;
       }
       s->last_seen = Session::Clock::now();
-      if (s->member) on_heard(s);
+      if (s->member) on_heard();
       const bool more = std::visit([&](const auto& m) { return handle(s, m); }, message);
       if (!more) break;
     }

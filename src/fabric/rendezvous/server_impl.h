@@ -112,6 +112,9 @@ class Server::Impl {
   // Takes a rejoining member's view if it is newer than ours.
   void adopt(const wire::Hello& hello);
   void on_grace_expired();
+  // The view a quorum is counted in: the one the waiting losses were lost
+  // from, or the current view when none waits.
+  const std::map<int, std::string>& loss_base() const;
   // Whether the members that rejoined this standby may go on as the job.
   bool rejoined_a_quorum() const;
   // Removes `lost` from the view. Clean leaves, and losses while a quorum
@@ -121,12 +124,13 @@ class Server::Impl {
   // Publishes the next generation without `lost` (and any unconfirmed).
   void publish_view_change(std::vector<MemberLost> lost);
   // Quorum (server_quorum.cc). Called whenever a member is heard from.
-  void on_heard(const SessionPtr& s);
+  void on_heard();
   // Publishes the unconfirmed losses if a quorum of quorum_base_ has been
   // heard since they began; returns whether it did.
   bool confirm_losses();
   void on_quorum_deadline();
-  // Tells every member held here that it is out, and refuses later Hellos.
+  // Tells every member held here that it is out and ends the job here;
+  // later rejoining or joining Hellos of that job are refused.
   void stand_down(const std::string& why);
   void push_view(const SessionPtr& s, const std::vector<MemberLost>& lost, const std::vector<int>& joined = {});
   wire::ViewChanged current_view(const std::vector<MemberLost>& lost, const std::vector<int>& joined = {}) const;

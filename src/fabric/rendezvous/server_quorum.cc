@@ -31,19 +31,31 @@ bool is_quorum(const std::map<int, std::string>& base, HeardFrom heard_from) {
   return 2 * heard > base.size() || (2 * heard == base.size() && lowest_heard);
 }
 
+// "rank 3 (node7) was lost: <reason>; rank 5 (node9) left": why barriers fail.
+std::string describe_losses(const std::vector<MemberLost>& lost) {
+  std::string why;
+  for (const auto& l : lost) {
+    why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(l.rank) + " (" + l.host + ") ") +
+           (l.left_cleanly ? "left" : "was lost: " + l.reason);
+  }
+  return why;
+}
+
 }  // namespace
 
+const std::map<int, std::string>& Server::Impl::loss_base() const {
+  return unconfirmed_losses_.empty() ? view_ : quorum_base_;
+}
+
 bool Server::Impl::rejoined_a_quorum() const {
-  const auto& base = unconfirmed_losses_.empty() ? view_ : quorum_base_;
-  return is_quorum(base, [&](int rank) { return members_.count(rank) != 0; });
+  return is_quorum(loss_base(), [&](int rank) { return members_.count(rank) != 0; });
 }
 
 void Server::Impl::on_grace_expired() {
   in_grace_ = false;
   if (!rejoined_a_quorum()) {
-    stand_down("only " + std::to_string(members_.size()) + " of the " +
-               std::to_string((unconfirmed_losses_.empty() ? view_ : quorum_base_).size()) + " members of view " +
-               std::to_string(generation_) + " reached this standby within the failover grace (" +
+    stand_down("only " + std::to_string(members_.size()) + " of the " + std::to_string(loss_base().size()) +
+               " members of view " + std::to_string(generation_) + " reached this standby within the failover grace (" +
                ms_text(options_.failover_grace) +
                ") after the rendezvous server was lost: a partition or a mass failure, and this is the smaller "
                "side, which stops so that the job does not split in two");
@@ -81,17 +93,14 @@ void Server::Impl::change_view(const std::vector<MemberLost>& lost) {
     quorum_timer_ =
         arm(static_cast<std::uint64_t>(2 * options_.heartbeat_stale.count()), [this] { on_quorum_deadline(); });
   }
-  std::string why;
   for (const auto& m : lost) {
     view_.erase(m.rank);
     if (m.left_cleanly) quorum_base_.erase(m.rank);  // it goes on nowhere: no side to count it on
     unconfirmed_losses_.push_back(m);
-    why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(m.rank) + " (" + m.host + ") ") +
-           (m.left_cleanly ? "left" : "was lost: " + m.reason);
   }
   // Nothing completes among the members left while the loss waits: a
   // barrier of the near side of a partition is not one of the job.
-  fail_barriers(why);
+  fail_barriers(describe_losses(lost));
   confirm_losses();
 }
 
@@ -113,12 +122,7 @@ void Server::Impl::publish_view_change(std::vector<MemberLost> lost) {
     if (view_started_) push_view(m, lost);
   }
   // No barrier can complete without them any more.
-  std::string why;
-  for (const auto& l : lost) {
-    why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(l.rank) + " (" + l.host + ") ") +
-           (l.left_cleanly ? "left" : "was lost: " + l.reason);
-  }
-  fail_barriers(why);
+  fail_barriers(describe_losses(lost));
   if (members_.empty() && (view_.empty() || !view_started_)) {
     end_job();
     return;
@@ -127,7 +131,7 @@ void Server::Impl::publish_view_change(std::vector<MemberLost> lost) {
   boost::asio::post(io_, [this] { admit_in_order(); });
 }
 
-void Server::Impl::on_heard(const SessionPtr&) {
+void Server::Impl::on_heard() {
   if (!unconfirmed_losses_.empty()) confirm_losses();
 }
 
