@@ -12,7 +12,7 @@ packages=(
   libxxhash-dev
   dataset-fashion-mnist
   python3-dev python3-venv python3-pip python3-numpy python3-torch python3-pytest
-  openmpi-bin
+  openmpi-bin slurmctld slurmd slurm-client munge
 )
 
 missing=()

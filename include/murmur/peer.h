@@ -19,6 +19,9 @@
 //                      OMPI_COMM_WORLD_SIZE; none of them: a job of one.
 //   rendezvous         MURMUR_RENDEZVOUS ("host:port"). A job of one needs
 //                      none; with host_rendezvous, rank 0 serves it itself.
+//                      Under srun without it, rank 0 serves it on the
+//                      step's first node at a port from Slurm's variables
+//                      (docs/launching.md, "Slurm").
 //   token, host name   MURMUR_TOKEN, MURMUR_HOST (else gethostname()).
 //   link profile       MURMUR_LINK_PROFILE.
 //   trace              MURMUR_TRACE: a file for this peer's timeline

@@ -10,6 +10,7 @@
 
 #include "peer/api/job_environment.h"
 #include "peer/api/scalar_gather.h"
+#include "peer/api/slurm_rendezvous.h"
 #include "peer/api/tensor_set.h"
 #include "tests/support/local_job.h"
 
@@ -50,8 +51,8 @@ TEST(JobEnvironment, MurmurVariablesWinOverSlurmAndOpenMpi) {
 }
 
 TEST(JobEnvironment, SlurmThenOpenMpi) {
-  auto slurm =
-      resolve_job_environment({}, from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"MURMUR_RENDEZVOUS", "h:1"}}));
+  auto slurm = resolve_job_environment(
+      {}, from({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_STEP_ID", "0"}, {"MURMUR_RENDEZVOUS", "h:1"}}));
   EXPECT_EQ(slurm.rank, 5);
   EXPECT_EQ(slurm.world_size, 8);
   auto mpi = resolve_job_environment(
@@ -92,7 +93,7 @@ void expect_refused(std::map<std::string, std::string> vars, const std::string& 
 TEST(JobEnvironment, RefusesWhatCannotWorkNamingTheVariable) {
   expect_refused({{"MURMUR_RANK", "x"}, {"MURMUR_WORLD_SIZE", "2"}}, "MURMUR_RANK='x' is not an integer");
   expect_refused({{"MURMUR_RANK", "1"}}, "MURMUR_RANK is set but MURMUR_WORLD_SIZE is not");
-  expect_refused({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}, {"MURMUR_RENDEZVOUS", "h:1"}},
+  expect_refused({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "0"}, {"MURMUR_RENDEZVOUS", "h:1"}},
                  "rank 4 is outside 0..3 (from SLURM_PROCID/SLURM_NTASKS)");
   expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "0"}}, "world size 0");
   expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "2"}}, "needs a rendezvous");
@@ -100,6 +101,68 @@ TEST(JobEnvironment, RefusesWhatCannotWorkNamingTheVariable) {
                  "MURMUR_RENDEZVOUS='nohost': expected host:port");
   expect_refused({{"MURMUR_RANK", "0"}, {"MURMUR_WORLD_SIZE", "2"}, {"MURMUR_RENDEZVOUS", "h:70000"}},
                  "port out of range");
+}
+
+TEST(SlurmHostlist, TheFirstHostOfAnExpression) {
+  EXPECT_EQ(first_host_of_hostlist("vm"), "vm");
+  EXPECT_EQ(first_host_of_hostlist("node[07-09,12],gpu1"), "node07");
+  EXPECT_EQ(first_host_of_hostlist("gpu1,node[07-09]"), "gpu1");
+  EXPECT_EQ(first_host_of_hostlist("a[1-2]-ib[3-4]"), "a1-ib3");
+  EXPECT_EQ(first_host_of_hostlist("n[5]"), "n5");
+  for (const char* bad : {"", "node[07-09", "n[]", ",a"}) {
+    EXPECT_THROW(first_host_of_hostlist(bad), std::invalid_argument) << "'" << bad << "'";
+  }
+}
+
+// What srun sets for every task of a 4-task step: rank 0 serves the
+// rendezvous on the step's first node, every task computes the same place.
+std::map<std::string, std::string> srun_task(const std::string& rank) {
+  return {{"SLURM_PROCID", rank},
+          {"SLURM_NTASKS", "4"},
+          {"SLURM_STEP_NODELIST", "node[03-04]"},
+          {"SLURM_JOB_NODELIST", "node[01-04]"},
+          {"SLURM_JOB_ID", "4242"},
+          {"SLURM_STEP_ID", "3"}};
+}
+
+TEST(JobEnvironment, UnderSrunRankZeroServesTheRendezvousOnTheStepsFirstNode) {
+  for (const std::string rank : {"0", "3"}) {
+    auto env = resolve_job_environment({}, from(srun_task(rank)));
+    EXPECT_EQ(env.rank_source, "SLURM_PROCID/SLURM_NTASKS");
+    EXPECT_EQ(env.rendezvous_host, "node03");
+    EXPECT_EQ(env.rendezvous_port, kFirstDerivedPort + (4242 * 16 + 3) % kDerivedPorts);
+    EXPECT_TRUE(env.host_rendezvous);  // acted on by rank 0 only
+    EXPECT_EQ(env.token, "slurm-4242.3");
+  }
+}
+
+TEST(JobEnvironment, UnderSrunAReservedPortAndGivenSettingsWin) {
+  auto vars = srun_task("1");
+  vars["SLURM_STEP_RESV_PORTS"] = "12001-12002";
+  vars["MURMUR_TOKEN"] = "secret";
+  auto env = resolve_job_environment({}, from(vars));
+  EXPECT_EQ(env.rendezvous_port, 12001);
+  EXPECT_EQ(env.rendezvous_source, "SLURM_STEP_RESV_PORTS");
+  EXPECT_EQ(env.token, "secret");
+  vars["MURMUR_RENDEZVOUS"] = "head:9000";  // a rendezvous of one's own: nothing derived, nothing served
+  env = resolve_job_environment({}, from(vars));
+  EXPECT_EQ(env.rendezvous_host, "head");
+  EXPECT_EQ(env.rendezvous_port, 9000);
+  EXPECT_FALSE(env.host_rendezvous);
+}
+
+TEST(JobEnvironment, RefusesTheBatchScriptsOwnSlurmVariables) {
+  // sbatch -n 4 gives the script itself SLURM_PROCID=0, SLURM_NTASKS=4 and
+  // no step id: a peer started there without srun would wait for three
+  // ranks that never come.
+  expect_refused({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NODELIST", "vm"}, {"SLURM_JOB_ID", "7"}},
+                 "start the peers with srun");
+  auto vars = srun_task("0");
+  vars["SLURM_STEP_RESV_PORTS"] = "99999";
+  expect_refused(vars, "SLURM_STEP_RESV_PORTS='99999': port out of range");
+  vars = srun_task("0");
+  vars["SLURM_STEP_NODELIST"] = "node[03";
+  expect_refused(vars, "SLURM_STEP_NODELIST: Slurm hostlist 'node[03': '[' without ']'");
 }
 
 TEST(ScalarList, ExactlyTheCountOfFiniteNumbers) {

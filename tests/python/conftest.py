@@ -4,6 +4,7 @@ and MURMUR_BUILD_DIR at the build)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -82,3 +83,15 @@ def build_dir() -> str:
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(REPO, "examples", "pytorch", "train_fashion_mnist.py")
+
+
+def result_events(output: str) -> dict:
+    """The "@murmur" result event that each murmur-peer prints at its end,
+    by rank (docs/launcher.md, "Output and events")."""
+    results = {}
+    for line in output.splitlines():
+        if line.startswith("@murmur ") and '"result"' in line:
+            event = json.loads(line[len("@murmur "):])
+            if event.get("event") == "result":
+                results[event["rank"]] = event
+    return results

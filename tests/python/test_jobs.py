@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLE, free_port
+from conftest import EXAMPLE, free_port, result_events
 
 DATA = os.environ.get("MURMUR_DATA_DIR") or "/usr/share/datasets/fashion-mnist"
 ARGS = ["--epochs", "2", "--train-examples", "8000", "--test-examples", "2000", "--batch-size", "32"]
@@ -79,3 +79,25 @@ def test_mpirun_4_ranks_allreduce(build_dir):
     assert result["launcher"] == "mpirun" and result["ranks"] == 4, out
     assert result["averaged_accuracy"] > 0.75, out
     assert result["consensus_distance"] < 1e-3, out  # allreduce: every rank holds the mean
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (Debian's openmpi-bin: scripts/setup.sh)")
+def test_mpirun_hostfile_4_murmur_peers_rank_0_serves_the_rendezvous(build_dir, tmp_path):
+    """murmur-peer (C++) under mpirun with an Open MPI hostfile, no
+    murmur-rendezvous: rank 0, on the hostfile's first host, serves it
+    (--host-rendezvous). Every rank's result event is checked."""
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("localhost slots=4\n")
+    port = free_port()
+    env = job_env()
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    peer = os.path.join(build_dir, "src", "peer", "train", "murmur-peer")
+    proc = subprocess.run(["mpirun", "--oversubscribe", "--hostfile", str(hostfile), "-np", "4", peer,
+                           "--rendezvous", f"localhost:{port}", "--host-rendezvous", "--algorithm", "choco",
+                           "--compress", "topk:0.1", "--epochs", "2", "--train-examples", "2000", "--log-every", "1000"],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    results = result_events(proc.stdout)
+    assert sorted(results) == [0, 1, 2, 3], proc.stdout[-4000:]
+    averaged = {r["average_model_test_accuracy"] for r in results.values()}
+    assert len(averaged) == 1 and averaged.pop() > 0.70, results

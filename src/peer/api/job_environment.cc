@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/host.h"
+#include "peer/api/slurm_rendezvous.h"
 
 namespace murmur::peer {
 
@@ -79,6 +80,14 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
       break;
     }
   }
+  if (env.rank_source == "SLURM_PROCID/SLURM_NTASKS" && env.world_size > 1 && !lookup("SLURM_STEP_ID") &&
+      !lookup("SLURM_STEPID")) {
+    // sbatch sets SLURM_PROCID=0 and SLURM_NTASKS for the batch script
+    // itself: every process started from it would be rank 0 and wait for
+    // ranks that never come.
+    throw std::invalid_argument("SLURM_PROCID/SLURM_NTASKS are the batch script's (" + std::to_string(env.world_size) +
+                                " tasks, no SLURM_STEP_ID): start the peers with srun, one task per rank");
+  }
   if (env.world_size <= 0) {
     throw std::invalid_argument("world size " + std::to_string(env.world_size) + " (from " + env.rank_source +
                                 ") must be positive");
@@ -94,14 +103,27 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
     rendezvous = lookup("MURMUR_RENDEZVOUS").value_or("");
     rendezvous_source = "MURMUR_RENDEZVOUS";
   }
+  env.token = !config.token.empty() ? config.token : lookup("MURMUR_TOKEN").value_or("");
+  env.host_rendezvous = config.host_rendezvous;
   if (!rendezvous.empty()) {
     std::tie(env.rendezvous_host, env.rendezvous_port) = parse_host_port(rendezvous, rendezvous_source);
-  } else if (env.world_size > 1) {
+    env.rendezvous_source = rendezvous_source;
+  } else if (env.rank_source == "SLURM_PROCID/SLURM_NTASKS" && env.world_size > 1) {
+    // srun with no launcher of ours: rank 0 serves the rendezvous where
+    // every task can compute it (slurm_rendezvous.h).
+    if (const auto slurm = slurm_rendezvous(lookup)) {
+      env.rendezvous_host = slurm->host;
+      env.rendezvous_port = slurm->port;
+      env.host_rendezvous = true;
+      if (env.token.empty()) env.token = slurm->token;
+      env.rendezvous_source = slurm->port_source;
+    }
+  }
+  if (env.rendezvous_host.empty() && env.world_size > 1) {
     throw std::invalid_argument("a job of " + std::to_string(env.world_size) + " ranks (from " + env.rank_source +
                                 ") needs a rendezvous: launch with murmur-run, or set MURMUR_RENDEZVOUS=host:port "
                                 "(with --host-rendezvous on rank 0 to serve it there)");
   }
-  env.token = !config.token.empty() ? config.token : lookup("MURMUR_TOKEN").value_or("");
   env.host_name = !config.host_name.empty() ? config.host_name : lookup("MURMUR_HOST").value_or("");
   if (env.host_name.empty()) env.host_name = local_host_name();
   env.link_profile = !config.link_profile.empty() ? config.link_profile : lookup("MURMUR_LINK_PROFILE").value_or("");

@@ -1,6 +1,8 @@
 // Where this process sits in a job: rank, world size, rendezvous, token,
 // host name and link profile, from an explicit PeerConfig first and the
 // environment after it (murmur-run's MURMUR_*, then Slurm, then Open MPI).
+// Under srun with no MURMUR_RENDEZVOUS, the rendezvous comes from Slurm's
+// variables too (slurm_rendezvous.h).
 // The order and the variables are documented in include/murmur/peer.h.
 #pragma once
 
@@ -19,6 +21,10 @@ struct JobEnvironment {
   std::string rank_source = "default";  // "flag", "MURMUR_RANK", "SLURM_PROCID", ...: for messages
   std::string rendezvous_host;          // empty: none given
   std::uint16_t rendezvous_port = 0;
+  std::string rendezvous_source;  // "rendezvous", "MURMUR_RENDEZVOUS", "SLURM_STEP_RESV_PORTS", ...
+  // Rank 0 serves the rendezvous itself: PeerConfig::host_rendezvous, or a
+  // Slurm step with no MURMUR_RENDEZVOUS (slurm_rendezvous.h).
+  bool host_rendezvous = false;
   std::string token;
   std::string host_name;
   std::string link_profile;

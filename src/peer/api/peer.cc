@@ -87,11 +87,17 @@ class Peer::Impl {
       }
       return;
     }
-    if (config_.host_rendezvous && env_.rank == 0) {
+    if (env_.host_rendezvous && env_.rank == 0) {
       fabric::rendezvous::ServerOptions server_options;
       server_options.port = env_.rendezvous_port;
       server_options.token = env_.token;
-      server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
+      try {
+        server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
+      } catch (const fabric::FabricError& e) {
+        // Say where the port came from: under srun it was derived, not given.
+        throw fabric::FabricError(std::string(e.what()) + " (rank 0 serves the job's rendezvous; its port is from " +
+                                  env_.rendezvous_source + ")");
+      }
     }
     // Build the topology before joining: a bad file fails fast on every rank.
     // (A joiner's comes from the job it joins: below.)
