@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "gossip/algorithm/gradient_algorithm.h"
+#include "gossip/algorithm/message_allgather.h"
 #include "gossip/compress/compressor.h"
 
 namespace murmur::gossip::detail {
@@ -62,20 +63,8 @@ class CompressedGradients final : public GradientAlgorithm {
     inbox_.resize(comm_.size());
     inbox_[me].fresh().resize(cap);
     inbox_[me]->resize(encoder_->encode(gradient, *inbox_[me]));
-    std::vector<fabric::RequestPtr> requests;
-    std::vector<int> from;
-    const fabric::Tag tag = task_tag(Phase::kGradientAllgather, round, 0);
-    for (int k : members_) {
-      if (k == me) continue;
-      inbox_[k].fresh().resize(cap);
-      requests.push_back(traffic_.recv(k, tag, inbox_[k]));
-      from.push_back(k);
-    }
-    for (int k : members_)
-      if (k != me) requests.push_back(traffic_.send(k, tag, inbox_[me]));
-    const bool complete = wait_excusing(requests).empty();
-    for (std::size_t i = 0; i < from.size(); ++i)
-      inbox_[from[i]]->resize(requests[i]->error() ? 0 : requests[i]->bytes());
+    const bool complete = allgather_messages(traffic_, members_, me, task_tag(Phase::kGradientAllgather, round, 0), cap,
+                                             inbox_, [this](const auto& r) { return wait_excusing(r); });
     sum_.assign(n, 0.0f);
     decoded_.resize(n);
     std::size_t contributions = 0;

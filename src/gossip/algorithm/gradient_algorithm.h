@@ -1,6 +1,6 @@
 // GradientAlgorithm: the shared driver of the gradient-averaging methods
-// (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a; algorithm.h, "Gradient
-// averaging"). It owns one communication thread; a step's round starts on
+// (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a, their -ps forms, signsgd,
+// topk-sgd; algorithm.h, "Gradient averaging"). It owns one communication thread; a step's round starts on
 // it at the step's first gradient_ready() and runs communicate(round), which
 // a method implements: which layers to all-reduce, merged how, in what
 // order. The caller's backward pass goes on meanwhile (the overlap), and
@@ -26,7 +26,11 @@
 // gradient; a round that lost a peer left some ranks with their own
 // gradient instead, so the models are re-agreed before gradients are
 // averaged again. A method with measured constants (mg-wfbp) re-measures
-// them for the new ring (view_adopted()).
+// them for the new ring (view_adopted()). Over parameter servers, the
+// servers (the view's first --servers members) keep nothing between steps,
+// so the next round only re-shards the tensors over the live ones
+// (ps_exchange.h): a step that lost a server is not redone, the models'
+// re-averaging at the view repairs it.
 //
 // Failures: with tolerate_lost_peers a lost peer aborts the round's
 // remaining all-reduces on the ranks that see it (their layers keep the
