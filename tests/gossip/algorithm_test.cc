@@ -605,6 +605,33 @@ TEST(InProcess, ParameterServerMethodsAverageEveryLayer) {
     }
 }
 
+// A server checks what it is pushed: a worker whose layer is longer than
+// the server's is named, with its host, in the server rank's error.
+TEST(InProcess, ParameterServerNamesAPushOfTheWrongSize) {
+  auto c = make_cluster(2);
+  std::vector<std::future<std::string>> fs;
+  for (int r = 0; r < 2; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r]() -> std::string {
+      AlgorithmOptions o;
+      o.ps_servers = 1;  // rank 0 serves every layer
+      o.timeout_s = 3;   // rank 1 then waits in vain for its pull
+      auto a = gossip::make_algorithm("bsp-ps", o, *c.comms[r], nullptr);
+      std::vector<float> params(9, 0.0f), gradients(r == 0 ? 8 : 9, 1.0f);
+      a->set_gradients(gradients, r == 0 ? std::vector<std::size_t>{4, 4} : std::vector<std::size_t>{4, 5});
+      try {
+        a->average_gradients();
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+      return "no error";
+    }));
+  }
+  const std::string server = fs[0].get();
+  EXPECT_NE(server.find("rank 1 (host1) pushed 20 bytes for shard 1"), std::string::npos) << server;
+  EXPECT_NE(server.find("expected 16"), std::string::npos) << server;
+  EXPECT_NE(fs[1].get(), "no error");
+}
+
 // topk-sgd at density 1 sends everything: the exact mean. signsgd: every
 // rank's gradient is positive, so the vote is +1 everywhere.
 TEST(InProcess, CompressedGradientMethods) {
