@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The survey's A2A methods (and allreduce, for reference) as murmur-peer jobs
+"""The survey's methods (the A2A and parameter-server families, signSGD and
+TopK-SGD; allreduce for reference) as murmur-peer jobs
 on this host: one row per method and link profile with the iteration time,
 the communication time, how much of it overlapped computation, the time
 the trainer waited, and the test accuracy of the averaged model.
@@ -25,7 +26,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import common  # noqa: E402
 
-METHODS = ["bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a", "allreduce"]
+METHODS = ["bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a", "bsp-ps", "wfbp-ps", "bytescheduler-ps",
+           "signsgd", "topk-sgd", "allreduce"]
 
 
 def run_one(args, method, profile, out):
@@ -40,8 +42,14 @@ def run_one(args, method, profile, out):
                "--metrics", metrics, "--blas-threads", "1"]
     if profile != "loopback":
         command += ["--link-profile", profile]
-    if method == "bytescheduler-a2a" and args.partition:
+    if method.startswith("bytescheduler-") and args.partition:
         command += ["--bytescheduler-partition", str(args.partition), "--bytescheduler-credit", str(args.credit)]
+    if method.endswith("-ps") and args.servers:
+        command += ["--servers", str(args.servers)]
+    if method == "signsgd":
+        # Every step moves each weight by the learning rate: SGD's would
+        # throw the model about (docs/seed-methods.md).
+        command += ["--lr", str(args.sign_lr)]
     common.run_or_exit(command, f"{method} on {profile}")
     records = common.read_metrics(metrics, 0)
     epoch = common.events(records, common.Event.EPOCH)[-1]
@@ -70,7 +78,9 @@ def main():
     p.add_argument("--provider", default="tcp")
     p.add_argument("--profiles", default="loopback,10gbe")
     p.add_argument("--methods", default=",".join(METHODS))
-    p.add_argument("--partition", type=int, default=0, help="bytescheduler-a2a partition (0: its default)")
+    p.add_argument("--partition", type=int, default=0, help="bytescheduler-a2a/-ps partition (0: its default)")
+    p.add_argument("--servers", type=int, default=0, help="the -ps methods' servers (0: every peer)")
+    p.add_argument("--sign-lr", type=float, default=0.001, help="signsgd's learning rate")
     p.add_argument("--credit", type=int, default=4000000)
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--repeats", type=int, default=1)

@@ -52,6 +52,13 @@ struct GossipOptions {
   // parameters).
   std::int64_t bytescheduler_partition = 1000000;
   std::int64_t bytescheduler_credit = 4000000;
+  // bsp-ps, wfbp-ps, bytescheduler-ps: the first `ps_servers` members of
+  // the view run a server role (co-located, a thread each, as BytePS);
+  // 0: every member (the survey's "as many servers as workers").
+  int ps_servers = 0;
+  // topk-sgd: the fraction of the gradient's values each rank sends, in
+  // (0, 1] (the survey's TopK-SGD density, 0.001).
+  double topk_density = 0.001;
 };
 
 // Calls visit(name, value) for each field that every rank of a job must set
@@ -74,6 +81,8 @@ void visit_agreed_fields(const GossipOptions& g, Visit&& visit) {
   visit("schedule interval", g.schedule_interval);
   visit("bytescheduler partition", g.bytescheduler_partition);
   visit("bytescheduler credit", g.bytescheduler_credit);
+  visit("servers", g.ps_servers);
+  visit("topk density", g.topk_density);
 }
 
 }  // namespace murmur

@@ -35,8 +35,9 @@
 // destructor, and is read and written only inside Peer calls, on the
 // caller's thread: the background round works on murmur's own copy.
 //
-// Gradient hand-off (docs/embedding.md, "Gradient hand-off"): the A2A
-// algorithms (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a) average
+// Gradient hand-off (docs/embedding.md, "Gradient hand-off"): the gradient
+// methods (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a, bsp-ps, wfbp-ps,
+// bytescheduler-ps, signsgd, topk-sgd; docs/seed-methods.md) average
 // GRADIENTS before the optimizer step instead of tensors after it. Hand
 // the gradient buffer over once (set_gradients), then each step call
 // gradient_ready(layer) from the backward pass as each layer's gradient is

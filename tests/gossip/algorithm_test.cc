@@ -557,37 +557,148 @@ namespace {
 // gradient becomes the exact mean over the ranks, whatever the method
 // cuts it into (bytescheduler-a2a: partitions of 3 floats, a credit of 5,
 // so layers split and windows hold several partitions).
+// Three ranks in one process run `name` for three steps of rank- and
+// step-dependent gradients (r + 1 + step + 0.25 i); returns every rank's
+// last gradient after average_gradients().
+std::vector<std::vector<float>> run_gradient_method(const std::string& name, AlgorithmOptions o) {
+  auto c = make_cluster(3);
+  const std::vector<std::size_t> layers{5, 1, 7, 3};
+  std::vector<std::future<std::vector<float>>> fs;
+  for (int r = 0; r < 3; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r] {
+      auto a = gossip::make_algorithm(name, o, *c.comms[r], nullptr);
+      std::vector<float> params(16, 0.0f), gradients(16);
+      a->set_gradients(gradients, layers);
+      for (int step = 0; step < 3; ++step) {
+        for (std::size_t i = 0; i < gradients.size(); ++i)
+          gradients[i] = static_cast<float>(r + 1 + step) + 0.25f * static_cast<float>(i);
+        for (std::size_t l = layers.size(); l-- > 0;) a->gradient_ready(l);
+        a->average_gradients();
+        a->step(params);
+      }
+      a->finish(params);
+      EXPECT_EQ(a->stats().rounds, 3u);
+      return gradients;
+    }));
+  }
+  std::vector<std::vector<float>> out;
+  for (auto& f : fs) out.push_back(f.get());
+  return out;
+}
+
+// The last step's mean: (1 + 2 + 3) / 3 + 2 + 0.25 i.
+void expect_last_mean(const std::vector<float>& g) {
+  for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], 4.0f + 0.25f * static_cast<float>(i), 1e-5) << i;
+}
+
+// The parameter-server methods give the exact mean with one, two or three
+// servers (the sharding differs; the servers' sums are the same).
+TEST(InProcess, ParameterServerMethodsAverageEveryLayer) {
+  for (const std::string name : {"bsp-ps", "wfbp-ps", "bytescheduler-ps"})
+    for (int servers : {0, 1, 2}) {
+      SCOPED_TRACE(name + " with --servers " + std::to_string(servers));
+      AlgorithmOptions o;
+      o.bytescheduler_partition = 3;
+      o.bytescheduler_credit = 5;
+      o.ps_servers = servers;
+      for (const auto& g : run_gradient_method(name, o)) expect_last_mean(g);
+    }
+}
+
+// A server checks what it is pushed: a worker whose layer is longer than
+// the server's is named, with its host, in the server rank's error.
+TEST(InProcess, ParameterServerNamesAPushOfTheWrongSize) {
+  auto c = make_cluster(2);
+  std::vector<std::future<std::string>> fs;
+  for (int r = 0; r < 2; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r]() -> std::string {
+      AlgorithmOptions o;
+      o.ps_servers = 1;  // rank 0 serves every layer
+      o.timeout_s = 3;   // rank 1 then waits in vain for its pull
+      auto a = gossip::make_algorithm("bsp-ps", o, *c.comms[r], nullptr);
+      std::vector<float> params(9, 0.0f), gradients(r == 0 ? 8 : 9, 1.0f);
+      a->set_gradients(gradients, r == 0 ? std::vector<std::size_t>{4, 4} : std::vector<std::size_t>{4, 5});
+      try {
+        a->average_gradients();
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+      return "no error";
+    }));
+  }
+  const std::string server = fs[0].get();
+  EXPECT_NE(server.find("rank 1 (host1) pushed 20 bytes for shard 1"), std::string::npos) << server;
+  EXPECT_NE(server.find("expected 16"), std::string::npos) << server;
+  EXPECT_NE(fs[1].get(), "no error");
+}
+
+// topk-sgd at density 1 sends everything: the exact mean. signsgd: every
+// rank's gradient is positive, so the vote is +1 everywhere.
+TEST(InProcess, CompressedGradientMethods) {
+  AlgorithmOptions o;
+  o.topk_density = 1;
+  for (const auto& g : run_gradient_method("topk-sgd", o)) expect_last_mean(g);
+  for (const auto& g : run_gradient_method("signsgd", o))
+    for (std::size_t i = 0; i < g.size(); ++i) EXPECT_EQ(g[i], 1.0f) << i;
+  o.topk_density = 0;
+  auto c = make_cluster(1);
+  EXPECT_THROW(gossip::make_algorithm("topk-sgd", o, *c.comms[0], nullptr), std::invalid_argument);
+}
+
+// signsgd's vote is the elementwise majority of the signs (a tie is 0), and
+// topk-sgd's error feedback sends what it held back in later steps.
+TEST(InProcess, SignVoteAndTopkFeedback) {
+  auto c = make_cluster(2);
+  std::vector<std::future<std::pair<std::vector<float>, std::vector<float>>>> fs;
+  for (int r = 0; r < 2; ++r) {
+    fs.push_back(std::async(std::launch::async, [&, r] {
+      AlgorithmOptions o;
+      o.channel = 1;
+      auto sign = gossip::make_algorithm("signsgd", o, *c.comms[r], nullptr);
+      o.channel = 2;
+      o.topk_density = 0.25;  // one of four values a step
+      auto topk = gossip::make_algorithm("topk-sgd", o, *c.comms[r], nullptr);
+      std::vector<float> params(4, 0.0f);
+      // signs: both +, both -, one each (a tie), both zero (+1 by the codec).
+      std::vector<float> g = r == 0 ? std::vector<float>{2, -1, 3, 0} : std::vector<float>{1, -5, -3, 0};
+      sign->set_gradients(g, {4});
+      sign->average_gradients();
+      sign->step(params);
+      sign->finish(params);
+      // topk: rank 0's gradient is 4 in value 0, rank 1's 4 in value 2
+      // and 1.5 in value 3: rank 1 sends value 2 at steps 1, 2 and 4, and
+      // at step 3 the residual of value 3 (4.5), which outgrew value 2's.
+      std::vector<float> t(4), total(4, 0.0f);
+      topk->set_gradients(t, {4});
+      for (int step = 0; step < 4; ++step) {
+        // Into the handed-over buffer (assigning a new vector would move
+        // another one in).
+        const std::vector<float> next = r == 0 ? std::vector<float>{4, 0, 0, 0} : std::vector<float>{0, 0, 4, 1.5f};
+        std::copy(next.begin(), next.end(), t.begin());
+        topk->average_gradients();
+        topk->step(params);
+        for (int i = 0; i < 4; ++i) total[i] += t[i];
+      }
+      topk->finish(params);
+      return std::make_pair(g, total);
+    }));
+  }
+  for (auto& f : fs) {
+    const auto [vote, total] = f.get();
+    EXPECT_EQ(vote, (std::vector<float>{1, -1, 0, 1}));
+    // Halves of rank 0's (16, 0, 0, 0) and rank 1's (0, 0, 16, 4.5): what
+    // rank 1 held back of value 3 arrived, but for the last 1.5.
+    EXPECT_EQ(total, (std::vector<float>{8, 0, 8, 2.25f}));
+  }
+}
+
 TEST(InProcess, GradientMethodsAverageEveryLayer) {
   for (const std::string name : {"bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a"}) {
     SCOPED_TRACE(name);
-    auto c = make_cluster(3);
-    const std::vector<std::size_t> layers{5, 1, 7, 3};
-    std::vector<std::future<std::vector<float>>> fs;
-    for (int r = 0; r < 3; ++r) {
-      fs.push_back(std::async(std::launch::async, [&, r] {
-        AlgorithmOptions o;
-        o.bytescheduler_partition = 3;
-        o.bytescheduler_credit = 5;
-        auto a = gossip::make_algorithm(name, o, *c.comms[r], nullptr);
-        std::vector<float> params(16, 0.0f), gradients(16);
-        a->set_gradients(gradients, layers);
-        for (int step = 0; step < 3; ++step) {
-          for (std::size_t i = 0; i < gradients.size(); ++i)
-            gradients[i] = static_cast<float>(r + 1 + step) + 0.25f * static_cast<float>(i);
-          for (std::size_t l = layers.size(); l-- > 0;) a->gradient_ready(l);
-          a->average_gradients();
-          a->step(params);
-        }
-        a->finish(params);
-        EXPECT_EQ(a->stats().rounds, 3u);
-        return gradients;
-      }));
-    }
-    for (auto& f : fs) {
-      const auto g = f.get();
-      // The last step's mean: (1 + 2 + 3) / 3 + 2 + 0.25 i.
-      for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], 4.0f + 0.25f * static_cast<float>(i), 1e-5) << i;
-    }
+    AlgorithmOptions o;
+    o.bytescheduler_partition = 3;
+    o.bytescheduler_credit = 5;
+    for (const auto& g : run_gradient_method(name, o)) expect_last_mean(g);
   }
 }
 

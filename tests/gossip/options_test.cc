@@ -28,7 +28,8 @@ TEST(AlgorithmRegistry, NamesAreUniqueAndFound) {
   }
   EXPECT_EQ(algorithm_names(),
             (std::vector<std::string>{"dpsgd", "choco", "sgp", "adpsgd", "allreduce", "topk-allreduce", "local-sgd",
-                                      "bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a"}));
+                                      "bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a", "bsp-ps", "wfbp-ps",
+                                      "bytescheduler-ps", "signsgd", "topk-sgd"}));
   EXPECT_EQ(find_algorithm("gossip"), nullptr);
   try {
     algorithm_info("gossip");
@@ -59,7 +60,8 @@ TEST(AlgorithmRegistry, TraitsAreConsistent) {
   // allreduce averages the parameters after the optimizer step, bsp-a2a the
   // gradients before it: both kept, each named for what it averages.
   EXPECT_EQ(algorithm_info("allreduce").averages, Averages::kModels);
-  for (const char* name : {"bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a"}) {
+  for (const char* name : {"bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a", "bsp-ps", "wfbp-ps",
+                           "bytescheduler-ps", "signsgd", "topk-sgd"}) {
     EXPECT_EQ(algorithm_info(name).averages, Averages::kGradients) << name;
     EXPECT_EQ(algorithm_info(name).on_membership_change, MembershipChange::kReaverageModels) << name;
   }
@@ -178,6 +180,29 @@ TEST(GossipFlags, GossipWarmupGoesWithThePeriod) {
   visit_agreed_fields(g,
                       [&](const char* name, const auto&) { agreed = agreed || std::string(name) == "warmup steps"; });
   EXPECT_TRUE(agreed);
+}
+
+TEST(GossipFlags, GradientMethodKnobs) {
+  GossipOptions g;
+  CLI::App app;
+  add_gossip_flags(app, g, kGradientMethodFlags);
+  EXPECT_EQ(g.ps_servers, 0);               // every member serves
+  EXPECT_DOUBLE_EQ(g.topk_density, 0.001);  // the survey's
+  app.parse("--servers 2 --topk-density 0.01", /*program_name_included=*/false);
+  EXPECT_EQ(g.ps_servers, 2);
+  EXPECT_DOUBLE_EQ(g.topk_density, 0.01);
+  for (const char* bad : {"--servers=-1", "--topk-density 0", "--topk-density 1.5"}) {
+    GossipOptions h;
+    CLI::App other;
+    add_gossip_flags(other, h, kGradientMethodFlags);
+    EXPECT_THROW(other.parse(bad, /*program_name_included=*/false), CLI::ValidationError) << bad;
+  }
+  // Ranks must agree on both: they decide what each rank sends where.
+  int agreed = 0;
+  visit_agreed_fields(g, [&](const char* name, const auto&) {
+    agreed += std::string(name) == "servers" || std::string(name) == "topk density";
+  });
+  EXPECT_EQ(agreed, 2);
 }
 
 TEST(GossipFlags, ProgramsPickTheirs) {

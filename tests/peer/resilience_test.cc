@@ -68,7 +68,9 @@ class KilledPeer : public ::testing::TestWithParam<std::string> {};
 // other three adopt the view without it, finish, and agree (the consensus
 // distance over the live view is small at the end). The gradient methods'
 // models start apart (resilience_test_peer.cc) and agree only because the
-// view re-averages them.
+// view re-averages them. The victim, rank 2, is one of the parameter
+// servers' four servers (every member serves by default): its shards move
+// to the survivors.
 TEST_P(KilledPeer, SurvivorsAdoptTheViewAndFinish) {
   const std::string algorithm = GetParam();
   std::vector<std::string> args = {"--algorithm", algorithm, "--steps", "400"};
@@ -81,7 +83,8 @@ TEST_P(KilledPeer, SurvivorsAdoptTheViewAndFinish) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, KilledPeer,
                          ::testing::Values("dpsgd", "choco", "sgp", "adpsgd", "allreduce", "topk-allreduce",
-                                           "local-sgd", "bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a"),
+                                           "local-sgd", "bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a", "bsp-ps",
+                                           "wfbp-ps", "bytescheduler-ps", "signsgd", "topk-sgd"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -217,8 +220,9 @@ TEST_P(JoiningPeers, TwoInQuickSuccessionBothEnter) {
 }
 
 // wfbp-a2a: a gradient method, whose members re-average their models when
-// the joiners enter (gradient_algorithm.h).
-INSTANTIATE_TEST_SUITE_P(Algorithms, JoiningPeers, ::testing::Values("dpsgd", "choco", "wfbp-a2a"),
+// the joiners enter (gradient_algorithm.h); wfbp-ps also re-shards over the
+// joiners' servers.
+INSTANTIATE_TEST_SUITE_P(Algorithms, JoiningPeers, ::testing::Values("dpsgd", "choco", "wfbp-a2a", "wfbp-ps"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

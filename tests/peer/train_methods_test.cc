@@ -1,6 +1,7 @@
-// The survey's A2A methods as murmur-peer jobs (murmur-run, real processes
-// over libfabric on loopback): every exact method ends a few steps with the
-// same parameters as bsp-a2a, to rounding.
+// The survey's methods as murmur-peer jobs (murmur-run, real processes
+// over libfabric on loopback): every exact method (the A2A and the
+// parameter-server families) ends a few steps with the same parameters as
+// bsp-a2a, to rounding; topk-sgd at density 1 (no value held back) too.
 //
 // The model is deep and uneven (twelve hidden layers of 16 to 128 units),
 // so that the methods cut the gradient differently: wfbp-a2a one ring per
@@ -16,7 +17,9 @@
 // loaded loopback its start-up cost merges every layer into one bucket, the
 // same cut as bsp-a2a; its merge rule is tested in gradient_buckets_test.) Within one job every rank applies the same
 // mean gradient, so its ranks' parameters are bitwise equal: that is what shows the gradients were averaged at all
-// (each rank trains on its own shard).
+// (each rank trains on its own shard). A parameter server sums a shard's
+// pushes in member order, another order than a ring's chunks: the same
+// tolerance covers it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -157,6 +160,40 @@ TEST_F(TrainMethods, EveryExactMethodMatchesBspA2aOnThreePeersOverTcp) {
   expect_same_model(
       "bytescheduler-a2a",
       train("bytescheduler-a2a", job, {"--bytescheduler-partition", "1000", "--bytescheduler-credit", "3000"}), bsp);
+}
+
+TEST_F(TrainMethods, ParameterServerMethodsMatchBspA2aOverTcp) {
+  const Job job{3, "tcp"};
+  const auto bsp = train("bsp-a2a", job);
+  expect_same_model("bsp-ps", train("bsp-ps", job), bsp);
+  expect_same_model("wfbp-ps", train("wfbp-ps", job), bsp);
+  const auto epoch = epoch_record();
+  ASSERT_TRUE(epoch["communication_thread_seconds"].is_number()) << epoch.dump();
+  EXPECT_GT(epoch["communication_thread_seconds"].get<double>(), 0);
+  expect_same_model("wfbp-ps --servers 1", train("wfbp-ps", job, {"--servers", "1"}), bsp);
+  expect_same_model(
+      "bytescheduler-ps",
+      train("bytescheduler-ps", job, {"--bytescheduler-partition", "1000", "--bytescheduler-credit", "3000"}), bsp);
+  // Density 1: every value sent, nothing held back; the mean of the
+  // gradients, summed in rank order.
+  expect_same_model("topk-sgd --topk-density 1", train("topk-sgd", job, {"--topk-density", "1"}), bsp);
+  // signsgd is not exact (it applies signs), but every rank applies the
+  // same vote.
+  const auto sign = train("signsgd", job, {"--lr", "0.001"});
+  expect_ranks_equal("signsgd", sign);
+  EXPECT_GT(max_difference(sign[0], bsp[0]), 10 * kTolerance);
+}
+
+TEST_F(TrainMethods, ParameterServerMethodsMatchBspA2aOverShm) {
+  for (const Job& job : {Job{2, "shm"}, Job{4, "shm"}}) {
+    SCOPED_TRACE(std::to_string(job.peers) + " peers");
+    const auto bsp = train("bsp-a2a", job);
+    expect_same_model("bsp-ps", train("bsp-ps", job), bsp);
+    expect_same_model("bytescheduler-ps --servers 2",
+                      train("bytescheduler-ps", job,
+                            {"--servers", "2", "--bytescheduler-partition", "700", "--bytescheduler-credit", "700"}),
+                      bsp);
+  }
 }
 
 TEST_F(TrainMethods, LayerWiseMethodsMatchBspA2aOverShm) {

@@ -9,9 +9,10 @@
 //
 // Names: dpsgd, choco, sgp, adpsgd (gossip; need a topology), allreduce,
 // topk-allreduce, local-sgd (centralized baselines; topology ignored),
-// bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a (gradient averaging: the
-// survey's A2A family, below); the registry (registry.h) is the list, with
-// each algorithm's traits.
+// bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a, bsp-ps, wfbp-ps,
+// bytescheduler-ps, signsgd, topk-sgd (gradient averaging: the survey's
+// methods, below); the registry (registry.h) is the list, with each
+// algorithm's traits.
 //
 // Semantics of step(params): `params` is the caller's tensor after its local
 // update. Every H-th call (H = options.period; calls are counted from 1) is a

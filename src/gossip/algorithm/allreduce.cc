@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gossip/algorithm/algorithm.h"
+#include "gossip/algorithm/message_allgather.h"
 #include "gossip/algorithm/round_algorithm.h"
 #include "gossip/compress/compressor.h"
 
@@ -199,22 +200,9 @@ class TopkAllreduce final : public RoundAlgorithm {
     inbox_.resize(comm_.size());
     inbox_[me].fresh().resize(cap);
     inbox_[me]->resize(encoder_->encode(snapshot_, *inbox_[me]));
-    std::vector<fabric::RequestPtr> requests;
-    std::vector<int> from;
-    // TODO(perf): a ring or recursive-doubling all-gather of the variable
-    // sized messages for large p; direct sends are fine at tens of ranks.
-    for (int k : members_) {
-      if (k == me) continue;
-      inbox_[k].fresh().resize(cap);
-      requests.push_back(traffic_.recv(k, tag(Phase::kTopkAllgather, round), inbox_[k]));
-      from.push_back(k);
-    }
-    for (int k : members_)
-      if (k != me) requests.push_back(traffic_.send(k, tag(Phase::kTopkAllgather, round), inbox_[me]));
-    wait_excusing(requests);
     // A lost rank's update is left out (until the view's dense round).
-    for (std::size_t i = 0; i < from.size(); ++i)
-      inbox_[from[i]]->resize(requests[i]->error() ? 0 : requests[i]->bytes());
+    allgather_messages(traffic_, members_, me, tag(Phase::kTopkAllgather, round), cap, inbox_,
+                       [this](const auto& r) { return wait_excusing(r); });
     update_.assign(n, 0.0f);
     decoded_.resize(n);
     for (int k : members_) {  // rank order: the same float sum everywhere

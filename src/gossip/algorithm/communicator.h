@@ -59,13 +59,16 @@ enum class Phase : std::uint8_t {
   kAllreduce = 5,
   kAllgather = 6,
   kTopkAllgather = 7,
-  kReceipt = 8,          // a receiver's report on one message (gossip/algorithm/receipt.h)
-  kChocoResync = 9,      // choco's dense public copies after a membership view change
-  kJoinState = 10,       // a joining member's model and state from its sponsor (peer/api/join_exchange.h)
-  kGradientReduce = 11,  // the gradient methods' ring: reduce-scatter (ring_allreduce.h)
-  kGradientGather = 12,  // ... and all-gather
-  kGradientOrder = 13,   // bytescheduler-a2a: the leader's choice of the next partitions
-  kLinkProbe = 14,       // mg-wfbp: the start-up all-reduces that measure alpha and beta
+  kReceipt = 8,             // a receiver's report on one message (gossip/algorithm/receipt.h)
+  kChocoResync = 9,         // choco's dense public copies after a membership view change
+  kJoinState = 10,          // a joining member's model and state from its sponsor (peer/api/join_exchange.h)
+  kGradientReduce = 11,     // the gradient methods' ring: reduce-scatter (ring_allreduce.h)
+  kGradientGather = 12,     // ... and all-gather
+  kGradientOrder = 13,      // bytescheduler-a2a: the leader's choice of the next partitions
+  kLinkProbe = 14,          // mg-wfbp: the start-up all-reduces that measure alpha and beta
+  kPsPush = 15,             // the parameter-server methods: a worker's gradient shard to its server
+  kPsPull = 16,             // ... and the server's mean back to the worker
+  kGradientAllgather = 17,  // signsgd, topk-sgd: each rank's compressed gradient to every other
 };
 
 // Tag layout: bits 63..56 channel (one per tensor stream / algorithm

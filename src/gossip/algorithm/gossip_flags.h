@@ -23,14 +23,16 @@ namespace murmur::gossip {
 // the group it goes with, so that every program that honours the group
 // gets it).
 enum GossipFlags : unsigned {
-  kAlgorithmFlag = 1u << 0,       // --algorithm
-  kTopologyFlags = 1u << 1,       // the graph: --topology, --degree
-  kTopologySeedFlag = 1u << 2,    // --topology-seed
-  kCompressorFlag = 1u << 3,      // --compressor (alias --compress)
-  kPeriodFlag = 1u << 4,          // how often ranks communicate: --period, ...
-  kGammaFlag = 1u << 5,           // --gamma
-  kScheduleFlags = 1u << 6,       // the scheduler: --schedule, --schedule-interval
-  kByteSchedulerFlags = 1u << 7,  // --bytescheduler-partition, --bytescheduler-credit
+  kAlgorithmFlag = 1u << 0,     // --algorithm
+  kTopologyFlags = 1u << 1,     // the graph: --topology, --degree
+  kTopologySeedFlag = 1u << 2,  // --topology-seed
+  kCompressorFlag = 1u << 3,    // --compressor (alias --compress)
+  kPeriodFlag = 1u << 4,        // how often ranks communicate: --period, ...
+  kGammaFlag = 1u << 5,         // --gamma
+  kScheduleFlags = 1u << 6,     // the scheduler: --schedule, --schedule-interval
+  // The gradient methods' knobs: --bytescheduler-partition,
+  // --bytescheduler-credit, --servers, --topk-density.
+  kGradientMethodFlags = 1u << 7,
   kGossipAll = (1u << 8) - 1,
 };
 

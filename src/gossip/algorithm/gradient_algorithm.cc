@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "gossip/algorithm/ps_exchange.h"
 #include "gossip/algorithm/round_failure.h"
 
 namespace murmur::gossip::detail {
@@ -17,13 +18,23 @@ struct RoundAbandoned {};
 
 }  // namespace
 
-GradientAlgorithm::GradientAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm)
+GradientAlgorithm::GradientAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm,
+                                     Exchange exchange)
     : options_(options), comm_(comm), traffic_(comm, options.receipts), name_(std::move(name)) {
   if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
   if (options_.period != 1)
     throw std::invalid_argument(name_ + " averages the gradients of every step: period (H) must be 1, got " +
                                 std::to_string(options_.period) + " (local-sgd averages models every H steps)");
   for (int k = 0; k < comm.size(); ++k) members_.push_back(k);
+  if (exchange == Exchange::kParameterServer) {
+    if (options_.ps_servers < 0)
+      throw std::invalid_argument(name_ + ": --servers " + std::to_string(options_.ps_servers) +
+                                  " must be >= 0 (0: every member serves)");
+    ps_ = std::make_unique<ParameterServerExchange>(
+        name_, traffic_, [this](const auto& r) { return wait_excusing(r); },
+        [this](Phase phase, std::uint64_t round, std::uint32_t id) { return task_tag(phase, round, id); },
+        options_.ps_servers, [this] { return tensor_sizes(); });
+  }
   worker_ = comm_.start_thread([this] { worker_loop(); });
 }
 
@@ -36,6 +47,7 @@ void GradientAlgorithm::shutdown() {
     stop_ = true;  // a round waiting for layers gives up; one on the wire ends within timeout_s
   }
   comm_.notify_local(cv_);
+  if (ps_) ps_->abandon();  // so does one waiting for this rank's server
   {
     std::unique_lock lock(mutex_);
     comm_.wait_local(lock, cv_, [&] { return !has_job_; });
@@ -55,11 +67,13 @@ void GradientAlgorithm::worker_loop() {
     std::exception_ptr error;
     try {
       communicate(round);
+      if (ps_ && !ps_->end_round()) record_communication(comm_.now(), comm_.now(), /*complete=*/false);
     } catch (const RoundAbandoned&) {
       error = std::make_exception_ptr(std::runtime_error(name_ + ": round abandoned at shutdown"));
     } catch (...) {
       error = std::current_exception();
     }
+    if (error && ps_) ps_->abandon();  // the algorithm is failed (or torn down): its server stops too
     lock.lock();
     job_error_ = error;
     has_job_ = false;
@@ -236,6 +250,7 @@ std::vector<double> GradientAlgorithm::last_ready_times() const {
 
 std::set<int> GradientAlgorithm::wait_excusing(const std::vector<fabric::RequestPtr>& requests) {
   auto excused = traffic_.wait_all_excusing(requests, options_.timeout_s, options_.tolerate_lost_peers);
+  std::lock_guard lock(mutex_);
   for (int peer : excused)
     if (excused_logged_.insert(peer).second)
       gossip_log().warn("{}: rounds go on without rank {} ({}) until a view drops it: its link failed", name_, peer,
@@ -246,11 +261,16 @@ std::set<int> GradientAlgorithm::wait_excusing(const std::vector<fabric::Request
 bool GradientAlgorithm::average(std::uint64_t round, std::span<const std::span<float>> pieces,
                                 std::span<const std::uint32_t> tasks) {
   MURMUR_CHECK_EQ(pieces.size(), tasks.size());
+  const double begin = comm_.now();
+  if (ps_) {
+    const bool complete = ps_->push_pull(round, members_, pieces, tasks);
+    record_communication(begin, comm_.now(), complete);
+    return complete;
+  }
   std::vector<RingTensor> tensors;
   for (std::size_t k = 0; k < pieces.size(); ++k)
     tensors.push_back({pieces[k], task_tag(Phase::kGradientReduce, round, tasks[k]),
                        task_tag(Phase::kGradientGather, round, tasks[k])});
-  const double begin = comm_.now();
   const bool complete = ring_allreduce_sum(
       traffic_, members_, rank(), tensors, [this](const auto& r) { return wait_excusing(r); },
       options_.tolerate_lost_peers);
@@ -259,12 +279,23 @@ bool GradientAlgorithm::average(std::uint64_t round, std::span<const std::span<f
     for (const RingTensor& t : tensors)
       for (float& v : t.data) v *= inv;
   }
-  const double end = comm_.now();
-  std::lock_guard lock(mutex_);
-  busy_.emplace_back(begin, end);
-  stats_.comm_seconds += end - begin;
-  if (!complete) round_incomplete_ = true;
+  record_communication(begin, comm_.now(), complete);
   return complete;
+}
+
+void GradientAlgorithm::record_communication(double begin, double end, bool complete) {
+  std::lock_guard lock(mutex_);
+  if (end > begin) {
+    busy_.emplace_back(begin, end);
+    stats_.comm_seconds += end - begin;
+  }
+  if (!complete) round_incomplete_ = true;
+}
+
+std::vector<std::size_t> GradientAlgorithm::tensor_sizes() const {
+  std::vector<std::size_t> sizes;
+  for (std::size_t l = 0; l < layers(); ++l) sizes.push_back(layer_floats(l));
+  return sizes;
 }
 
 bool GradientAlgorithm::sum_over_members(std::span<float> data, Phase reduce, Phase gather, std::uint64_t id) {

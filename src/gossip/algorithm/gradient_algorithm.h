@@ -1,6 +1,6 @@
 // GradientAlgorithm: the shared driver of the gradient-averaging methods
-// (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a; algorithm.h, "Gradient
-// averaging"). It owns one communication thread; a step's round starts on
+// (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-a2a, their -ps forms, signsgd,
+// topk-sgd; algorithm.h, "Gradient averaging"). It owns one communication thread; a step's round starts on
 // it at the step's first gradient_ready() and runs communicate(round), which
 // a method implements: which layers to all-reduce, merged how, in what
 // order. The caller's backward pass goes on meanwhile (the overlap), and
@@ -8,6 +8,11 @@
 //
 //   caller:  gradient_ready(L-1) ... gradient_ready(0)  average_gradients()  optimizer  step()
 //   comm:         communicate(r): wait_ready(l), average(ranges) ...  done
+//
+// Exchange: average() runs a ring all-reduce (the A2A methods) or, for a
+// method made with Exchange::kParameterServer, pushes the pieces to their
+// servers and pulls the means (ps_exchange.h; bsp-ps, wfbp-ps,
+// bytescheduler-ps): the same method code over either.
 //
 // Rounds: one per step, counted from 0; round r's messages carry r in
 // their tags (with a task number below it), so that no two rounds mix.
@@ -21,7 +26,11 @@
 // gradient; a round that lost a peer left some ranks with their own
 // gradient instead, so the models are re-agreed before gradients are
 // averaged again. A method with measured constants (mg-wfbp) re-measures
-// them for the new ring (view_adopted()).
+// them for the new ring (view_adopted()). Over parameter servers, the
+// servers (the view's first --servers members) keep nothing between steps,
+// so the next round only re-shards the tensors over the live ones
+// (ps_exchange.h): a step that lost a server is not redone, the models'
+// re-averaging at the view repairs it.
 //
 // Failures: with tolerate_lost_peers a lost peer aborts the round's
 // remaining all-reduces on the ranks that see it (their layers keep the
@@ -51,10 +60,16 @@
 
 namespace murmur::gossip::detail {
 
+class ParameterServerExchange;
+
 // A run of whole layers [first, last) of the gradient buffer.
 struct LayerRange {
   std::size_t first = 0, last = 0;
 };
+
+// How average() averages: a ring all-reduce, or push/pull through
+// parameter servers co-located with the members.
+enum class Exchange { kRing, kParameterServer };
 
 class GradientAlgorithm : public Algorithm {
  public:
@@ -73,7 +88,8 @@ class GradientAlgorithm : public Algorithm {
   void average_gradients() override;
 
  protected:
-  GradientAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm);
+  GradientAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm,
+                    Exchange exchange = Exchange::kRing);
   // Waits for the round in flight and stops the communication thread;
   // idempotent. Every final subclass calls it first in its destructor.
   void shutdown();
@@ -83,6 +99,10 @@ class GradientAlgorithm : public Algorithm {
   virtual void communicate(std::uint64_t round) = 0;
   // Caller thread, no round in flight: a new view is in use from `round`.
   virtual void view_adopted(std::uint64_t /*round*/) {}
+  // The floats of every tensor the method hands average() (by task
+  // number), for the parameter servers' sharding: by default the layers
+  // (task = layer). Communication thread, at a round's first average().
+  virtual std::vector<std::size_t> tensor_sizes() const;
 
   // Helpers for communicate() (communication thread).
   std::size_t layers() const { return offsets_.size() - 1; }
@@ -112,6 +132,11 @@ class GradientAlgorithm : public Algorithm {
   // re-averaging at a view change, mg-wfbp's probe); not counted as
   // communication time. False: a lost peer aborted it (data unchanged).
   bool sum_over_members(std::span<float> data, Phase reduce, Phase gather, std::uint64_t id);
+  // Counts [begin, end] (comm_.now()) as communication of this round, for
+  // the overlap figure; `complete` false: a lost peer left the result
+  // inexact. What average() does for its own; methods that communicate
+  // otherwise (signsgd, topk-sgd) call it.
+  void record_communication(double begin, double end, bool complete);
   fabric::Tag task_tag(Phase phase, std::uint64_t round, std::uint64_t task) const {
     return make_tag(options_.channel, phase, (round << 16) | (task & 0xffff));
   }
@@ -152,9 +177,10 @@ class GradientAlgorithm : public Algorithm {
   std::vector<std::pair<double, double>> busy_;  // this round's communication intervals
   AlgorithmStats stats_;
   std::uint64_t incomplete_rounds_ = 0;
-  bool round_incomplete_ = false;  // this round lost a peer in some all-reduce
-  std::set<int> excused_logged_;   // communication thread only
-  std::thread worker_;             // last
+  bool round_incomplete_ = false;                // this round lost a peer in some all-reduce
+  std::set<int> excused_logged_;                 // guarded by mutex_ (the communication and server threads wait)
+  std::unique_ptr<ParameterServerExchange> ps_;  // Exchange::kParameterServer; communication thread only
+  std::thread worker_;                           // last
 };
 
 }  // namespace murmur::gossip::detail

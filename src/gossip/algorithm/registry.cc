@@ -19,6 +19,15 @@
 //   bytescheduler-  buckets, or in prioritised partitions; stateless between
 //   a2a             steps, no period (every step), not simulable yet (the
 //                   simulator has no layer-wise backward to hand them).
+//   bsp-ps,         the survey's PS family: the same means through
+//   wfbp-ps,        parameter servers co-located with the members (threads
+//   bytescheduler-  of their own), which keep nothing between steps; the
+//   ps              same traits as the A2A family.
+//   signsgd,        compressed gradients all-gathered before the optimizer
+//   topk-sgd        step; exact only in what they agree on (every rank
+//                   applies the same combined gradient), so re-averaged at a
+//                   view change like the rest. topk-sgd keeps an
+//                   error-feedback residual that checkpoints do not hold.
 #include "gossip/algorithm/registry.h"
 
 #include <stdexcept>
@@ -38,6 +47,11 @@ std::unique_ptr<Algorithm> make_bsp_a2a(const AlgorithmOptions& o, Communicator&
 std::unique_ptr<Algorithm> make_wfbp_a2a(const AlgorithmOptions& o, Communicator& comm);
 std::unique_ptr<Algorithm> make_mg_wfbp(const AlgorithmOptions& o, Communicator& comm);
 std::unique_ptr<Algorithm> make_bytescheduler_a2a(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_bsp_ps(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_wfbp_ps(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_bytescheduler_ps(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_signsgd(const AlgorithmOptions& o, Communicator& comm);
+std::unique_ptr<Algorithm> make_topk_sgd(const AlgorithmOptions& o, Communicator& comm);
 }  // namespace detail
 
 namespace {
@@ -149,6 +163,16 @@ void add_gradient_rows(std::vector<AlgorithmInfo>& t) {
       [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_mg_wfbp(o, c); });
   row("bytescheduler-a2a", "ByteScheduler: gradient partitions all-reduced front layers first, within a credit window",
       [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_bytescheduler_a2a(o, c); });
+  row("bsp-ps", "parameter server: every layer pushed to its server (sharded by size) after backward, means pulled",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_bsp_ps(o, c); });
+  row("wfbp-ps", "parameter server, wait-free: each layer pushed and pulled as backward hands it over",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_wfbp_ps(o, c); });
+  row("bytescheduler-ps", "parameter server, ByteScheduler: partitions pushed front layers first, in a credit window",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_bytescheduler_ps(o, c); });
+  row("signsgd", "signSGD with majority vote: 1-bit gradient signs all-gathered, the elementwise majority applied",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_signsgd(o, c); });
+  row("topk-sgd", "TopK-SGD: sparse gradients (indices and values, --topk-density) all-gathered, error feedback",
+      [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_topk_sgd(o, c); });
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ void add_flags(CLI::App& app, CommandLine& c) {
   murmur::gossip::add_gossip_flags(
       app, request.gossip.gossip,
       murmur::gossip::kGossipAll &
-          ~(murmur::gossip::kAlgorithmFlag | murmur::gossip::kTopologySeedFlag | murmur::gossip::kByteSchedulerFlags));
+          ~(murmur::gossip::kAlgorithmFlag | murmur::gossip::kTopologySeedFlag | murmur::gossip::kGradientMethodFlags));
   app.add_option("--iterations", request.gossip.iterations, "simulated iterations per gossip run")
       ->capture_default_str()
       ->group("Gossip");

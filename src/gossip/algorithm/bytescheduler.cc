@@ -1,15 +1,17 @@
-// bytescheduler-a2a (Peng et al., "A Generic Communication Scheduler for
-// Distributed DNN Training Acceleration", SOSP 2019; the survey's
-// ByteScheduler-A2A): every layer's gradient is cut into partitions of at
-// most `bytescheduler_partition` floats, and partitions are all-reduced by
-// priority, front layers first (the next forward pass needs them first),
+// bytescheduler-a2a and bytescheduler-ps (Peng et al., "A Generic
+// Communication Scheduler for Distributed DNN Training Acceleration", SOSP
+// 2019; the survey's ByteScheduler-A2A and ByteScheduler-PS): every layer's
+// gradient is cut into partitions of at most `bytescheduler_partition`
+// floats, and partitions are averaged by priority (all-reduced, or pushed to
+// their parameter servers and pulled: ps_exchange.h, one server per
+// partition by size), front layers first (the next forward pass needs them first),
 // with at most `bytescheduler_credit` floats on the wire at a time (the
 // credit window). Defaults are ByteScheduler's own (ByteCore: partition
 // 1,000,000 parameters, credit 4,000,000), which it then auto-tunes; here
 // they are knobs (--bytescheduler-partition, --bytescheduler-credit).
 //
-// All-reduces pair up only if every rank runs the same partitions in the
-// same order, and which partitions are ready when the link frees up is a
+// All-reduces pair up (and servers serve what workers push) only if every
+// rank runs the same partitions in the same order, and which partitions are ready when the link frees up is a
 // matter of timing. So the view's first member (the leader) chooses: when
 // a window ends it takes the ready partitions of highest priority up to
 // the credit (at least one), sends their numbers to every member, and all
@@ -40,20 +42,26 @@ struct Partition {
   std::span<float> values;
 };
 
-class ByteSchedulerA2a final : public GradientAlgorithm {
+class ByteScheduler final : public GradientAlgorithm {
  public:
-  ByteSchedulerA2a(const AlgorithmOptions& o, Communicator& comm)
-      : GradientAlgorithm("bytescheduler-a2a", o, comm),
-        partition_floats_(checked(o.bytescheduler_partition, "--bytescheduler-partition")),
-        credit_floats_(checked(o.bytescheduler_credit, "--bytescheduler-credit")) {}
-  ~ByteSchedulerA2a() override { shutdown(); }
+  ByteScheduler(std::string name, const AlgorithmOptions& o, Communicator& comm, Exchange exchange)
+      : GradientAlgorithm(std::move(name), o, comm, exchange),
+        partition_floats_(checked(this->name(), o.bytescheduler_partition, "--bytescheduler-partition")),
+        credit_floats_(checked(this->name(), o.bytescheduler_credit, "--bytescheduler-credit")) {}
+  ~ByteScheduler() override { shutdown(); }
 
  private:
-  static std::size_t checked(std::int64_t value, const char* flag) {
+  static std::size_t checked(const std::string& name, std::int64_t value, const char* flag) {
     if (value < 1)
-      throw std::invalid_argument(std::string("bytescheduler-a2a: ") + flag + " " + std::to_string(value) +
-                                  " must be >= 1 (floats)");
+      throw std::invalid_argument(name + ": " + flag + " " + std::to_string(value) + " must be >= 1 (floats)");
     return static_cast<std::size_t>(value);
+  }
+
+  // The parameter servers shard partitions, not layers.
+  std::vector<std::size_t> tensor_sizes() const override {
+    std::vector<std::size_t> sizes;
+    for (const Partition& p : partitions_) sizes.push_back(p.values.size());
+    return sizes;
   }
 
   // Front layer first: partition numbers are priorities.
@@ -139,14 +147,14 @@ class ByteSchedulerA2a final : public GradientAlgorithm {
     chosen.assign(message->begin(), message->begin() + static_cast<std::ptrdiff_t>(count));
     for (std::uint32_t id : chosen)
       if (id >= partitions_.size() || done[id])
-        throw std::invalid_argument("bytescheduler-a2a: leader rank " + std::to_string(leader) + " (" +
-                                    comm_.host(leader) + ") chose partition " + std::to_string(id) + " of " +
+        throw std::invalid_argument(name() + ": leader rank " + std::to_string(leader) + " (" + comm_.host(leader) +
+                                    ") chose partition " + std::to_string(id) + " of " +
                                     std::to_string(partitions_.size()) +
                                     ", which this rank does not have or has done: do all ranks use the same model, "
                                     "--bytescheduler-partition and --bytescheduler-credit?");
     if (count == 0)
-      throw std::invalid_argument("bytescheduler-a2a: leader rank " + std::to_string(leader) + " (" +
-                                  comm_.host(leader) + ") chose no partition");
+      throw std::invalid_argument(name() + ": leader rank " + std::to_string(leader) + " (" + comm_.host(leader) +
+                                  ") chose no partition");
     return true;
   }
 
@@ -157,7 +165,11 @@ class ByteSchedulerA2a final : public GradientAlgorithm {
 }  // namespace
 
 std::unique_ptr<Algorithm> make_bytescheduler_a2a(const AlgorithmOptions& o, Communicator& comm) {
-  return std::make_unique<ByteSchedulerA2a>(o, comm);
+  return std::make_unique<ByteScheduler>("bytescheduler-a2a", o, comm, Exchange::kRing);
+}
+
+std::unique_ptr<Algorithm> make_bytescheduler_ps(const AlgorithmOptions& o, Communicator& comm) {
+  return std::make_unique<ByteScheduler>("bytescheduler-ps", o, comm, Exchange::kParameterServer);
 }
 
 }  // namespace murmur::gossip::detail
