@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/host.h"
 #include "common/log.h"
@@ -242,8 +243,13 @@ MembershipView Group::entry_view() const {
 }
 
 void Group::on_view(std::function<void(const MembershipView&, const std::vector<LostPeer>&)> callback) {
-  std::lock_guard<std::mutex> lock(relay_->mutex);
+  std::unique_lock<std::mutex> lock(relay_->mutex);
   relay_->on_view = std::move(callback);
+  // The old callback may be running on the view thread; its owner is about
+  // to go (Membership's destructor clears it). From inside the callback
+  // there is nothing to wait for: the caller is that run.
+  if (std::this_thread::get_id() == view_thread_.get_id()) return;
+  relay_->on_view_idle.wait(lock, [this] { return !relay_->on_view_running; });
 }
 
 Group::SuspectVerdict Group::suspect(int rank, Evidence evidence, const std::string& reason) {

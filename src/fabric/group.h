@@ -131,7 +131,12 @@ class Group final {
   // Replaces the callback; called on the Group's view thread for every new
   // view, in order, after the lost members have been passed to
   // transport().fail_peer() and the joined ones to transport().add_peer()
-  // (so peers() holds them). Must not block or call back into the Group.
+  // (so peers() holds them). Must not block or call back into the Group
+  // (replacing itself through on_view is the exception). When on_view
+  // returns, the previous callback is not running and will not be called
+  // again: it waits for a run in progress, so an owner may clear its
+  // callback and then free what it captured. Called from inside the
+  // callback, it does not wait.
   struct LostPeer;
   void on_view(std::function<void(const MembershipView& view, const std::vector<LostPeer>& lost)> callback);
   using Evidence = rendezvous::Evidence;

@@ -40,6 +40,11 @@ struct Group::FailureRelay {
   MembershipView view;
   MembershipView entry_view;  // Group::entry_view()
   std::function<void(const MembershipView&, const std::vector<LostPeer>&)> on_view;
+  // The view thread runs a copy of on_view outside the lock; Group::on_view
+  // waits on on_view_idle until no copy runs, so that a caller that replaces
+  // the callback may then destroy what the old one used.
+  bool on_view_running = false;
+  std::condition_variable on_view_idle;
   // Views not yet handled by the view thread, oldest first.
   struct Pending {
     rendezvous::View view;

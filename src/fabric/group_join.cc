@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/background_thread.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/trace.h"
@@ -119,7 +120,7 @@ std::unique_ptr<Group> Group::join_running(const GroupOptions& options) {
 
 void Group::start_view_thread(const GroupOptions& options) {
   const auto timeout = options.join_timeout;
-  view_thread_ = std::thread([this, timeout] {
+  view_thread_ = start_background_thread([this, timeout] {
     trace::name_thread("group views");
     run_views(timeout);
   });
@@ -160,10 +161,17 @@ void Group::run_views(std::chrono::milliseconds timeout) {
       relay_->view = relay_->to_view_locked(next.view);
       copy = relay_->view;
       callback = relay_->on_view;
+      relay_->on_view_running = static_cast<bool>(callback);
     }
     fabric_log().info("membership view {}: {} members, {} lost, {} joined", copy.generation, copy.members.size(),
                       next.lost.size(), copy.joined.size());
-    if (callback) callback(copy, next.lost);
+    if (!callback) continue;
+    callback(copy, next.lost);
+    {
+      std::lock_guard<std::mutex> lock(relay_->mutex);
+      relay_->on_view_running = false;
+    }
+    relay_->on_view_idle.notify_all();
   }
 }
 

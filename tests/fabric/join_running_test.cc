@@ -6,6 +6,7 @@
 // signature is refused, naming the key, on both sides.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fabric/errors.h"
@@ -188,6 +190,33 @@ TEST_P(JoinRunning, DifferentSignatureIsRefusedOnBothSides) {
     EXPECT_NE(m->control().refused_joins().front().find("job has period=4, joiner has period=2"), std::string::npos);
   }
   EXPECT_EQ(members[0]->view().members.size(), 2u);
+}
+
+// An owner clears its callback and frees what the callback uses (the
+// Peer's Membership does so when a Peer is destroyed while a view that
+// expels it is being handled): on_view must not return while the old
+// callback still runs. It did, and a Python worker interrupted at that
+// moment jumped into freed memory.
+TEST_P(JoinRunning, ReplacingTheCallbackWaitsForTheRunInProgress) {
+  std::vector<std::future<std::unique_ptr<Group>>> starting;
+  for (int r = 0; r < 2; ++r) {
+    starting.push_back(std::async(std::launch::async, [this, r] { return Group::join(options(r, 2)); }));
+  }
+  std::vector<std::unique_ptr<Group>> members;
+  for (auto& s : starting) members.push_back(s.get());
+
+  std::promise<void> entered;
+  std::atomic<bool> finished{false};
+  members[0]->on_view([&entered, &finished](const MembershipView&, const std::vector<Group::LostPeer>&) {
+    entered.set_value();
+    // Long enough that an on_view that does not wait returns well before.
+    std::this_thread::sleep_for(500ms);
+    finished = true;
+  });
+  auto joiner = Group::join_running(options(-1, 0));  // a new view for member 0's callback
+  ASSERT_EQ(entered.get_future().wait_for(30s), std::future_status::ready);
+  members[0]->on_view(nullptr);
+  EXPECT_TRUE(finished) << "on_view returned while the replaced callback was still running";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, JoinRunning,

@@ -21,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "common/background_thread.h"
 #include "common/log.h"
 #include "common/trace.h"
 #include "fabric/asio/link.h"
@@ -144,7 +145,7 @@ AsioTransport::AsioTransport(const TransportOptions& options)
   }
   links_[options_.rank]->set_host("self");
   accept_next();
-  thread_ = std::thread([this] {
+  thread_ = start_background_thread([this] {
     trace::name_thread("asio io");
     io_.run();
   });

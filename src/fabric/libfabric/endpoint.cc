@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "common/background_thread.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "fabric/errors.h"
@@ -148,6 +149,9 @@ std::string choose_provider(const TransportOptions& options) {
 
 Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     : provider(which), info(get_info(options, which)) {
+  // Threads a provider starts for this endpoint inherit the mask: they are
+  // murmur's, not the host program's (common/background_thread.h).
+  const AsyncSignalsBlocked blocked;
   provider_name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : which;
   const auto mr_mode = static_cast<std::uint64_t>(info->domain_attr->mr_mode);
   register_memory = (mr_mode & FI_MR_LOCAL) != 0 || (mr_mode & FI_MR_ALLOCATED) != 0 || (info->mode & FI_LOCAL_MR) != 0;

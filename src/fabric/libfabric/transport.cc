@@ -20,6 +20,7 @@
 #include <thread>
 #include <variant>
 
+#include "common/background_thread.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/trace.h"
@@ -175,7 +176,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     engine_.set_peers(peers, std::move(addresses));
     for (int r : absent) engine_.fail_peer(r, failed_[r]);
     connected_.store(true);
-    thread_ = std::thread([self = shared_from_this()] {
+    thread_ = start_background_thread([self = shared_from_this()] {
       trace::name_thread("fabric progress");
       self->run();
       // The thread that made every data call closes the endpoint too: rxm
@@ -193,7 +194,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
       }
       self->thread_exited_cv_.notify_all();
     });
-    watchdog_ = std::thread([this] { watch_progress(); });
+    watchdog_ = start_background_thread([this] { watch_progress(); });
   }
 
   void add_peer(const PeerInfo& peer) override {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/background_thread.h"
 #include "common/log.h"
 #include "common/trace.h"
 #include "fabric/errors.h"
@@ -37,7 +38,7 @@ Client::Impl::Impl(ClientOptions options)
       world_size_(options_.size) {
   server_ = options_.server_host + ":" + std::to_string(options_.server_port);
   asio::co_spawn(io_, run(), asio::detached);
-  thread_ = std::thread([this] {
+  thread_ = start_background_thread([this] {
     trace::name_thread("rendezvous client");
     io_.run();
   });

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/background_thread.h"
 #include "common/log.h"
 #include "common/trace.h"
 #include "fabric/errors.h"
@@ -65,7 +66,7 @@ Server::Impl::Impl(ServerOptions options) : options_(std::move(options)), accept
   port_ = acceptor_.local_endpoint(ec).port();
 
   asio::co_spawn(io_, accept_loop(), asio::detached);
-  thread_ = std::thread([this] {
+  thread_ = start_background_thread([this] {
     trace::name_thread("rendezvous server");
     io_.run();
   });

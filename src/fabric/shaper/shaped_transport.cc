@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/background_thread.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/trace.h"
@@ -38,10 +39,10 @@ class ShapedTransportImpl final : public ShapedTransport {
         links_(static_cast<std::size_t>(size_)),
         hosts_(static_cast<std::size_t>(size_), "host unknown"),
         rng_(mix(seed ^ mix(static_cast<std::uint64_t>(rank_)))),
-        timer_([this] {
+        timer_(start_background_thread([this] {
           trace::name_thread("shaper timer");
           run_timer();
-        }) {
+        })) {
     if (config_.max_rank() >= size_.load()) {
       fabric_log().warn("shaper: config names rank {} but the group has {} ranks; those edges apply only if it joins",
                         config_.max_rank(), size_.load());

@@ -47,6 +47,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/background_thread.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/trace.h"
@@ -185,7 +186,7 @@ class Adpsgd final : public Algorithm {
     x_.assign(params.begin(), params.end());
     given_ = x_;
     for (std::size_t k = 0; k < neighbours_.size(); ++k) post_recv(k);
-    server_ = std::thread([this] {
+    server_ = start_background_thread([this] {
       trace::name_thread("adpsgd server");
       serve();
     });

@@ -44,6 +44,7 @@
 #include <string>
 #include <thread>
 
+#include "common/background_thread.h"
 #include "fabric/errors.h"
 #include "fabric/request.h"
 
@@ -112,7 +113,7 @@ class Communicator {
 
   // See "Threads and local waits" above. join_thread() blocks until the
   // thread's body has returned, then joins it.
-  virtual std::thread start_thread(std::function<void()> body) { return std::thread(std::move(body)); }
+  virtual std::thread start_thread(std::function<void()> body) { return start_background_thread(std::move(body)); }
   virtual void join_thread(std::thread& thread) { thread.join(); }
   virtual void wait_local(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                           const std::function<bool()>& ready) {

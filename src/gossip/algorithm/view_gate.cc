@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/background_thread.h"
 #include "common/log.h"
 
 namespace murmur::gossip {
@@ -14,7 +15,7 @@ ViewGate::ViewGate(View initial, int self, Agree agree, Prepare prepare)
   newest_known_ = current_.generation;
   committed_generation_ = current_.generation;
   joining_ = !current_.contains(self_);
-  thread_ = std::thread([this] { run(); });
+  thread_ = start_background_thread([this] { run(); });
 }
 
 ViewGate::~ViewGate() {

@@ -4,6 +4,7 @@
 #include <exception>
 #include <span>
 
+#include "common/background_thread.h"
 #include "common/log.h"
 
 namespace murmur::peer {
@@ -42,6 +43,7 @@ std::vector<ScheduleProposal> ScheduleAgreement::operator()(const SchedulePropos
   }
   // The view is taken here, on the caller's thread at this decision's step,
   // where it is the same on every member (scalar_gather.h).
+  const AsyncSignalsBlocked blocked;  // the gather's thread is murmur's (common/background_thread.h)
   in_flight_ =
       std::async(std::launch::async, [this, mine, view = gather_.start_view()] { return gather_now(mine, view); });
   return previous;
