@@ -205,6 +205,7 @@ std::vector<std::byte> encode(const ClientMessage& message) {
     write_members(hello.initMembers(static_cast<unsigned>(h->members.size())), h->members);
     hello.setJoin(h->join);
     hello.setSignature(h->signature);
+    hello.setProof(as_data(h->proof));
   } else {
     const auto& q = std::get<Request>(message);
     auto r = root.initRequest();
@@ -313,11 +314,12 @@ std::vector<std::byte> encode(const ServerMessage& message) {
     for (unsigned i = 0; i < v.lost.size(); ++i) write_lost(lost[i], v.lost[i]);
     auto joined = changed.initJoined(static_cast<unsigned>(v.view.joined.size()));
     for (unsigned i = 0; i < v.view.joined.size(); ++i) joined.set(i, v.view.joined[i]);
-  } else {
-    const auto& j = std::get<JoinRefused>(message);
+  } else if (const auto* j = std::get_if<JoinRefused>(&message)) {
     auto refused = root.initJoinRefused();
-    refused.setHost(j.host);
-    refused.setReason(j.reason);
+    refused.setHost(j->host);
+    refused.setReason(j->reason);
+  } else {
+    root.initChallenge().setNonce(as_data(std::get<Challenge>(message).nonce));
   }
   return frame(builder);
 }
@@ -338,7 +340,8 @@ ClientMessage decode_client(std::span<const std::uint64_t> body, std::size_t max
                      h.getGeneration(),
                      read_members(h.getMembers()),
                      h.getJoin(),
-                     to_string(h.getSignature())};
+                     to_string(h.getSignature()),
+                     to_string(h.getProof())};
       }
       case cw::ClientMessage::REQUEST:
         return read_request(root.getRequest());
@@ -411,6 +414,8 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
         auto j = root.getJoinRefused();
         return JoinRefused{to_string(j.getHost()), to_string(j.getReason())};
       }
+      case cw::ServerMessage::CHALLENGE:
+        return Challenge{to_string(root.getChallenge().getNonce())};
       default:
         throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));
     }
