@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/host.h"
+#include "common/job_token.h"
 
 namespace murmur::peer {
 
@@ -102,6 +103,7 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
                                 "(with --host-rendezvous on rank 0 to serve it there)");
   }
   env.token = !config.token.empty() ? config.token : lookup("MURMUR_TOKEN").value_or("");
+  env.job_token = lookup(job_token::kEnvironmentVariable).value_or("");
   env.host_name = !config.host_name.empty() ? config.host_name : lookup("MURMUR_HOST").value_or("");
   if (env.host_name.empty()) env.host_name = local_host_name();
   env.link_profile = !config.link_profile.empty() ? config.link_profile : lookup("MURMUR_LINK_PROFILE").value_or("");

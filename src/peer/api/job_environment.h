@@ -20,6 +20,7 @@ struct JobEnvironment {
   std::string rendezvous_host;          // empty: none given
   std::uint16_t rendezvous_port = 0;
   std::string token;
+  std::string job_token;  // MURMUR_JOB_TOKEN; never a flag (ps would show it)
   std::string host_name;
   std::string link_profile;
   // Join a running job as a new member (PeerConfig::join, MURMUR_JOIN=1, or

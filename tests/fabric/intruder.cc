@@ -1,0 +1,146 @@
+// A process that is not in the job but knows its ports: what the
+// authentication tests (auth_test.cc) point at a job's rendezvous and data
+// plane. Each mode prints what happened and exits 0 when the job kept it out:
+//   asio HOST PORT RANK TARGET TOKEN   dials an asio transport as rank RANK
+//       of the job to TARGET, with TOKEN ("-": none) as its job token; if
+//       answered, proves TOKEN and sends a data frame (tag 7). Exit 0 when
+//       the transport closes the connection, 1 if it keeps it open.
+//   rendezvous HOST PORT CLUSTER_TOKEN  says Hello as rank 0 of 2 with
+//       $MURMUR_JOB_TOKEN. Exit 0 when refused, 1 when admitted.
+//   idle HOST PORT N                    opens N connections, says nothing
+//       on them, prints "holding N connections" and waits to be killed.
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "common/job_token.h"
+#include "fabric/asio/auth.h"
+#include "fabric/asio/wire.h"
+#include "fabric/rendezvous/client.h"
+
+namespace {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+namespace wire = murmur::fabric::asio::wire;
+namespace auth = murmur::fabric::asio::auth;
+
+tcp::socket dial(net::io_context& io, const std::string& host, const std::string& port) {
+  tcp::socket socket(io);
+  net::connect(socket, tcp::resolver(io).resolve(host, port));
+  // A transport that neither answers nor closes must not hang the test.
+  const timeval timeout{20, 0};
+  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return socket;
+}
+
+// Reads until the other end closes: 0 if it did, 1 if it kept the
+// connection open (the read timed out).
+int until_closed(tcp::socket& socket) {
+  char buffer[256];
+  boost::system::error_code ec;
+  for (;;) {
+    socket.read_some(net::buffer(buffer), ec);
+    if (ec == net::error::eof || ec == net::error::connection_reset) {
+      std::printf("closed by the transport\n");
+      return 0;
+    }
+    if (ec) {
+      std::printf("connection kept open (%s)\n", ec.message().c_str());
+      return 1;
+    }
+  }
+}
+
+int asio_mode(const std::string& host, const std::string& port, int rank, int target, const std::string& token) {
+  net::io_context io;
+  auto socket = dial(io, host, port);
+  const bool proves = token != "-";
+  std::vector<unsigned char> hello(wire::kHandshakeBytes + (proves ? auth::kNonceBytes : 0));
+  const auto hs = wire::encode_handshake({.rank = rank, .size = 2, .target = target, .proves_token = proves});
+  std::memcpy(hello.data(), hs.data(), hs.size());
+  boost::system::error_code ec;
+  net::write(socket, net::buffer(hello), ec);
+  std::vector<unsigned char> reply(wire::kHandshakeBytes + (proves ? auth::kNonceBytes + auth::kProofBytes : 0));
+  net::read(socket, net::buffer(reply), ec);
+  if (ec) {
+    std::printf("no handshake reply (%s)\n", ec.message().c_str());
+    return until_closed(socket);
+  }
+  std::printf("got a handshake reply\n");
+  if (proves) {
+    murmur::job_token::Nonce their_nonce;
+    std::memcpy(their_nonce.data(), reply.data() + wire::kHandshakeBytes, auth::kNonceBytes);
+    const auto proof = auth::prove(token, auth::Side::kDialer, their_nonce, rank, target);
+    net::write(socket, net::buffer(proof), ec);
+  }
+  // A message the job's receive for tag 7 would take, were it believed.
+  const std::string payload = "intruder's bytes";
+  wire::FrameHeader frame;
+  frame.tag = 7;
+  frame.total = frame.chunk = payload.size();
+  frame.payload_hash = wire::hash64(payload.data(), payload.size());
+  const auto header = wire::encode_frame(frame);
+  net::write(socket, net::buffer(header), ec);
+  net::write(socket, net::buffer(payload), ec);
+  return until_closed(socket);
+}
+
+int rendezvous_mode(const std::string& host, const std::string& port, const std::string& cluster_token) {
+  murmur::fabric::rendezvous::ClientOptions options;
+  options.server_host = host;
+  options.server_port = static_cast<std::uint16_t>(std::stoi(port));
+  options.token = cluster_token;
+  options.job_token = murmur::job_token::from_environment();
+  options.rank = 0;
+  options.size = 2;
+  options.connect_timeout = std::chrono::seconds(20);
+  try {
+    murmur::fabric::rendezvous::Client client(options);
+    std::printf("admitted\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::printf("refused: %s\n", e.what());
+    return 0;
+  }
+}
+
+int idle_mode(const std::string& host, const std::string& port, int n) {
+  net::io_context io;
+  std::vector<tcp::socket> sockets;
+  for (int i = 0; i < n; ++i) sockets.push_back(dial(io, host, port));
+  std::printf("holding %d connections\n", n);
+  std::fflush(stdout);
+  for (;;) ::pause();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.size() == 6 && args[0] == "asio") {
+      return asio_mode(args[1], args[2], std::stoi(args[3]), std::stoi(args[4]), args[5]);
+    }
+    if (args.size() == 4 && args[0] == "rendezvous") return rendezvous_mode(args[1], args[2], args[3]);
+    if (args.size() == 4 && args[0] == "idle") return idle_mode(args[1], args[2], std::stoi(args[3]));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "intruder: %s\n", e.what());
+    return 2;
+  }
+  std::fprintf(stderr, "usage: intruder asio|rendezvous|idle ... (see intruder.cc)\n");
+  return 2;
+}
