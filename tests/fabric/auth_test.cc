@@ -2,6 +2,7 @@
 // a job's ports but not its token gets nothing in, on the asio data plane and
 // on the rendezvous, and idle connections do not keep the job's members out.
 // The intruder is a real process (tests/fabric/intruder.cc) on real ports.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 
@@ -95,16 +96,17 @@ TEST(AsioAuthentication, AForeignProcessWithTheWrongTokenGetsNothingIn) {
     EXPECT_NE(run.out.find("closed by the transport"), std::string::npos) << run.out;
   }
   connect_both(*rank0, *rank1);
-  const std::string sent = "the job's own bytes";
-  std::string got(64, '\0');
-  auto recv = rank1->irecv(0, 7, got.data(), got.size());
+  static const std::string sent = "the job's own bytes";  // outlives the transports
+  auto got = std::make_shared<std::string>(64, '\0');
+  auto recv = rank1->irecv(0, 7, got->data(), got->size());
+  recv->retain(got);  // the transport may outlive this scope (transport.h, buffer rule)
   auto send = rank0->isend(1, 7, sent.data(), sent.size());
   ASSERT_TRUE(send->wait_for(60s));
   ASSERT_TRUE(recv->wait_for(60s));
   EXPECT_EQ(send->error(), nullptr);
   EXPECT_EQ(recv->error(), nullptr);
   EXPECT_EQ(recv->bytes(), sent.size());
-  EXPECT_EQ(got.substr(0, sent.size()), sent);
+  EXPECT_EQ(got->substr(0, sent.size()), sent);
   rank1.reset();
   const auto text = log.text();
   // Refused twice, logged once (one source address), counted at the end.
@@ -123,6 +125,37 @@ TEST(AsioAuthentication, PeersWithDifferentTokensDoNotConnect) {
   auto other = std::async(std::launch::async, [&] { EXPECT_THROW(rank1->connect(peers), FabricError); });
   EXPECT_THROW(rank0->connect(peers), FabricError);
   other.get();
+}
+
+// libfabric has no token (docs/security.md): it admits by address. A message
+// from an endpoint whose address is not in the member's AV, even one sent as
+// "rank 0", matches none of its receives, which all name their source.
+TEST(LibfabricAdmission, AMessageFromAnAddressOutsideTheJobIsNeverDelivered) {
+  auto options = [](int rank) {
+    TransportOptions o = asio_options(rank, kToken);
+    o.backend = "libfabric";
+    o.provider = "tcp";
+    return o;
+  };
+  auto rank0 = make_transport(options(0));
+  auto rank1 = make_transport(options(1));
+  connect_both(*rank0, *rank1);
+  // Posted first: were the intruder's message taken for rank 0's, this
+  // receive would complete with it as soon as it arrives.
+  auto got = std::make_shared<std::string>(64, '\0');
+  auto recv = rank1->irecv(0, 7, got->data(), got->size());
+  recv->retain(got);  // the transport may outlive this scope (transport.h, buffer rule)
+  std::string hex;
+  for (unsigned char c : rank1->address()) hex += fmt::format("{:02x}", c);
+  const auto run = run_program({kIntruder, "libfabric", hex}, 60s, true);
+  ASSERT_EQ(run.status, 0) << run.out;
+  // The intruder's send is done: its message reached rank 1's endpoint.
+  static const std::string sent = "the job's own bytes";  // outlives the transports
+  auto send = rank0->isend(1, 7, sent.data(), sent.size());
+  ASSERT_TRUE(send->wait_for(60s));
+  ASSERT_TRUE(recv->wait_for(60s));
+  EXPECT_EQ(recv->error(), nullptr);
+  EXPECT_EQ(got->substr(0, recv->bytes()), sent);
 }
 
 rendezvous::ServerOptions server_options() {

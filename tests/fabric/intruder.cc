@@ -9,6 +9,11 @@
 //       $MURMUR_JOB_TOKEN. Exit 0 when refused, 1 when admitted.
 //   idle HOST PORT N                    opens N connections, says nothing
 //       on them, prints "holding N connections" and waits to be killed.
+//   libfabric HEX_ADDRESS               opens a libfabric tcp endpoint of
+//       its own, inserts the job member's address (hex of its
+//       Transport::address()) and sends it a message of tag 7. Exit 0 once
+//       the send is done without an error (whether the member believes it is
+//       for the test to say).
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -30,6 +35,7 @@
 #include "fabric/asio/auth.h"
 #include "fabric/asio/wire.h"
 #include "fabric/rendezvous/client.h"
+#include "fabric/transport_options.h"
 
 namespace {
 
@@ -118,6 +124,33 @@ int rendezvous_mode(const std::string& host, const std::string& port, const std:
   }
 }
 
+int libfabric_mode(const std::string& hex_address) {
+  std::string address;
+  for (std::size_t i = 0; i + 1 < hex_address.size(); i += 2) {
+    address.push_back(static_cast<char>(std::stoi(hex_address.substr(i, 2), nullptr, 16)));
+  }
+  murmur::fabric::TransportOptions options;
+  options.backend = "libfabric";
+  options.provider = "tcp";
+  options.peers_on_this_host = true;
+  options.rank = 0;  // claims to be rank 0 of the job, from its own address
+  options.size = 2;
+  auto transport = murmur::fabric::make_transport(options);
+  transport->connect({{0, "intruder", transport->address()}, {1, "member", address}});
+  const std::string payload = "intruder's bytes";
+  auto send = transport->isend(1, 7, payload.data(), payload.size());
+  if (!send->wait_for(std::chrono::seconds(30))) {
+    std::printf("send not done in 30 s\n");
+    return 1;
+  }
+  if (send->error()) {
+    std::printf("send failed\n");
+    return 1;
+  }
+  std::printf("sent\n");
+  return 0;
+}
+
 int idle_mode(const std::string& host, const std::string& port, int n) {
   net::io_context io;
   std::vector<tcp::socket> sockets;
@@ -137,6 +170,7 @@ int main(int argc, char** argv) {
     }
     if (args.size() == 4 && args[0] == "rendezvous") return rendezvous_mode(args[1], args[2], args[3]);
     if (args.size() == 4 && args[0] == "idle") return idle_mode(args[1], args[2], std::stoi(args[3]));
+    if (args.size() == 2 && args[0] == "libfabric") return libfabric_mode(args[1]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "intruder: %s\n", e.what());
     return 2;

@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   app.allow_extras();
   // From the environment only: a command line is visible to every user (ps).
   options.job_token = murmur::job_token::from_environment();
+  app.footer(
+      "MURMUR_JOB_TOKEN (environment only): members must prove this job token in their Hello; unset: anyone who "
+      "reaches the port is believed (docs/security.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
