@@ -207,15 +207,22 @@ testing::ProgramRun rendezvous_intruder(const rendezvous::Server& server, const 
 
 TEST(RendezvousAuthentication, AHelloWithoutTheJobTokenIsRefused) {
   rendezvous::Server server(server_options());
-  const auto wrong = rendezvous_intruder(server, "a wrong token");
-  EXPECT_EQ(wrong.status, 0) << wrong.out;
-  EXPECT_NE(wrong.out.find("job token proof does not match"), std::string::npos) << wrong.out;
-  const auto none = rendezvous_intruder(server, nullptr);
-  EXPECT_EQ(none.status, 0) << none.out;
-  EXPECT_NE(none.out.find("asks for a proof of the job token and this process has none"), std::string::npos)
-      << none.out;
+  for (const char* token : {"a wrong token", static_cast<const char*>(nullptr)}) {
+    const auto run = rendezvous_intruder(server, token);
+    EXPECT_EQ(run.status, 0) << run.out;
+    EXPECT_NE(run.out.find("refused: job token proof does not match"), std::string::npos) << run.out;
+  }
   EXPECT_EQ(server.member_count(), 0u);
-  EXPECT_EQ(server.rejected_count(), 1u);  // the tokenless one gave up on the Challenge itself
+  EXPECT_EQ(server.rejected_count(), 2u);
+  // A real client without the token is told what is missing.
+  try {
+    rendezvous::Client client(client_options(server, 0, ""));
+    FAIL() << "joined without the job token";
+  } catch (const FabricError& e) {
+    EXPECT_NE(std::string(e.what()).find("asks for a proof of the job token and this process has none"),
+              std::string::npos)
+        << e.what();
+  }
   job_forms(server);
 }
 
@@ -229,6 +236,21 @@ TEST(RendezvousAuthentication, AClientWithATokenRefusesAServerWithout) {
   } catch (const FabricError& e) {
     EXPECT_NE(std::string(e.what()).find("does not check the job token"), std::string::npos) << e.what();
   }
+}
+
+// The server proves the token too: a process holding the rendezvous address
+// with another token (or none) is not believed by the job's members.
+TEST(RendezvousAuthentication, AClientRefusesAServerThatCannotProveTheToken) {
+  auto options = server_options();
+  options.job_token = "another job's token";
+  rendezvous::Server server(options);
+  try {
+    rendezvous::Client client(client_options(server, 0, kToken));
+    FAIL() << "believed a server with another token";
+  } catch (const FabricError& e) {
+    EXPECT_NE(std::string(e.what()).find("could not prove the job token"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(server.member_count(), 0u);
 }
 
 TEST(RendezvousAuthentication, ManyIdleConnectionsDoNotKeepTheJobOut) {

@@ -5,8 +5,11 @@
 //       of the job to TARGET, with TOKEN ("-": none) as its job token; if
 //       answered, proves TOKEN and sends a data frame (tag 7). Exit 0 when
 //       the transport closes the connection, 1 if it keeps it open.
-//   rendezvous HOST PORT CLUSTER_TOKEN  says Hello as rank 0 of 2 with
-//       $MURMUR_JOB_TOKEN. Exit 0 when refused, 1 when admitted.
+//   rendezvous HOST PORT CLUSTER_TOKEN  says Hello as rank 0 of 2, and
+//       answers the server's Challenge with a proof made with
+//       $MURMUR_JOB_TOKEN (unset: none), on a raw connection (the real
+//       Client would give up on a server that cannot prove our token, before
+//       the server refuses us). Exit 0 when refused, 1 when admitted.
 //   idle HOST PORT N                    opens N connections, says nothing
 //       on them, prints "holding N connections" and waits to be killed.
 //   libfabric HEX_ADDRESS               opens a libfabric tcp endpoint of
@@ -24,17 +27,21 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/job_token.h"
 #include "fabric/asio/auth.h"
 #include "fabric/asio/wire.h"
-#include "fabric/rendezvous/client.h"
+#include "fabric/rendezvous/hello_proof.h"
+#include "fabric/rendezvous/wire.h"
 #include "fabric/transport_options.h"
 
 namespace {
@@ -105,23 +112,45 @@ int asio_mode(const std::string& host, const std::string& port, int rank, int ta
   return until_closed(socket);
 }
 
+namespace rdv = murmur::fabric::rendezvous;
+
+rdv::wire::ServerMessage read_message(tcp::socket& socket) {
+  std::array<unsigned char, 4> prefix{};
+  net::read(socket, net::buffer(prefix));
+  const std::uint32_t length = prefix[0] | prefix[1] << 8 | prefix[2] << 16 | std::uint32_t(prefix[3]) << 24;
+  if (length == 0 || length > (1u << 20) || length % 8 != 0) throw std::runtime_error("bad frame from the server");
+  std::vector<std::uint64_t> words(length / 8);
+  net::read(socket, net::buffer(words.data(), length));
+  return rdv::wire::decode_server(words, 1 << 20);
+}
+
 int rendezvous_mode(const std::string& host, const std::string& port, const std::string& cluster_token) {
-  murmur::fabric::rendezvous::ClientOptions options;
-  options.server_host = host;
-  options.server_port = static_cast<std::uint16_t>(std::stoi(port));
-  options.token = cluster_token;
-  options.job_token = murmur::job_token::from_environment();
-  options.rank = 0;
-  options.size = 2;
-  options.connect_timeout = std::chrono::seconds(20);
-  try {
-    murmur::fabric::rendezvous::Client client(options);
+  net::io_context io;
+  auto socket = dial(io, host, port);
+  rdv::wire::Hello hello;
+  hello.token = cluster_token;
+  hello.rank = 0;
+  hello.size = 2;
+  hello.host = "intruder";
+  net::write(socket, net::buffer(rdv::wire::encode(hello)));
+  auto answer = read_message(socket);
+  if (const auto* challenge = std::get_if<rdv::wire::Challenge>(&answer)) {
+    const std::string token = murmur::job_token::from_environment();
+    if (!token.empty()) hello.proof = rdv::hello_proof(rdv::Prover::kClient, token, challenge->nonce);
+    net::write(socket, net::buffer(rdv::wire::encode(hello)));
+    answer = read_message(socket);
+  }
+  const auto* welcome = std::get_if<rdv::wire::Welcome>(&answer);
+  if (welcome == nullptr) {
+    std::printf("unexpected answer\n");
+    return 1;
+  }
+  if (welcome->ok) {
     std::printf("admitted\n");
     return 1;
-  } catch (const std::exception& e) {
-    std::printf("refused: %s\n", e.what());
-    return 0;
   }
+  std::printf("refused: %s\n", welcome->refused.c_str());
+  return 0;
 }
 
 int libfabric_mode(const std::string& hex_address) {

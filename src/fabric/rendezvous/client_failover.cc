@@ -91,6 +91,8 @@ wire::Hello Client::Impl::hello(bool rejoin) const {
 
 asio::awaitable<wire::Welcome> Client::Impl::say_hello(std::shared_ptr<Connection> conn, wire::Hello hello,
                                                        Clock::time_point deadline, const std::string& where) {
+  // The server proves the job token over this in its Challenge.
+  if (!options_.job_token.empty()) hello.nonce = std::string(job_token::bytes_of(job_token::make_nonce()));
   conn->send(wire::encode(hello));
   // A server that accepts but never answers (a stopped process) must not hang us.
   asio::steady_timer hello_timer(io_, deadline);
@@ -122,8 +124,14 @@ asio::awaitable<wire::Welcome> Client::Impl::say_hello(std::shared_ptr<Connectio
                         " asks for a proof of the job token and this process has none; set " +
                         job_token::kEnvironmentVariable + " to the job's token (murmur-run sets it for its peers)");
     }
+    if (!hello_proof_matches(Prover::kServer, options_.job_token, hello.nonce, challenge->proof)) {
+      throw FabricError(me() + ": rendezvous server " + where +
+                        " could not prove the job token: it is not this job's server (another job's, or a process "
+                        "holding its address), or its " +
+                        job_token::kEnvironmentVariable + " differs");
+    }
     challenged = true;
-    hello.proof = hello_proof(options_.job_token, challenge->nonce);
+    hello.proof = hello_proof(Prover::kClient, options_.job_token, challenge->nonce);
     conn->send(wire::encode(hello));
   }
   hello_timer.cancel();

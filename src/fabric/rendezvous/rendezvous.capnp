@@ -45,6 +45,10 @@ struct Hello {
   # followed by the nonce of the server's Challenge on this connection
   # (common/job_token.h, docs/security.md). Empty in the first Hello.
   proof @10 :Data;
+  # 32 random bytes from a client with a job token, in its first Hello: the
+  # server proves the token over them in its Challenge, so that the client
+  # knows it reached the job's server, not a process holding its address.
+  nonce @11 :Data;
 }
 
 struct Request {
@@ -140,6 +144,9 @@ struct ViewChanged {
 # the client proves the token by sending its Hello again, with `proof`.
 struct Challenge {
   nonce @0 :Data;              # 32 random bytes, fresh for this connection
+  # HMAC-SHA256, keyed with the job token, of "murmur rendezvous server v1"
+  # followed by the Hello's nonce; empty when the Hello had none.
+  proof @1 :Data;
 }
 
 # Pushed to every member when the server refuses a joiner (its signature

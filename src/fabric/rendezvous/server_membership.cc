@@ -44,10 +44,19 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
     if (s->challenge.empty()) {
       // The first Hello only earns a Challenge; nothing in it is acted on.
       s->challenge = std::string(job_token::bytes_of(job_token::make_nonce()));
-      send(s, wire::Challenge{s->challenge});
+      // Our proof over the client's nonce (none from a client without a
+      // token, which will give up on the Challenge anyway). The client
+      // chose that nonce, so anyone may have us sign one: that lets a
+      // process relay to us (a proxy it could be anyway), never forge a
+      // client's proof, whose context differs.
+      wire::Challenge challenge{s->challenge, ""};
+      if (hello.nonce.size() == sizeof(job_token::Nonce)) {
+        challenge.proof = hello_proof(Prover::kServer, options_.job_token, hello.nonce);
+      }
+      send(s, challenge);
       return true;
     }
-    if (!hello_proof_matches(options_.job_token, s->challenge, hello.proof)) {
+    if (!hello_proof_matches(Prover::kClient, options_.job_token, s->challenge, hello.proof)) {
       return refuse_with("job token proof does not match: this process's " +
                          std::string(job_token::kEnvironmentVariable) + " is not the job's");
     }

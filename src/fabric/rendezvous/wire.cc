@@ -206,6 +206,7 @@ std::vector<std::byte> encode(const ClientMessage& message) {
     hello.setJoin(h->join);
     hello.setSignature(h->signature);
     hello.setProof(as_data(h->proof));
+    hello.setNonce(as_data(h->nonce));
   } else {
     const auto& q = std::get<Request>(message);
     auto r = root.initRequest();
@@ -319,7 +320,10 @@ std::vector<std::byte> encode(const ServerMessage& message) {
     refused.setHost(j->host);
     refused.setReason(j->reason);
   } else {
-    root.initChallenge().setNonce(as_data(std::get<Challenge>(message).nonce));
+    const auto& c = std::get<Challenge>(message);
+    auto challenge = root.initChallenge();
+    challenge.setNonce(as_data(c.nonce));
+    challenge.setProof(as_data(c.proof));
   }
   return frame(builder);
 }
@@ -341,7 +345,8 @@ ClientMessage decode_client(std::span<const std::uint64_t> body, std::size_t max
                      read_members(h.getMembers()),
                      h.getJoin(),
                      to_string(h.getSignature()),
-                     to_string(h.getProof())};
+                     to_string(h.getProof()),
+                     to_string(h.getNonce())};
       }
       case cw::ClientMessage::REQUEST:
         return read_request(root.getRequest());
@@ -415,7 +420,7 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
         return JoinRefused{to_string(j.getHost()), to_string(j.getReason())};
       }
       case cw::ServerMessage::CHALLENGE:
-        return Challenge{to_string(root.getChallenge().getNonce())};
+        return Challenge{to_string(root.getChallenge().getNonce()), to_string(root.getChallenge().getProof())};
       default:
         throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));
     }

@@ -34,6 +34,7 @@ struct Hello {
   bool join = false;      // asks to join a running job (rank -1)
   std::string signature;  // the job signature, "key=value;key=value"
   std::string proof;      // of the job token over the server's Challenge (rendezvous.capnp)
+  std::string nonce;      // for the server's proof (rendezvous.capnp)
 };
 
 enum class Op { set, get, wait, barrier, members, heartbeat, leave, gather, suspect, admit };
@@ -85,6 +86,7 @@ using ClientMessage = std::variant<Hello, Request>;
 // A server with a job token asks the client to prove it (rendezvous.capnp).
 struct Challenge {
   std::string nonce;
+  std::string proof;  // the server's, over the Hello's nonce
 };
 
 using ServerMessage = std::variant<Welcome, Response, MemberLost, ViewChanged, JoinRefused, Challenge>;

@@ -139,7 +139,8 @@ class Job {
 
 void Job::start_rendezvous() {
   job_token_ = job_token::from_environment();
-  if (job_token_.empty() && options_.join_address.empty()) job_token_ = job_token::generate();
+  const bool fresh_token = job_token_.empty() && options_.join_address.empty();
+  if (fresh_token) job_token_ = job_token::generate();
   if (job_token_.empty()) job_token::note_unauthenticated("peer", "the job joined with --join");
   if (!options_.join_address.empty()) {
     // Peers added to a running job: its rendezvous, its token.
@@ -165,6 +166,12 @@ void Job::start_rendezvous() {
   // Where more peers can join it (murmur-run --join ADDRESS --token T): only
   // worth saying to whoever chose the token.
   if (!options_.token.empty()) console_.note("rendezvous at " + rendezvous_address_);
+  // Its job token is never shown: a --join needs the one this job was
+  // started with (docs/security.md).
+  if (!options_.token.empty() && fresh_token) {
+    console_.note(std::string("this job's ") + job_token::kEnvironmentVariable +
+                  " is fresh and not shown: to add peers with --join later, start the job with it set");
+  }
 }
 
 std::vector<std::string> Job::environment(const Placement& p, int restart_count) const {
