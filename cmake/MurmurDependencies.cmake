@@ -9,6 +9,9 @@ find_package(fmt CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 find_package(ZLIB REQUIRED)
+# libcrypto's HMAC-SHA256 proves the job token at connection set-up
+# (src/common/job_token.h, docs/security.md).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 # libxxhash computes the asio backend's wire checksums (XXH64).
 find_path(MURMUR_XXHASH_INCLUDE_DIR xxhash.h)
 find_library(MURMUR_XXHASH_LIBRARY xxhash)

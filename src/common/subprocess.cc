@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstring>
 #include <stdexcept>
@@ -54,10 +55,26 @@ std::vector<char*> c_pointers(const std::vector<std::string>& strings) {
   return pointers;
 }
 
-// The stdout and stderr pipes of capture_output: both open, or neither.
+// The stdout and stderr pipes of capture_output (both open, or neither),
+// and the stdin pipe of stdin_data.
 struct OutputPipes {
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
+  int in[2] = {-1, -1};
+
+  // The read end stays blocking: it becomes the child's stdin.
+  void open_stdin(const std::string& data) {
+    if (data.size() > PIPE_BUF) throw std::invalid_argument("Subprocess: stdin_data is over PIPE_BUF bytes");
+    if (::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    // Fits the pipe's buffer: written whole at once, before the child runs.
+    if (::write(in[1], data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+      const int error = errno;
+      close_fd(in[0]);
+      close_fd(in[1]);
+      throw std::runtime_error(std::string("write to the stdin pipe: ") + std::strerror(error));
+    }
+    close_fd(in[1]);
+  }
 
   void open() {
     make_pipe(out);
@@ -72,12 +89,31 @@ struct OutputPipes {
 };
 
 // Owns a posix_spawn_file_actions_t: where the child's stdin, stdout and
-// stderr go.
+// stderr go, and that it inherits nothing else.
 class FileActions final {
  public:
   FileActions(const Subprocess::Options& options, const OutputPipes& pipes) {
     posix_spawn_file_actions_init(&actions_);
-    if (!options.stdin_path.empty()) {
+    set_streams(options, pipes);
+    // Last, after the dup2s above: the child keeps 0, 1 and 2 and nothing
+    // else, whether or not whoever opened a descriptor (this process, a
+    // library, a thread racing this spawn) asked for close-on-exec. Without
+    // it every peer murmur-run started held the launcher's rendezvous
+    // listening socket, so the port stayed bound while any peer lived.
+    // glibc runs it in the child between fork and exec as close_range(3,
+    // ~0U, 0), falling back to closing what /proc/self/fd lists.
+    posix_spawn_file_actions_addclosefrom_np(&actions_, STDERR_FILENO + 1);
+  }
+  ~FileActions() { posix_spawn_file_actions_destroy(&actions_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  const posix_spawn_file_actions_t* get() const { return &actions_; }
+
+ private:
+  void set_streams(const Subprocess::Options& options, const OutputPipes& pipes) {
+    if (!options.stdin_data.empty()) {
+      posix_spawn_file_actions_adddup2(&actions_, pipes.in[0], STDIN_FILENO);
+    } else if (!options.stdin_path.empty()) {
       posix_spawn_file_actions_addopen(&actions_, STDIN_FILENO, options.stdin_path.c_str(), O_RDONLY, 0);
     }
     if (options.capture_output) {
@@ -96,12 +132,7 @@ class FileActions final {
                                        O_WRONLY | O_CREAT | O_TRUNC, 0644);
     }
   }
-  ~FileActions() { posix_spawn_file_actions_destroy(&actions_); }
-  FileActions(const FileActions&) = delete;
-  FileActions& operator=(const FileActions&) = delete;
-  const posix_spawn_file_actions_t* get() const { return &actions_; }
 
- private:
   posix_spawn_file_actions_t actions_;
 };
 
@@ -143,7 +174,15 @@ Subprocess::Subprocess(const Options& options) : own_group_(options.own_process_
   const std::vector<char*> envp = c_pointers(env);
 
   OutputPipes pipes;
-  if (options.capture_output) pipes.open();
+  if (!options.stdin_data.empty()) pipes.open_stdin(options.stdin_data);
+  if (options.capture_output) {
+    try {
+      pipes.open();
+    } catch (...) {
+      close_fd(pipes.in[0]);
+      throw;
+    }
+  }
   int rc = 0;
   {
     const FileActions actions(options, pipes);
@@ -153,6 +192,7 @@ Subprocess::Subprocess(const Options& options) : own_group_(options.own_process_
     rc = options.search_path ? posix_spawnp(&pid_, argv[0], actions.get(), attr.get(), argv.data(), envp.data())
                              : posix_spawn(&pid_, argv[0], actions.get(), attr.get(), argv.data(), envp.data());
   }
+  close_fd(pipes.in[0]);
   close_fd(pipes.out[1]);
   close_fd(pipes.err[1]);
   stdout_fd_ = pipes.out[0];

@@ -10,6 +10,8 @@
 // no portable way to wait for a child with a deadline without a signal
 // handler); it never spins. try_wait() never blocks: callers that own an
 // event loop call it when SIGCHLD arrives (e.g. through a signalfd).
+// Descriptors: the child inherits its standard streams (0, 1, 2) and no
+// other descriptor, close-on-exec or not (closed between fork and exec).
 // Signals: the child starts with an empty signal mask and default actions for
 // SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE and SIGCHLD, whatever the parent
 // blocked or ignored (a launcher blocks them to read them from a signalfd).
@@ -32,6 +34,11 @@ class Subprocess final {
     std::string stdout_path;             // empty: inherit
     std::string stderr_path;             // empty: inherit; "=stdout": same as stdout
     std::string stdin_path;              // empty: inherit; e.g. "/dev/null"
+    // Non-empty: the child's stdin is a pipe holding these bytes, then
+    // end-of-file (stdin_path is ignored). For a secret that must not be on
+    // a command line (murmur-run hands remote peers their job token so). At
+    // most PIPE_BUF (4096) bytes, so that writing it never blocks.
+    std::string stdin_data;
     // stdout and stderr each go to a pipe whose read end is stdout_fd() /
     // stderr_fd() (non-blocking, close-on-exec); the *_path fields are then
     // ignored.

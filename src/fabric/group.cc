@@ -30,6 +30,7 @@ std::unique_ptr<rendezvous::Client> connect_control(
   client_options.server_host = options.rendezvous_host;
   client_options.server_port = options.rendezvous_port;
   client_options.token = options.token;
+  client_options.job_token = options.job_token;
   client_options.rank = options.rank;
   client_options.size = options.size;
   client_options.self_host = self_host;
@@ -48,6 +49,7 @@ std::unique_ptr<rendezvous::Server> start_standby(const GroupOptions& options) {
   rendezvous::ServerOptions server_options;
   server_options.bind_host = options.standby_bind_host;
   server_options.token = options.token;
+  server_options.job_token = options.job_token;
   const auto stale = options.heartbeat_stale.count() > 0 ? options.heartbeat_stale : options.heartbeat_interval * 3;
   server_options.heartbeat_stale = stale;
   server_options.heartbeat_timeout = std::max<std::chrono::milliseconds>(stale, std::chrono::milliseconds(5000));
@@ -106,6 +108,7 @@ std::vector<std::string> member_hosts(rendezvous::Client& control, int size) {
 
 std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peers_on_this_host) {
   TransportOptions transport_options = options.transport;
+  transport_options.job_token = options.job_token;
   transport_options.rank = options.rank;
   transport_options.size = options.size;
   transport_options.peers_on_this_host = peers_on_this_host;

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/job_token.h"
 #include "fabric/rendezvous/client.h"
 #include "fabric/transport.h"
 #include "fabric/transport_options.h"
@@ -55,6 +56,11 @@ struct GroupOptions {
   std::string rendezvous_host = "127.0.0.1";
   std::uint16_t rendezvous_port = 0;
   std::string token;
+  // The job token every connection proves at set-up, to the rendezvous and
+  // between peers (common/job_token.h, docs/security.md); it overrides
+  // transport.job_token. Defaults to $MURMUR_JOB_TOKEN, which murmur-run
+  // sets; empty: unauthenticated, as before tokens existed.
+  std::string job_token = job_token::from_environment();
   // This host's name as peers and logs should see it; empty: gethostname().
   std::string self_host;
   // Data plane; rank and size are filled in from above.

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "common/job_token.h"
 #include "fabric/transport.h"
 
 namespace murmur::fabric {
@@ -30,6 +31,11 @@ struct TransportOptions {
   // Address to bind (tcp and asio). Empty: the loopback address when every
   // peer is local, else this host's name.
   std::string bind_host;
+  // Non-empty: a backend admits a peer only once it proved this job token
+  // (asio: a challenge in both directions at connection set-up; libfabric:
+  // see docs/security.md for what it does and does not check). Defaults to
+  // $MURMUR_JOB_TOKEN; Group sets it from GroupOptions::job_token.
+  std::string job_token = job_token::from_environment();
   // connect() gives up after this long.
   std::chrono::milliseconds connect_timeout{30000};
   // Messages larger than this travel as several chunks, pipelined.

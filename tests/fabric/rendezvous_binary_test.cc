@@ -31,10 +31,20 @@ TEST(Rendezvous, BinaryListensAndStopsOnSigterm) {
     ::dup2(out[1], 1);
     ::close(out[0]);
     ::setenv("MURMUR_TOKEN", "secret", 1);
+    // The job token comes from the environment only (never a flag).
+    ::setenv("MURMUR_JOB_TOKEN", "binary test job token", 1);
     ::execl(binary.c_str(), binary.c_str(), "--port", "0", "--bind", "127.0.0.1", nullptr);
     ::_exit(127);
   }
   ::close(out[1]);
+  // Killed however the test ends: an orphaned server would hold ctest's
+  // output pipe open and hang the run.
+  struct KillAtExit {
+    pid_t pid;
+    ~KillAtExit() {
+      if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+    }
+  } guard{child};
   std::string line;
   char ch;
   while (::read(out[0], &ch, 1) == 1 && ch != '\n') line += ch;
@@ -43,6 +53,7 @@ TEST(Rendezvous, BinaryListensAndStopsOnSigterm) {
   ClientOptions options;
   options.server_port = static_cast<std::uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
   options.token = "secret";  // from MURMUR_TOKEN
+  options.job_token = "binary test job token";
   {
     Client client(options);
     client.set("k", "v");
@@ -61,6 +72,7 @@ TEST(Rendezvous, BinaryListensAndStopsOnSigterm) {
   ::kill(child, SIGTERM);
   int status = 0;
   ::waitpid(child, &status, 0);
+  guard.pid = -1;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 

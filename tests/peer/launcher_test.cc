@@ -149,6 +149,21 @@ TEST_F(Launcher, FourLocalPeersSucceedWithPrefixedOutputAndASummary) {
   EXPECT_EQ(names, (std::vector<std::string>{"err", "out", "pids", "summary.json"}));
 }
 
+// A peer inherits its standard streams and nothing else (not murmur-run's
+// rendezvous listening socket, nor the pipes of the other peers), and gets a
+// 256-bit job token in its environment, not on its command line; with it,
+// the peers pass murmur-run's rendezvous, which asks for a proof of it.
+TEST_F(Launcher, PeersInheritOnlyTheirStandardStreamsAndGetAJobTokenInTheEnvironment) {
+  ASSERT_EQ(run({"-np", "3", "--", LAUNCHER_TEST_PEER_PATH, "--list-fds", "--join"}), 0) << err();
+  const auto o = out();
+  for (int r = 0; r < 3; ++r) {
+    const auto tag = "[" + std::to_string(r) + "] ";
+    EXPECT_NE(o.find(tag + "fds: 0 1 2\n"), std::string::npos) << o;
+    EXPECT_NE(o.find(tag + "job token: 64 characters, on the command line: no\n"), std::string::npos) << o;
+    EXPECT_NE(o.find(tag + "joined group of 3\n"), std::string::npos) << o;
+  }
+}
+
 TEST_F(Launcher, AFailingPeerIsNamedAndTheOthersAreStoppedUnderTheStopPolicy) {
   EXPECT_EQ(run({"-np", "4", "--on-failure", "stop", "--", LAUNCHER_TEST_PEER_PATH, "--join", "--fail-rank", "2",
                  "--exit-code", "3", "--sleep", "30", "--pid-dir", pid_dir(), "--spawn-child"}),
@@ -191,14 +206,15 @@ TEST_F(Launcher, AMalformedHostfileIsOneLineWithFileAndLine) {
 
 TEST_F(Launcher, RemoteHostsStartThroughTheSshTemplate) {
   auto ssh = dir_ / "fake-ssh";
-  // Stands in for ssh: logs the host and runs the command line locally.
-  std::ofstream(ssh) << "#!/bin/sh\necho \"$1\" >> '" << (dir_ / "ssh.log").string()
-                     << "'\nshift\nexec /bin/sh -c \"$*\"\n";
+  // Stands in for ssh: logs the host and the command line, and runs it
+  // locally (its stdin is the peer's, as ssh forwards it).
+  std::ofstream(ssh) << "#!/bin/sh\necho \"$1\" >> '" << (dir_ / "ssh.log").string() << "'\nshift\necho \"$*\" >> '"
+                     << (dir_ / "commands.log").string() << "'\nexec /bin/sh -c \"$*\"\n";
   fs::permissions(ssh, fs::perms::owner_all);
   auto hosts = dir_ / "hosts.txt";
   std::ofstream(hosts) << "# two fake hosts\nnodeA slots=2\n\n  nodeB:2  \n";
   ASSERT_EQ(run({"--hostfile", hosts.string(), "--ssh", "'" + ssh.string() + "' {host} {command}", "--rendezvous-host",
-                 "127.0.0.1", "--token", "it's a token", "--", LAUNCHER_TEST_PEER_PATH, "--join"}),
+                 "127.0.0.1", "--token", "it's a token", "--", LAUNCHER_TEST_PEER_PATH, "--join", "--list-fds"}),
             0)
       << err();
   const auto o = out();
@@ -211,7 +227,12 @@ TEST_F(Launcher, RemoteHostsStartThroughTheSshTemplate) {
               std::string::npos)
         << o;
     EXPECT_NE(o.find("[" + R + "] joined group of 4\n"), std::string::npos) << o << err();
+    // The job token came on ssh's stdin, not in the command ps shows.
+    EXPECT_NE(o.find("[" + R + "] job token: 64 characters, on the command line: no\n"), std::string::npos) << o;
   }
+  const auto commands = read_file(dir_ / "commands.log");
+  EXPECT_NE(commands.find("MURMUR_RANK="), std::string::npos) << commands;
+  EXPECT_EQ(commands.find("MURMUR_JOB_TOKEN="), std::string::npos) << commands;
   // The stand-ins run concurrently: their log lines come in any order.
   std::istringstream log(read_file(dir_ / "ssh.log"));
   std::vector<std::string> logged;

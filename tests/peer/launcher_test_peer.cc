@@ -19,12 +19,18 @@
 //                    failed with EPIPE;
 //   --view G         emits a view event of generation G (3 members, rank 3
 //                    lost);
+//   --list-fds       first prints "fds: 0 1 2 ..." (the descriptors it
+//                    inherited, ascending) and "job token: N characters,
+//                    on the command line: no";
 // and ends with "bye from rank R" without a newline. A restarted peer
 // (MURMUR_RESTART_COUNT set) also prints "restart count N".
 #include <CLI/CLI.hpp>
 
+#include <dirent.h>
 #include <spawn.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <chrono>
@@ -33,6 +39,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -124,6 +131,30 @@ int chatter(int rank, double seconds) {
   return broken;
 }
 
+// The descriptors open in this process (none opened yet but the listing's own).
+std::string inherited_descriptors() {
+  std::vector<int> fds;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) throw std::runtime_error("cannot list /proc/self/fd");
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const int fd = std::stoi(e->d_name);
+    if (fd != ::dirfd(dir)) fds.push_back(fd);
+  }
+  ::closedir(dir);
+  std::sort(fds.begin(), fds.end());
+  std::string out;
+  for (int fd : fds) out += (out.empty() ? "" : " ") + std::to_string(fd);
+  return out;
+}
+
+// Whether `text` appears in this process's command line.
+bool on_command_line(const std::string& text) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return !text.empty() && cmdline.find(text) != std::string::npos;
+}
+
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path + ".tmp") << text;
   std::filesystem::rename(path + ".tmp", path);
@@ -139,6 +170,8 @@ int main(int argc, char** argv) {
   double sleep_seconds = 0, chatter_seconds = 0;
   int crash_rank = -1, crashes = 1;
   std::int64_t view_generation = -1;
+  bool list_fds = false;
+  app.add_flag("--list-fds", list_fds);
   app.add_option("--pid-dir", pid_dir);
   app.add_flag("--spawn-child", spawn_child);
   app.add_flag("--join", join);
@@ -153,6 +186,13 @@ int main(int argc, char** argv) {
   app.add_option("--view", view_generation);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (list_fds) {
+      // Before anything here opens a descriptor of its own.
+      const std::string fds = inherited_descriptors();
+      const std::string token = env("MURMUR_JOB_TOKEN");
+      std::printf("fds: %s\njob token: %zu characters, on the command line: %s\n", fds.c_str(), token.size(),
+                  on_command_line(token) ? "yes" : "no");
+    }
     if (ignore_term) std::signal(SIGTERM, SIG_IGN);
     const int rank = env_int("MURMUR_RANK"), size = env_int("MURMUR_WORLD_SIZE");
     std::printf("hello from rank %d of %d local %d/%d host %s launcher %s cwd %s profile %s\n", rank, size,

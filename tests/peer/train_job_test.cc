@@ -266,6 +266,9 @@ std::vector<nlohmann::json> records(const std::filesystem::path& file, const std
 // within two points of the members' test accuracy.
 TEST_F(TrainJob, TwoPeersJoinARunningJobTogetherAndEndWithTheOthers) {
   const std::string port = std::to_string(unused_tcp_port()), token = "join-test";
+  // Both murmur-runs get the job token from the environment (the joiners
+  // must prove the job's: docs/security.md).
+  ::setenv("MURMUR_JOB_TOKEN", "join test job token", 1);
   const std::vector<std::string> peer = {
       "--algorithm", "choco",  "--compress", "topk:0.05", "--topology", "exponential",
       "--model",     "mlp:64", "--epochs",   "4",         "--metrics",  (dir_ / "m-{rank}.jsonl").string()};
@@ -289,6 +292,7 @@ TEST_F(TrainJob, TwoPeersJoinARunningJobTogetherAndEndWithTheOthers) {
   joiners.insert(joiners.end(), peer.begin(), peer.end());
   const auto joined = run(joiners);
   const auto done = job.get();
+  ::unsetenv("MURMUR_JOB_TOKEN");
   ASSERT_EQ(done.status, 0) << done.out;
   ASSERT_EQ(joined.status, 0) << joined.out;
   double members_accuracy = 0;

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/host.h"
+#include "common/job_token.h"
 #include "tests/support/program.h"
 #include "tests/support/wait.h"
 
@@ -59,6 +60,10 @@ std::uint16_t LocalJob::start_server(std::chrono::milliseconds heartbeat_timeout
   fabric::rendezvous::ServerOptions server_options;
   server_options.bind_host = "127.0.0.1";
   server_options.token = "test-token";
+  // The peers take $MURMUR_JOB_TOKEN from the environment they inherit; so
+  // does their server, so that a suite run with one set exercises the whole
+  // authenticated stack (docs/testing.md).
+  server_options.job_token = job_token::from_environment();
   server_options.heartbeat_timeout = heartbeat_timeout;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
   return server_->port();

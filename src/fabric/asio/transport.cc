@@ -14,16 +14,22 @@
 #include <boost/asio/write.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "common/background_thread.h"
+#include "common/close_on_exec.h"
+#include "common/job_token.h"
 #include "common/log.h"
+#include "common/once_per_source.h"
 #include "common/trace.h"
+#include "fabric/asio/auth.h"
 #include "fabric/asio/link.h"
 #include "fabric/asio/wire.h"
 #include "fabric/errors.h"
@@ -35,6 +41,9 @@ namespace {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
+
+// How long an accepted connection may take to complete its handshake.
+constexpr auto kHandshakeTimeout = 10s;
 
 // "host:port" or "[v6]:port" -> (host, port).
 std::pair<std::string, std::string> split_address(const std::string& address) {
@@ -71,14 +80,25 @@ class AsioTransport final : public Transport {
  private:
   void check_peer(int peer, const char* call) const;
   // io thread only, from here on.
+  struct Accepting;
   void accept_next();
-  void on_hello(std::shared_ptr<tcp::socket> socket, std::shared_ptr<wire::HandshakeBytes> hello);
+  // The steps of accepting (auth.h): the handshake checked, our reply (with
+  // our nonce and proof when we have a token) sent, the dialer's proof
+  // checked, then the socket is attached to the Link.
+  void on_hello(std::shared_ptr<Accepting> a);
+  void send_reply(std::shared_ptr<Accepting> a, std::size_t bytes);
+  void admit(Accepting& a);
+  // Closes a connection that failed set-up: counted, logged once per address.
+  void refuse(Accepting& a, const std::string& why);
   void dial(int peer, std::string host, std::string port);
   void on_connected(int peer);
   // Our side of a handshake with `peer`. The size sent is what we know now;
   // it is informative only (see on_hello).
   wire::HandshakeBytes handshake_to(int peer) const {
-    return wire::encode_handshake({.rank = options_.rank, .size = static_cast<int>(links_.size()), .target = peer});
+    return wire::encode_handshake({.rank = options_.rank,
+                                   .size = static_cast<int>(links_.size()),
+                                   .target = peer,
+                                   .proves_token = !options_.job_token.empty()});
   }
   // Grows links_ to cover `peer` (ranks skipped over fail as absent) and
   // dials it.
@@ -100,6 +120,11 @@ class AsioTransport final : public Transport {
   std::string address_;
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<std::unique_ptr<net::steady_timer>> retry_timers_;
+  // Connections refused at set-up (bad handshake or proof, time-out); the
+  // addresses logged so far, and the dial failures logged.
+  std::atomic<std::size_t> refused_{0};
+  OncePerSource refused_sources_;
+  OncePerSource dial_failures_logged_;
   bool closing_ = false;          // io thread only
   bool dialing_stopped_ = false;  // io thread only
   // Ranks below it have a Link; isend / irecv to higher ones are refused.
@@ -130,6 +155,7 @@ AsioTransport::AsioTransport(const TransportOptions& options)
     const auto endpoints = resolver.resolve(bind, "0", tcp::resolver::passive);
     const tcp::endpoint endpoint = endpoints.begin()->endpoint();
     acceptor_.open(endpoint.protocol());
+    set_close_on_exec(acceptor_.native_handle());
     acceptor_.set_option(tcp::acceptor::reuse_address(true));
     acceptor_.bind(endpoint);
     acceptor_.listen();
@@ -150,12 +176,16 @@ AsioTransport::AsioTransport(const TransportOptions& options)
     io_.run();
   });
   fabric_log().debug("asio transport rank {}/{} listening on {}", options_.rank, options_.size, address_);
+  if (options_.job_token.empty()) job_token::note_unauthenticated("fabric", "the asio data plane");
 }
 
 AsioTransport::~AsioTransport() {
   net::post(io_, [this] { close_all(); });
   work_.reset();
   thread_.join();
+  if (refused_ > 0) {
+    fabric_log().warn("asio rank {}: refused {} connection(s) at set-up in all", options_.rank, refused_.load());
+  }
 }
 
 void AsioTransport::close_all() {
@@ -182,36 +212,68 @@ void AsioTransport::check_peer(int peer, const char* call) const {
 
 // ---- accepting ---------------------------------------------------------------
 
+// One connection being accepted: its socket, its handshake's buffers, and the
+// timer that closes it if the handshake does not complete in time.
+struct AsioTransport::Accepting {
+  Accepting(net::io_context& io, tcp::socket s) : socket(std::move(s)), deadline(io) {}
+  tcp::socket socket;
+  net::steady_timer deadline;
+  std::string from;  // the remote address, for logs
+  wire::HandshakeBytes hello{};
+  int peer = -1;                   // the rank it claims, once its handshake checked out
+  job_token::Nonce their_nonce{};  // the dialer's
+  job_token::Nonce our_nonce{};
+  std::array<unsigned char, wire::kHandshakeBytes + auth::kNonceBytes + auth::kProofBytes> reply{};
+  job_token::Proof their_proof{};
+};
+
 void AsioTransport::accept_next() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
     if (closing_ || ec == net::error::operation_aborted) return;
     if (ec) {
       fabric_log().warn("asio rank {}: accept failed: {}", options_.rank, ec.message());
     } else {
-      auto shared = std::make_shared<tcp::socket>(std::move(socket));
-      auto hello = std::make_shared<wire::HandshakeBytes>();
-      net::async_read(
-          *shared, net::buffer(*hello), [this, shared, hello](const boost::system::error_code& read_ec, std::size_t) {
-            if (closing_) return;
-            if (read_ec) {
-              boost::system::error_code ignored;
-              fabric_log().warn("asio rank {}: rejected connection from {}: handshake not received: {}", options_.rank,
-                                shared->remote_endpoint(ignored).address().to_string(), read_ec.message());
-              return;
-            }
-            on_hello(shared, hello);
-          });
+      set_close_on_exec(socket.native_handle());
+      auto a = std::make_shared<Accepting>(io_, std::move(socket));
+      boost::system::error_code ignored;
+      a->from = a->socket.remote_endpoint(ignored).address().to_string();
+      // A peer's handshake takes a round trip or two; a connection that
+      // stays silent must not hold a socket for good.
+      a->deadline.expires_after(kHandshakeTimeout);
+      a->deadline.async_wait([a](const boost::system::error_code& timer_ec) {
+        boost::system::error_code ignored_close;
+        if (!timer_ec) a->socket.close(ignored_close);
+      });
+      net::async_read(a->socket, net::buffer(a->hello),
+                      [this, a](const boost::system::error_code& read_ec, std::size_t) {
+                        if (closing_) return;
+                        if (read_ec) return refuse(*a, "handshake not received: " + read_ec.message());
+                        on_hello(a);
+                      });
     }
     accept_next();
   });
 }
 
-void AsioTransport::on_hello(std::shared_ptr<tcp::socket> socket, std::shared_ptr<wire::HandshakeBytes> hello) {
+void AsioTransport::refuse(Accepting& a, const std::string& why) {
+  const auto refused = ++refused_;
+  // Once per address: 20,000 forged connections log one line, and count.
+  if (refused_sources_.first(a.from)) {
+    fabric_log().warn(
+        "asio rank {}: refused a connection from {}: {} (refusals from this address are counted, not logged again)",
+        options_.rank, a.from, why);
+  } else {
+    fabric_log().debug("asio rank {}: refused connection {} from {}: {}", options_.rank, refused, a.from, why);
+  }
   boost::system::error_code ignored;
-  const auto remote = socket->remote_endpoint(ignored);
-  const std::string from = remote.address().to_string();
+  a.deadline.cancel();
+  a.socket.close(ignored);
+}
+
+void AsioTransport::on_hello(std::shared_ptr<Accepting> a) {
   std::string why;
-  const auto hs = wire::decode_handshake(*hello, &why);
+  const auto hs = wire::decode_handshake(a->hello, &why);
+  const bool have_token = !options_.job_token.empty();
   // Sizes are not compared: they differ once peers have joined (a member
   // that added rank 5 has 6 ranks, a joiner with id 4 has 5). The rule that
   // lower ranks dial higher ones holds for a joiner, whose id is above
@@ -223,29 +285,59 @@ void AsioTransport::on_hello(std::shared_ptr<tcp::socket> socket, std::shared_pt
       why = "rank " + std::to_string(hs->rank) + " is not a lower rank of this group";
     } else if (links_[hs->rank]->connected() || links_[hs->rank]->failed()) {
       why = "rank " + std::to_string(hs->rank) + " is already connected or failed";
+    } else if (have_token && !hs->proves_token) {
+      why = "it claims rank " + std::to_string(hs->rank) + " without proving the job token (" +
+            job_token::kEnvironmentVariable + " unset there?)";
+    } else if (!have_token && hs->proves_token) {
+      why = std::string("it proves a job token and this process has none (") + job_token::kEnvironmentVariable +
+            " unset here)";
     }
   }
-  if (!why.empty()) {
-    fabric_log().warn("asio rank {}: rejected connection from {}:{}: {}", options_.rank, from, remote.port(), why);
-    socket->close(ignored);
-    return;
-  }
-  const int peer = hs->rank;
-  auto reply = std::make_shared<wire::HandshakeBytes>(handshake_to(peer));
-  net::async_write(*socket, net::buffer(*reply),
-                   [this, socket, reply, peer, from](const boost::system::error_code& ec, std::size_t) {
-                     if (closing_) return;
-                     if (ec) {
-                       fabric_log().warn("asio rank {}: handshake reply to rank {} ({}) failed: {}", options_.rank,
-                                         peer, from, ec.message());
-                       return;
-                     }
-                     if (links_[peer]->connected() || links_[peer]->failed()) return;
-                     set_socket_options(*socket);
-                     if (links_[peer]->host() == "unknown host") links_[peer]->set_host(from);
-                     links_[peer]->attach(std::make_unique<tcp::socket>(std::move(*socket)));
-                     on_connected(peer);
-                   });
+  if (!why.empty()) return refuse(*a, why);
+  a->peer = hs->rank;
+  if (!have_token) return send_reply(a, wire::kHandshakeBytes);
+  net::async_read(a->socket, net::buffer(a->their_nonce), [this, a](const boost::system::error_code& ec, std::size_t) {
+    if (closing_) return;
+    if (ec) return refuse(*a, "its nonce did not arrive: " + ec.message());
+    a->our_nonce = job_token::make_nonce();
+    const auto proof = auth::prove(options_.job_token, auth::Side::kAcceptor, a->their_nonce, options_.rank, a->peer);
+    std::memcpy(a->reply.data() + wire::kHandshakeBytes, a->our_nonce.data(), auth::kNonceBytes);
+    std::memcpy(a->reply.data() + wire::kHandshakeBytes + auth::kNonceBytes, proof.data(), auth::kProofBytes);
+    send_reply(a, a->reply.size());
+  });
+}
+
+void AsioTransport::send_reply(std::shared_ptr<Accepting> a, std::size_t bytes) {
+  const auto hs = handshake_to(a->peer);
+  std::memcpy(a->reply.data(), hs.data(), hs.size());
+  net::async_write(
+      a->socket, net::buffer(a->reply.data(), bytes), [this, a](const boost::system::error_code& ec, std::size_t) {
+        if (closing_) return;
+        if (ec) return refuse(*a, "handshake reply to rank " + std::to_string(a->peer) + " failed: " + ec.message());
+        if (options_.job_token.empty()) return admit(*a);
+        net::async_read(a->socket, net::buffer(a->their_proof),
+                        [this, a](const boost::system::error_code& read_ec, std::size_t) {
+                          if (closing_) return;
+                          if (read_ec)
+                            return refuse(*a, "its proof of the job token did not arrive: " + read_ec.message());
+                          if (!auth::check(options_.job_token, auth::Side::kDialer, a->our_nonce, a->peer,
+                                           options_.rank, a->their_proof)) {
+                            return refuse(*a, "wrong proof of the job token for rank " + std::to_string(a->peer) +
+                                                  " (a process with another job's token)");
+                          }
+                          admit(*a);
+                        });
+      });
+}
+
+void AsioTransport::admit(Accepting& a) {
+  a.deadline.cancel();
+  const int peer = a.peer;
+  if (links_[peer]->connected() || links_[peer]->failed()) return;
+  set_socket_options(a.socket);
+  if (links_[peer]->host() == "unknown host") links_[peer]->set_host(a.from);
+  links_[peer]->attach(std::make_unique<tcp::socket>(std::move(a.socket)));
+  on_connected(peer);
 }
 
 // ---- dialing -----------------------------------------------------------------
@@ -255,10 +347,12 @@ void AsioTransport::dial(int peer, std::string host, std::string port) {
   struct Attempt {
     tcp::resolver resolver;
     tcp::socket socket;
-    wire::HandshakeBytes hello;
-    wire::HandshakeBytes reply;
+    std::array<unsigned char, wire::kHandshakeBytes + auth::kNonceBytes> hello{};
+    job_token::Nonce our_nonce{};
+    std::array<unsigned char, wire::kHandshakeBytes + auth::kNonceBytes + auth::kProofBytes> reply{};
+    job_token::Proof our_proof{};
   };
-  auto attempt = std::make_shared<Attempt>(Attempt{tcp::resolver(io_), tcp::socket(io_), {}, {}});
+  auto attempt = std::make_shared<Attempt>(Attempt{tcp::resolver(io_), tcp::socket(io_), {}, {}, {}, {}});
   auto retry = [this, peer, host, port](const std::string& why) {
     if (dialing_stopped_ || links_[peer]->failed()) return;
     fabric_log().debug("asio rank {}: dialing rank {} ({}:{}) again: {}", options_.rank, peer, host, port, why);
@@ -268,43 +362,85 @@ void AsioTransport::dial(int peer, std::string host, std::string port) {
     });
     retry_timers_.push_back(std::move(timer));
   };
+  const bool have_token = !options_.job_token.empty();
+  const std::size_t hello_bytes = wire::kHandshakeBytes + (have_token ? auth::kNonceBytes : 0);
+  const std::size_t reply_bytes = wire::kHandshakeBytes + (have_token ? auth::kNonceBytes + auth::kProofBytes : 0);
+  // The reply checked: the acceptor is rank `peer` of this job (if we have
+  // a token, it proved it); our proof goes out, then the link is up.
+  auto finish = [this, attempt, peer, retry, have_token]() {
+    std::string why;
+    wire::HandshakeBytes hs_bytes;
+    std::memcpy(hs_bytes.data(), attempt->reply.data(), hs_bytes.size());
+    const auto hs = wire::decode_handshake(hs_bytes, &why);
+    if (hs && (hs->rank != peer || hs->target != options_.rank)) {
+      why = "answered as rank " + std::to_string(hs->rank) + " of " + std::to_string(hs->size);
+    } else if (hs && hs->proves_token != have_token) {
+      why =
+          have_token ? "it answered without proving the job token" : "it proves a job token and this process has none";
+    } else if (hs && have_token) {
+      job_token::Nonce their_nonce;
+      job_token::Proof their_proof;
+      std::memcpy(their_nonce.data(), attempt->reply.data() + wire::kHandshakeBytes, auth::kNonceBytes);
+      std::memcpy(their_proof.data(), attempt->reply.data() + wire::kHandshakeBytes + auth::kNonceBytes,
+                  auth::kProofBytes);
+      if (!auth::check(options_.job_token, auth::Side::kAcceptor, attempt->our_nonce, peer, options_.rank,
+                       their_proof)) {
+        why = "its proof of the job token is wrong (a process of another job holds its port?)";
+      }
+      attempt->our_proof = auth::prove(options_.job_token, auth::Side::kDialer, their_nonce, options_.rank, peer);
+    }
+    if (!why.empty()) {
+      if (dial_failures_logged_.first(std::to_string(peer) + " " + why)) {
+        fabric_log().warn("asio rank {}: bad handshake reply from rank {} ({}): {}", options_.rank, peer,
+                          links_[peer]->host(), why);
+      }
+      return retry(why);
+    }
+    auto attach = [this, attempt, peer]() {
+      if (links_[peer]->connected() || links_[peer]->failed()) return;
+      set_socket_options(attempt->socket);
+      links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)));
+      on_connected(peer);
+    };
+    if (!have_token) return attach();
+    net::async_write(attempt->socket, net::buffer(attempt->our_proof),
+                     [this, retry, attach](const boost::system::error_code& ec, std::size_t) {
+                       if (closing_) return;
+                       if (ec) return retry("sending the proof of the job token: " + ec.message());
+                       attach();
+                     });
+  };
   attempt->resolver.async_resolve(
       host, port,
-      [this, attempt, peer, retry](const boost::system::error_code& ec, tcp::resolver::results_type results) {
+      [this, attempt, peer, retry, finish, have_token, hello_bytes, reply_bytes](const boost::system::error_code& ec,
+                                                                                 tcp::resolver::results_type results) {
         if (closing_) return;
         if (ec) return retry("resolve: " + ec.message());
         net::async_connect(
             attempt->socket, results,
-            [this, attempt, peer, retry](const boost::system::error_code& ec, const tcp::endpoint&) {
+            [this, attempt, peer, retry, finish, have_token, hello_bytes, reply_bytes](
+                const boost::system::error_code& ec, const tcp::endpoint&) {
               if (closing_) return;
               if (ec) return retry("connect: " + ec.message());
-              attempt->hello = handshake_to(peer);
-              net::async_write(attempt->socket, net::buffer(attempt->hello),
-                               [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
-                                 if (closing_) return;
-                                 if (ec) return retry("handshake: " + ec.message());
-                                 net::async_read(
-                                     attempt->socket, net::buffer(attempt->reply),
-                                     [this, attempt, peer, retry](const boost::system::error_code& ec, std::size_t) {
-                                       if (closing_) return;
-                                       if (ec) return retry("handshake reply: " + ec.message());
-                                       std::string why;
-                                       const auto hs = wire::decode_handshake(attempt->reply, &why);
-                                       if (hs && (hs->rank != peer || hs->target != options_.rank)) {
-                                         why = "answered as rank " + std::to_string(hs->rank) + " of " +
-                                               std::to_string(hs->size);
-                                       }
-                                       if (!why.empty()) {
-                                         fabric_log().warn("asio rank {}: bad handshake reply from rank {} ({}): {}",
-                                                           options_.rank, peer, links_[peer]->host(), why);
-                                         return retry(why);
-                                       }
-                                       if (links_[peer]->connected() || links_[peer]->failed()) return;
-                                       set_socket_options(attempt->socket);
-                                       links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)));
-                                       on_connected(peer);
-                                     });
-                               });
+              set_close_on_exec(attempt->socket.native_handle());
+              const auto hs = handshake_to(peer);
+              std::memcpy(attempt->hello.data(), hs.data(), hs.size());
+              if (have_token) {
+                attempt->our_nonce = job_token::make_nonce();
+                std::memcpy(attempt->hello.data() + hs.size(), attempt->our_nonce.data(), auth::kNonceBytes);
+              }
+              net::async_write(
+                  attempt->socket, net::buffer(attempt->hello.data(), hello_bytes),
+                  [this, attempt, retry, finish, reply_bytes](const boost::system::error_code& ec, std::size_t) {
+                    if (closing_) return;
+                    if (ec) return retry("handshake: " + ec.message());
+                    net::async_read(attempt->socket, net::buffer(attempt->reply.data(), reply_bytes),
+                                    [this, retry, finish](const boost::system::error_code& ec, std::size_t) {
+                                      if (closing_) return;
+                                      if (ec) return retry("handshake reply: " + ec.message());
+                                      finish();
+                                    });
+                  });
             });
       });
 }

@@ -82,7 +82,7 @@ HandshakeBytes encode_handshake(const Handshake& hs) {
   HandshakeBytes b{};
   store32(&b[0], kHandshakeMagic);
   store16(&b[4], kVersion);
-  store16(&b[6], 0);
+  store16(&b[6], hs.proves_token ? kHandshakeProvesToken : 0);
   store32(&b[8], static_cast<std::uint32_t>(hs.rank));
   store32(&b[12], static_cast<std::uint32_t>(hs.size));
   store32(&b[16], static_cast<std::uint32_t>(hs.target));
@@ -107,6 +107,7 @@ std::optional<Handshake> decode_handshake(const HandshakeBytes& b, std::string* 
   hs.rank = static_cast<int>(load32(&b[8]));
   hs.size = static_cast<int>(load32(&b[12]));
   hs.target = static_cast<int>(load32(&b[16]));
+  hs.proves_token = (load16(&b[6]) & kHandshakeProvesToken) != 0;
   return hs;
 }
 

@@ -3,7 +3,9 @@
 // Handshake (once per connection, both directions, 24 bytes little-endian):
 //   magic u32 "MRMH" | version u16 | flags u16 | rank i32 | size i32 |
 //   target i32 | check u32 (low half of hash64 of the 20 bytes before it)
-// The dialer sends first; the acceptor answers only if it accepts.
+// The dialer sends first; the acceptor answers only if it accepts. Flag
+// kHandshakeProvesToken: the sender has a job token, and the proofs of
+// auth.h follow the handshakes.
 //
 // Data: a message is one or more frames, sent back to back on the connection
 // (frames of different messages never interleave on one connection; traffic to
@@ -35,6 +37,7 @@ inline constexpr std::uint32_t kHandshakeMagic = 0x484d524d;  // "MRMH"
 inline constexpr std::uint16_t kVersion = 2;
 inline constexpr std::size_t kFrameHeaderBytes = 56;
 inline constexpr std::size_t kHandshakeBytes = 24;
+inline constexpr std::uint16_t kHandshakeProvesToken = 1;  // handshake flag
 // Limits on what a peer may announce (its chunk_bytes may differ from ours).
 inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 30;
 inline constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 40;
@@ -62,7 +65,8 @@ std::optional<FrameHeader> decode_frame(const FrameBytes& bytes, std::string* er
 struct Handshake {
   int rank = -1;
   int size = 0;
-  int target = -1;  // the rank the sender believes it is talking to
+  int target = -1;            // the rank the sender believes it is talking to
+  bool proves_token = false;  // flag kHandshakeProvesToken
 };
 
 HandshakeBytes encode_handshake(const Handshake& handshake);

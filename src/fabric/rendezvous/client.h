@@ -72,6 +72,10 @@ struct ClientOptions {
   std::string server_host = "127.0.0.1";
   std::uint16_t server_port = 0;
   std::string token;
+  // The job token to prove when the server challenges (common/job_token.h);
+  // empty: none. A client with one refuses a server that does not challenge:
+  // the two were configured apart, and that server believes anyone.
+  std::string job_token;
   int rank = 0;
   int size = 1;
   std::string self_host;

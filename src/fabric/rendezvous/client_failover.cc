@@ -10,9 +10,11 @@
 
 #include <algorithm>
 
+#include "common/job_token.h"
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/client_impl.h"
+#include "fabric/rendezvous/hello_proof.h"
 
 namespace murmur::fabric::rendezvous {
 namespace asio = boost::asio;
@@ -89,27 +91,59 @@ wire::Hello Client::Impl::hello(bool rejoin) const {
 
 asio::awaitable<wire::Welcome> Client::Impl::say_hello(std::shared_ptr<Connection> conn, wire::Hello hello,
                                                        Clock::time_point deadline, const std::string& where) {
+  // The server proves the job token over this in its Challenge.
+  if (!options_.job_token.empty()) hello.nonce = std::string(job_token::bytes_of(job_token::make_nonce()));
   conn->send(wire::encode(hello));
   // A server that accepts but never answers (a stopped process) must not hang us.
   asio::steady_timer hello_timer(io_, deadline);
   hello_timer.async_wait([conn](const boost::system::error_code& ec) {
     if (!ec) conn->close();
   });
-  std::optional<std::vector<std::uint64_t>> body;
-  try {
-    body = co_await conn->read_frame(options_.max_message_bytes);
-  } catch (const boost::system::system_error&) {
-    // handled below as "no answer"
+  // At most two answers: a Challenge (the server has a job token), then the
+  // Welcome.
+  bool challenged = false;
+  wire::ServerMessage message;
+  for (;;) {
+    std::optional<std::vector<std::uint64_t>> body;
+    try {
+      body = co_await conn->read_frame(options_.max_message_bytes);
+    } catch (const boost::system::system_error&) {
+      // handled below as "no answer"
+    }
+    if (!body) {
+      hello_timer.cancel();
+      throw FabricError(me() + ": rendezvous server " + where + " closed the connection without answering Hello" +
+                        (Clock::now() >= deadline ? " (timed out)" : ""));
+    }
+    message = wire::decode_server(*body, options_.max_message_bytes);
+    const auto* challenge = std::get_if<wire::Challenge>(&message);
+    if (challenge == nullptr) break;
+    if (challenged) throw FabricError(me() + ": rendezvous server " + where + " challenged Hello twice");
+    if (options_.job_token.empty()) {
+      throw FabricError(me() + ": rendezvous server " + where +
+                        " asks for a proof of the job token and this process has none; set " +
+                        job_token::kEnvironmentVariable + " to the job's token (murmur-run sets it for its peers)");
+    }
+    if (!hello_proof_matches(Prover::kServer, options_.job_token, hello.nonce, challenge->proof)) {
+      throw FabricError(me() + ": rendezvous server " + where +
+                        " could not prove the job token: it is not this job's server (another job's, or a process "
+                        "holding its address), or its " +
+                        job_token::kEnvironmentVariable + " differs");
+    }
+    challenged = true;
+    hello.proof = hello_proof(Prover::kClient, options_.job_token, challenge->nonce);
+    conn->send(wire::encode(hello));
   }
   hello_timer.cancel();
-  if (!body) {
-    throw FabricError(me() + ": rendezvous server " + where + " closed the connection without answering Hello" +
-                      (Clock::now() >= deadline ? " (timed out)" : ""));
-  }
-  const auto message = wire::decode_server(*body, options_.max_message_bytes);
   const auto* welcome = std::get_if<wire::Welcome>(&message);
   if (welcome == nullptr)
     throw FabricError(me() + ": rendezvous server " + where + " answered Hello with something else");
+  if (welcome->ok && !challenged && !options_.job_token.empty()) {
+    throw FabricError(me() + ": rendezvous server " + where +
+                      " does not check the job token (it has none) but this process has " +
+                      job_token::kEnvironmentVariable +
+                      "; give the server (murmur-rendezvous, --host-rendezvous) the same token or unset it here");
+  }
   if (!welcome->ok) {
     throw FabricError("rendezvous server " + where + " refused rank " + std::to_string(rank()) + ": " +
                       welcome->refused);

@@ -7,6 +7,7 @@
 
 #include <array>
 
+#include "common/close_on_exec.h"
 #include "fabric/rendezvous/wire.h"
 
 namespace murmur::fabric::rendezvous {
@@ -27,7 +28,10 @@ std::string local_ip(const asio::ip::tcp::socket& socket) {
 }  // namespace
 
 Connection::Connection(asio::ip::tcp::socket socket)
-    : socket_(std::move(socket)), remote_(describe(socket_)), local_address_(local_ip(socket_)) {}
+    : socket_(std::move(socket)), remote_(describe(socket_)), local_address_(local_ip(socket_)) {
+  // Every connection of the server and the client passes here.
+  set_close_on_exec(socket_.native_handle());
+}
 
 asio::awaitable<std::optional<std::vector<std::uint64_t>>> Connection::read_frame(std::size_t max_bytes) {
   std::array<unsigned char, wire::kPrefixBytes> prefix{};

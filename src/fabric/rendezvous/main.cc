@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/job_token.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/server.h"
 
@@ -32,6 +33,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.allow_extras();
+  // From the environment only: a command line is visible to every user (ps).
+  options.job_token = murmur::job_token::from_environment();
+  app.footer(
+      "MURMUR_JOB_TOKEN (environment only): members must prove this job token in their Hello; unset: anyone who "
+      "reaches the port is believed (docs/security.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

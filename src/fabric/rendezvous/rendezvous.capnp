@@ -18,7 +18,9 @@ $Cxx.namespace("murmur::fabric::rendezvous::capnp_wire");
 #    heartbeats whose id is not 0, and knows Suspect and rejoining Hellos.
 # 3: joining a running job (Hello.join, Request.admit, ViewChanged.joined,
 #    Welcome.rank/size) and the JoinRefused push (an old client cannot decode it).
-const protocolVersion :UInt32 = 3;
+# 4: a server with a job token answers a Hello without a proof with a
+#    Challenge, and admits only a Hello whose proof answers it.
+const protocolVersion :UInt32 = 4;
 
 struct Hello {
   version @0 :UInt32;     # protocolVersion of the sender
@@ -39,6 +41,14 @@ struct Hello {
   # The job signature ("key=value;key=value"): the first member's is the
   # job's; a joiner whose signature differs is refused.
   signature @9 :Text;
+  # HMAC-SHA256, keyed with the job token, of "murmur rendezvous hello v1"
+  # followed by the nonce of the server's Challenge on this connection
+  # (common/job_token.h, docs/security.md). Empty in the first Hello.
+  proof @10 :Data;
+  # 32 random bytes from a client with a job token, in its first Hello: the
+  # server proves the token over them in its Challenge, so that the client
+  # knows it reached the job's server, not a process holding its address.
+  nonce @11 :Data;
 }
 
 struct Request {
@@ -130,6 +140,15 @@ struct ViewChanged {
   joined @3 :List(Int32);      # who was admitted in this change
 }
 
+# Sent by a server that has a job token in answer to a Hello without a proof:
+# the client proves the token by sending its Hello again, with `proof`.
+struct Challenge {
+  nonce @0 :Data;              # 32 random bytes, fresh for this connection
+  # HMAC-SHA256, keyed with the job token, of "murmur rendezvous server v1"
+  # followed by the Hello's nonce; empty when the Hello had none.
+  proof @1 :Data;
+}
+
 # Pushed to every member when the server refuses a joiner (its signature
 # differs from the job's), so that the job's logs say so too.
 struct JoinRefused {
@@ -159,5 +178,6 @@ struct ServerMessage {
     memberLost @2 :MemberLost;
     viewChanged @3 :ViewChanged;
     joinRefused @4 :JoinRefused;
+    challenge @5 :Challenge;
   }
 }

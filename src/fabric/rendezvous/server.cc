@@ -22,7 +22,10 @@
 #include <vector>
 
 #include "common/background_thread.h"
+#include "common/close_on_exec.h"
+#include "common/job_token.h"
 #include "common/log.h"
+#include "common/once_per_source.h"
 #include "common/trace.h"
 #include "fabric/errors.h"
 #include "fabric/rendezvous/connection.h"
@@ -57,6 +60,7 @@ Server::Impl::Impl(ServerOptions options) : options_(std::move(options)), accept
   };
   acceptor_.open(endpoint.protocol(), ec);
   if (ec) fail("open");
+  set_close_on_exec(acceptor_.native_handle());
   acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (ec) fail("setsockopt(SO_REUSEADDR)");
   acceptor_.bind(endpoint, ec);
@@ -71,6 +75,7 @@ Server::Impl::Impl(ServerOptions options) : options_(std::move(options)), accept
     io_.run();
   });
   rendezvous_log().info("rendezvous server listening on {}:{}", options_.bind_host, port_);
+  if (options_.job_token.empty()) job_token::note_unauthenticated("rendezvous", "the rendezvous server");
 }
 
 Server::Impl::~Impl() {
@@ -110,6 +115,7 @@ asio::awaitable<void> Server::Impl::accept_loop() {
     socket.set_option(tcp::no_delay(true), ec);
     auto s = std::make_shared<Session>(std::make_shared<Connection>(std::move(socket)));
     sessions_.insert(s);
+    drop_oldest_before_hello();
     asio::co_spawn(io_, serve(s), asio::detached);
     asio::co_spawn(io_, watch(s), asio::detached);
   }
@@ -168,6 +174,22 @@ asio::awaitable<void> Server::Impl::watch(SessionPtr s) {
     boost::system::error_code ec;
     co_await s->watchdog.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+}
+
+void Server::Impl::drop_oldest_before_hello() {
+  std::size_t waiting = 0;
+  SessionPtr oldest;
+  for (const auto& s : sessions_) {
+    if (s->joined || s->gone) continue;
+    ++waiting;
+    if (!oldest || s->last_seen < oldest->last_seen) oldest = s;
+  }
+  if (waiting <= options_.max_connections_before_hello) return;
+  // The newest is left alone: a member says Hello at once, so whoever has
+  // waited longest is the least likely to be one.
+  reject(oldest, "more than " + std::to_string(options_.max_connections_before_hello) +
+                     " connections without a Hello; dropping the one silent longest");
+  finish(oldest);
 }
 
 void Server::Impl::finish(const SessionPtr& s) {
@@ -266,6 +288,18 @@ TimerPtr Server::Impl::arm(std::uint64_t timeout_ms, std::function<void()> on_ex
 }
 
 void Server::Impl::do_set(const SessionPtr& s, const wire::Request& q) {
+  // Bounded: each frame is, but a member could otherwise set keys until the
+  // server runs out of memory.
+  const auto old = store_.find(q.key);
+  const std::size_t freed = old == store_.end() ? 0 : old->first.size() + old->second.size();
+  const std::size_t after = store_bytes_ - freed + q.key.size() + q.value.size();
+  if (after > options_.max_store_bytes) {
+    send(s, error_response(q.id, "set '" + q.key + "': the key/value store would hold " + std::to_string(after) +
+                                     " bytes, above its limit of " + std::to_string(options_.max_store_bytes) +
+                                     " (ServerOptions::max_store_bytes)"));
+    return;
+  }
+  store_bytes_ = after;
   store_[q.key] = q.value;
   wire::Response ok;
   ok.id = q.id;
@@ -435,7 +469,11 @@ void Server::Impl::members_response(const SessionPtr& s, std::uint64_t id) {
 
 void Server::Impl::reject(const SessionPtr& s, const std::string& what) {
   ++rejected_;
-  rendezvous_log().warn("rendezvous server: refusing {}: {}; closing the connection", s->who(), what);
+  // A member's line always; strangers' once per address (see refuse).
+  const bool log = s->joined || logged_.first(OncePerSource::address_of(s->conn->remote()));
+  (log ? rendezvous_log().warn("rendezvous server: refusing {}: {}; closing the connection{}", s->who(), what,
+                               s->joined ? "" : " (more from this address are counted, not logged)")
+       : rendezvous_log().debug("rendezvous server: refusing {}: {}", s->who(), what));
   if (s->joined && !s->gone) lose(s, "protocol error: " + what, false);
   s->gone = true;
   s->conn->close();
@@ -443,7 +481,11 @@ void Server::Impl::reject(const SessionPtr& s, const std::string& what) {
 
 void Server::Impl::refuse(const SessionPtr& s, const std::string& reason) {
   ++rejected_;
-  rendezvous_log().warn("rendezvous server: refusing Hello from {}: {}", s->who(), reason);
+  // Once per address and reason: a flood of forged Hellos logs one line,
+  // and a member refused for another reason from the same host still shows.
+  const std::string key = std::string(OncePerSource::address_of(s->conn->remote())) + " " + reason;
+  (logged_.first(key) ? rendezvous_log().warn("rendezvous server: refusing Hello from {}: {}", s->who(), reason)
+                      : rendezvous_log().debug("rendezvous server: refusing Hello from {}: {}", s->who(), reason));
   s->gone = true;
   send(s, wire::Welcome{false, reason});
   s->conn->close_after_flush();

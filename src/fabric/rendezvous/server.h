@@ -54,9 +54,21 @@ struct ServerOptions {
   std::string bind_host = "0.0.0.0";
   std::uint16_t port = 0;  // 0: ephemeral (see Server::port())
   std::string token;       // cluster token; must match the client's
+  // Non-empty: every Hello must prove this job token (common/job_token.h)
+  // by answering a Challenge; empty: no proof is asked (docs/security.md).
+  std::string job_token;
+  // Connections that have not had a Hello accepted yet: at most this many
+  // at once. The next one past it closes the oldest of them (logged once per
+  // source address), so idle or slow connections cannot keep a member out:
+  // a member says Hello right after connecting.
+  std::size_t max_connections_before_hello = 64;
   std::chrono::milliseconds heartbeat_timeout{5000};
   std::size_t max_message_bytes = 1 << 20;
-  // A connection that has not said Hello within this time is dropped.
+  // Keys and values the key/value store may hold in all; a set past it is
+  // answered with an error (the job's keys are a few per member).
+  std::size_t max_store_bytes = std::size_t{256} << 20;
+  // A connection that has not said Hello within this time (since it was
+  // accepted, or since its last frame) is dropped.
   std::chrono::milliseconds hello_timeout{10000};
   // A silent-evidence suspicion declares a member whose last message is older
   // than this (3 x the members' default heartbeat interval): shorter than

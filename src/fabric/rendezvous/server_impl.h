@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/once_per_source.h"
 #include "fabric/rendezvous/server.h"
 #include "fabric/rendezvous/session.h"
 #include "fabric/rendezvous/wire.h"
@@ -93,6 +94,9 @@ class Server::Impl {
   void lose(const SessionPtr& s, const std::string& reason, bool left_cleanly, bool tell_it = false);
   void drop_requests_of(const SessionPtr& s);
   void finish(const SessionPtr& s);
+  // Past options_.max_connections_before_hello connections without an
+  // accepted Hello, rejects the one silent longest.
+  void drop_oldest_before_hello();
   TimerPtr arm(std::uint64_t timeout_ms, std::function<void()> on_expiry);
 
   // Views (server_membership.cc).
@@ -144,6 +148,7 @@ class Server::Impl {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;
   std::atomic<std::size_t> rejected_{0};
+  OncePerSource logged_;                                // refusals of strangers logged so far
   std::atomic<std::size_t> member_count_{0};            // members_.size(), for other threads
   std::atomic<std::int64_t> published_generation_{-1};  // generation_, or -1 before the view
 
@@ -171,6 +176,7 @@ class Server::Impl {
   std::map<int, wire::Request> waiting_admits_;
   std::string job_signature_;  // the first member's Hello's; "" while none said one
   std::map<std::string, std::string> store_;
+  std::size_t store_bytes_ = 0;                          // keys and values in store_
   std::map<std::string, std::vector<Pending>> waiters_;  // key -> clients in wait()
   struct Gathering {
     Pending pending;

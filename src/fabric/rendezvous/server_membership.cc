@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "common/job_token.h"
 #include "common/log.h"
+#include "fabric/rendezvous/hello_proof.h"
 #include "fabric/rendezvous/server_impl.h"
 
 namespace murmur::fabric::rendezvous {
@@ -38,6 +40,27 @@ bool Server::Impl::handle(const SessionPtr& s, const wire::Hello& hello) {
                        std::to_string(wire::kProtocolVersion));
   }
   if (!same_token(hello.token, options_.token)) return refuse_with("cluster token mismatch");
+  if (!options_.job_token.empty()) {
+    if (s->challenge.empty()) {
+      // The first Hello only earns a Challenge; nothing in it is acted on.
+      s->challenge = std::string(job_token::bytes_of(job_token::make_nonce()));
+      // Our proof over the client's nonce (none from a client without a
+      // token, which will give up on the Challenge anyway). The client
+      // chose that nonce, so anyone may have us sign one: that lets a
+      // process relay to us (a proxy it could be anyway), never forge a
+      // client's proof, whose context differs.
+      wire::Challenge challenge{s->challenge, ""};
+      if (hello.nonce.size() == sizeof(job_token::Nonce)) {
+        challenge.proof = hello_proof(Prover::kServer, options_.job_token, hello.nonce);
+      }
+      send(s, challenge);
+      return true;
+    }
+    if (!hello_proof_matches(Prover::kClient, options_.job_token, s->challenge, hello.proof)) {
+      return refuse_with("job token proof does not match: this process's " +
+                         std::string(job_token::kEnvironmentVariable) + " is not the job's");
+    }
+  }
   if (!stood_down_.empty()) {
     // Members of the job it stood down for (coming back, or joining it)
     // are refused with why; a fresh Hello starts the next job here.
@@ -261,6 +284,7 @@ void Server::Impl::end_job() {
   waiting_admits_.clear();
   world_size_ = 0;
   store_.clear();
+  store_bytes_ = 0;
   view_started_ = false;
   generation_ = 0;
   view_.clear();

@@ -35,6 +35,7 @@ struct Session {
   bool pending_join = false;  // a joiner with an assigned id, not admitted yet
   int rank = -1;
   std::string host;
+  std::string challenge;  // the nonce this connection's Hello must prove (job token); "" before it is sent
 };
 
 }  // namespace murmur::fabric::rendezvous

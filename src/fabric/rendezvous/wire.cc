@@ -205,6 +205,8 @@ std::vector<std::byte> encode(const ClientMessage& message) {
     write_members(hello.initMembers(static_cast<unsigned>(h->members.size())), h->members);
     hello.setJoin(h->join);
     hello.setSignature(h->signature);
+    hello.setProof(as_data(h->proof));
+    hello.setNonce(as_data(h->nonce));
   } else {
     const auto& q = std::get<Request>(message);
     auto r = root.initRequest();
@@ -313,11 +315,15 @@ std::vector<std::byte> encode(const ServerMessage& message) {
     for (unsigned i = 0; i < v.lost.size(); ++i) write_lost(lost[i], v.lost[i]);
     auto joined = changed.initJoined(static_cast<unsigned>(v.view.joined.size()));
     for (unsigned i = 0; i < v.view.joined.size(); ++i) joined.set(i, v.view.joined[i]);
-  } else {
-    const auto& j = std::get<JoinRefused>(message);
+  } else if (const auto* j = std::get_if<JoinRefused>(&message)) {
     auto refused = root.initJoinRefused();
-    refused.setHost(j.host);
-    refused.setReason(j.reason);
+    refused.setHost(j->host);
+    refused.setReason(j->reason);
+  } else {
+    const auto& c = std::get<Challenge>(message);
+    auto challenge = root.initChallenge();
+    challenge.setNonce(as_data(c.nonce));
+    challenge.setProof(as_data(c.proof));
   }
   return frame(builder);
 }
@@ -338,7 +344,9 @@ ClientMessage decode_client(std::span<const std::uint64_t> body, std::size_t max
                      h.getGeneration(),
                      read_members(h.getMembers()),
                      h.getJoin(),
-                     to_string(h.getSignature())};
+                     to_string(h.getSignature()),
+                     to_string(h.getProof()),
+                     to_string(h.getNonce())};
       }
       case cw::ClientMessage::REQUEST:
         return read_request(root.getRequest());
@@ -411,6 +419,8 @@ ServerMessage decode_server(std::span<const std::uint64_t> body, std::size_t max
         auto j = root.getJoinRefused();
         return JoinRefused{to_string(j.getHost()), to_string(j.getReason())};
       }
+      case cw::ServerMessage::CHALLENGE:
+        return Challenge{to_string(root.getChallenge().getNonce()), to_string(root.getChallenge().getProof())};
       default:
         throw DecodeError("server message of unknown kind " + std::to_string(int(root.which())));
     }

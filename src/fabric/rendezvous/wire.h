@@ -19,7 +19,7 @@
 
 namespace murmur::fabric::rendezvous::wire {
 
-inline constexpr std::uint32_t kProtocolVersion = 3;
+inline constexpr std::uint32_t kProtocolVersion = 4;
 inline constexpr std::size_t kPrefixBytes = 4;
 
 struct Hello {
@@ -33,6 +33,8 @@ struct Hello {
   std::vector<Member> members;
   bool join = false;      // asks to join a running job (rank -1)
   std::string signature;  // the job signature, "key=value;key=value"
+  std::string proof;      // of the job token over the server's Challenge (rendezvous.capnp)
+  std::string nonce;      // for the server's proof (rendezvous.capnp)
 };
 
 enum class Op { set, get, wait, barrier, members, heartbeat, leave, gather, suspect, admit };
@@ -81,7 +83,13 @@ struct JoinRefused {
 };
 
 using ClientMessage = std::variant<Hello, Request>;
-using ServerMessage = std::variant<Welcome, Response, MemberLost, ViewChanged, JoinRefused>;
+// A server with a job token asks the client to prove it (rendezvous.capnp).
+struct Challenge {
+  std::string nonce;
+  std::string proof;  // the server's, over the Hello's nonce
+};
+
+using ServerMessage = std::variant<Welcome, Response, MemberLost, ViewChanged, JoinRefused, Challenge>;
 
 class DecodeError : public std::runtime_error {
  public:

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/host.h"
+#include "common/job_token.h"
 #include "peer/api/slurm_rendezvous.h"
 
 namespace murmur::peer {
@@ -124,6 +125,7 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
                                 ") needs a rendezvous: launch with murmur-run, or set MURMUR_RENDEZVOUS=host:port "
                                 "(with --host-rendezvous on rank 0 to serve it there)");
   }
+  env.job_token = lookup(job_token::kEnvironmentVariable).value_or("");
   env.host_name = !config.host_name.empty() ? config.host_name : lookup("MURMUR_HOST").value_or("");
   if (env.host_name.empty()) env.host_name = local_host_name();
   env.link_profile = !config.link_profile.empty() ? config.link_profile : lookup("MURMUR_LINK_PROFILE").value_or("");

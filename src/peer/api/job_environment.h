@@ -26,6 +26,7 @@ struct JobEnvironment {
   // Slurm step with no MURMUR_RENDEZVOUS (slurm_rendezvous.h).
   bool host_rendezvous = false;
   std::string token;
+  std::string job_token;  // MURMUR_JOB_TOKEN; never a flag (ps would show it)
   std::string host_name;
   std::string link_profile;
   // Join a running job as a new member (PeerConfig::join, MURMUR_JOIN=1, or

@@ -91,6 +91,7 @@ class Peer::Impl {
       fabric::rendezvous::ServerOptions server_options;
       server_options.port = env_.rendezvous_port;
       server_options.token = env_.token;
+      server_options.job_token = env_.job_token;
       try {
         server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
       } catch (const fabric::FabricError& e) {
@@ -115,6 +116,7 @@ class Peer::Impl {
     group_options.rendezvous_host = env_.rendezvous_host;
     group_options.rendezvous_port = env_.rendezvous_port;
     group_options.token = env_.token;
+    group_options.job_token = env_.job_token;
     group_options.self_host = env_.host_name;
     group_options.transport.backend = config_.backend;
     group_options.transport.provider = config_.provider;

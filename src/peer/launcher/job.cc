@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "common/host.h"
+#include "common/job_token.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "fabric/rendezvous/server.h"
@@ -118,6 +119,11 @@ class Job {
   std::unique_ptr<fabric::rendezvous::Server> server_;
   std::string rendezvous_address_;
   std::string token_;
+  // The secret the peers prove to each other at connection set-up
+  // (common/job_token.h): $MURMUR_JOB_TOKEN when this process has one (so
+  // that a later murmur-run --join can be given the same), else a fresh one.
+  // Only ever in the peers' environment, never on a command line.
+  std::string job_token_;
   Clock::time_point start_{};
   ViewLog views_;
   Stop stop_ = Stop::kNone;
@@ -132,6 +138,10 @@ class Job {
 };
 
 void Job::start_rendezvous() {
+  job_token_ = job_token::from_environment();
+  const bool fresh_token = job_token_.empty() && options_.join_address.empty();
+  if (fresh_token) job_token_ = job_token::generate();
+  if (job_token_.empty()) job_token::note_unauthenticated("peer", "the job joined with --join");
   if (!options_.join_address.empty()) {
     // Peers added to a running job: its rendezvous, its token.
     rendezvous_address_ = options_.join_address;
@@ -147,6 +157,7 @@ void Job::start_rendezvous() {
   server_options.bind_host = all_local ? "127.0.0.1" : "0.0.0.0";
   token_ = options_.token.empty() ? random_token() : options_.token;
   server_options.token = token_;
+  server_options.job_token = job_token_;
   server_options.port = options_.rendezvous_port;
   server_ = std::make_unique<fabric::rendezvous::Server>(server_options);
   std::string host =
@@ -155,6 +166,12 @@ void Job::start_rendezvous() {
   // Where more peers can join it (murmur-run --join ADDRESS --token T): only
   // worth saying to whoever chose the token.
   if (!options_.token.empty()) console_.note("rendezvous at " + rendezvous_address_);
+  // Its job token is never shown: a --join needs the one this job was
+  // started with (docs/security.md).
+  if (!options_.token.empty() && fresh_token) {
+    console_.note(std::string("this job's ") + job_token::kEnvironmentVariable +
+                  " is fresh and not shown: to add peers with --join later, start the job with it set");
+  }
 }
 
 std::vector<std::string> Job::environment(const Placement& p, int restart_count) const {
@@ -165,6 +182,7 @@ std::vector<std::string> Job::environment(const Placement& p, int restart_count)
       "MURMUR_LOCAL_SIZE=" + std::to_string(p.local_size),
       "MURMUR_RENDEZVOUS=" + rendezvous_address_,
       "MURMUR_TOKEN=" + token_,
+      std::string(job_token::kEnvironmentVariable) + "=" + job_token_,
       "MURMUR_HOST=" + p.host,
       "MURMUR_LAUNCHER=murmur-run",
   };
@@ -189,8 +207,17 @@ bool Job::spawn(Peer& peer) {
     o.argv = options_.command;
     o.extra_env = environment(peer.place, static_cast<int>(peer.restarts.size()));
   } else {
-    auto line = remote_command_line(std::filesystem::current_path().string(),
-                                    environment(peer.place, static_cast<int>(peer.restarts.size())), options_.command);
+    auto env = environment(peer.place, static_cast<int>(peer.restarts.size()));
+    // The job token travels on ssh's stdin, not in the command line, which
+    // ps shows on both hosts: the remote shell reads it into its
+    // environment before running the peer.
+    const std::string token_name = job_token::kEnvironmentVariable;
+    std::erase_if(env, [&](const std::string& e) { return e.rfind(token_name + "=", 0) == 0; });
+    auto line = remote_command_line(std::filesystem::current_path().string(), env, options_.command);
+    if (!job_token_.empty()) {
+      line = "IFS= read -r " + token_name + " && export " + token_name + " && " + line;
+      o.stdin_data = job_token_ + "\n";
+    }
     o.argv = expand_ssh_template(options_.ssh_template, peer.place.host, line);
   }
   try {
