@@ -33,6 +33,8 @@ InfoPtr make_hints(const std::string& provider) {
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+  hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
   // Sends between two endpoints match receives in posting order: chunks of a
   // message, and messages on one tag, arrive in order.
   hints->tx_attr->msg_order = FI_ORDER_SAS;
@@ -47,22 +49,27 @@ std::string bind_host(const TransportOptions& options) {
   return {};  // any interface: the provider's first
 }
 
-// fi_getinfo for `provider`. For tcp the provider lists one fabric per
-// interface; asking with node = bind host and FI_SOURCE picks the one that
-// binds there (the loopback fabric for 127.0.0.1).
-InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
+bool is_tcp(const std::string& prov_name) { return prov_name == "net" || prov_name.rfind("tcp", 0) == 0; }
+
+// fi_getinfo for libfabric provider `prov_name`. For tcp the provider lists
+// one fabric per interface; asking with node = bind host and FI_SOURCE picks
+// the one that binds there (the loopback fabric for 127.0.0.1). Returns null
+// when `optional` and libfabric has no such provider.
+InfoPtr get_info(const TransportOptions& options, const std::string& provider, bool optional = false) {
   InfoPtr hints = make_hints(provider);
   fi_info* info = nullptr;
-  const std::string host = provider == "tcp" ? bind_host(options) : std::string();
+  const std::string host = is_tcp(provider) ? bind_host(options) : std::string();
   int ret;
   if (!host.empty()) {
     ret = fi_getinfo(kApiVersion, host.c_str(), nullptr, FI_SOURCE, hints.get(), &info);
+    if (ret == -FI_ENODATA && optional) return InfoPtr();
     if (ret != 0) {
       throw FabricError("libfabric provider '" + provider + "' cannot bind to '" + host +
                         "': " + fi_error_text("fi_getinfo", ret));
     }
   } else {
     ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &info);
+    if (ret == -FI_ENODATA && optional) return InfoPtr();
     if (ret != 0) {
       throw FabricError("libfabric provider '" + provider + "' is not available: " + fi_error_text("fi_getinfo", ret));
     }
@@ -72,6 +79,22 @@ InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
   InfoPtr first(fi_dupinfo(list.get()));
   if (!first) throw FabricError("fi_dupinfo: out of memory");
   return first;
+}
+
+// "tcp": libfabric's native RDM endpoint over TCP sockets first (1.17 calls
+// it "net"; 1.18 renamed it "tcp"), tcp;ofi_rxm only where there is none.
+// rxm copies every byte of a large message twice more than a socket does
+// (segmented sends through its bounce buffers, since its rendezvous crashes
+// 1.17 when a peer dies: tune_rxm_for_tcp) and reached 0.33-0.41 of a
+// loopback socket; the native endpoint receives straight into a posted
+// buffer and leaves a message nobody asked for yet in the kernel's socket
+// buffer, as a plain socket does (docs/fabric-performance.md).
+// "tcp;ofi_rxm" asks for rxm explicitly.
+InfoPtr get_info_for(const TransportOptions& options, const std::string& provider) {
+  if (provider == "tcp") {
+    if (InfoPtr native = get_info(options, "net", /*optional=*/true)) return native;
+  }
+  return get_info(options, provider);
 }
 
 }  // namespace
@@ -117,7 +140,7 @@ bool rdma_device_listed() {
 // libfabric call; a value the user set is left alone. Every process of a job
 // runs this code, so all agree (rxm refuses peers whose limits differ).
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
-  const bool tcp = asked == "tcp" || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
+  const bool tcp = is_tcp(asked) || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
   if (!tcp) return;
   ::setenv("FI_OFI_RXM_SAR_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
   ::setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", /*overwrite=*/0);
@@ -138,16 +161,16 @@ std::string unique_shm_name() {
 std::string choose_provider(const TransportOptions& options) {
   const std::string& asked = options.provider;
   tune_rxm_for_tcp(options, asked);
-  if (asked == "tcp" || asked == "shm" || asked == "verbs") return asked;
+  if (asked == "tcp" || asked == "tcp;ofi_rxm" || asked == "shm" || asked == "verbs") return asked;
   if (asked != "auto") {
-    throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, shm, verbs or auto)");
+    throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, tcp;ofi_rxm, shm, verbs or auto)");
   }
   if (verbs_available()) return "verbs";
   return options.peers_on_this_host && !options.loss_tolerant ? "shm" : "tcp";
 }
 
 Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
-    : provider(which), info(get_info(options, which)) {
+    : provider(which), info(get_info_for(options, which)) {
   provider_name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : which;
   const auto mr_mode = static_cast<std::uint64_t>(info->domain_attr->mr_mode);
   register_memory = (mr_mode & FI_MR_LOCAL) != 0 || (mr_mode & FI_MR_ALLOCATED) != 0 || (info->mode & FI_LOCAL_MR) != 0;
@@ -185,6 +208,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     ret = fi_control(&cq->fid, FI_GETWAIT, &fd);
     if (ret == 0 && fd >= 0) {
       wait_fd = fd;
+      wait_in_sread = provider_name == "net";
     } else {
       fabric_log().info("libfabric {}: CQ offers no wait fd ({}); polling with back-off", provider_name,
                         fi_error_text("fi_control(FI_GETWAIT)", ret));

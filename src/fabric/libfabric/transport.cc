@@ -63,7 +63,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
   explicit LibfabricTransport(const TransportOptions& options)
       : options_(options),
         endpoint_(options, choose_provider(options)),
-        waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd),
+        waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd, endpoint_.wait_in_sread),
         spin_(options.max_spin),
         engine_(endpoint_, options.chunk_bytes,
                 [this](int peer, std::exception_ptr error) { fail_outstanding(peer, error); }) {

@@ -1,5 +1,6 @@
 // The libfabric backend: tagged messages on an FI_EP_RDM endpoint over the
-// tcp (tcp;ofi_rxm), shm or verbs (verbs;ofi_rxm) provider.
+// tcp (libfabric's native TCP RDM endpoint, or tcp;ofi_rxm where there is
+// none), shm or verbs (verbs;ofi_rxm) provider.
 #pragma once
 
 #include <memory>
