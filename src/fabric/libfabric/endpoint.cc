@@ -92,7 +92,13 @@ InfoPtr get_info(const TransportOptions& options, const std::string& provider, b
 // "tcp;ofi_rxm" asks for rxm explicitly.
 InfoPtr get_info_for(const TransportOptions& options, const std::string& provider) {
   if (provider == "tcp") {
-    if (InfoPtr native = get_info(options, "net", /*optional=*/true)) return native;
+    if (InfoPtr native = get_info(options, "net", /*optional=*/true)) {
+      // Its progress thread blocks in fi_cq_sread while a caller drives
+      // progress (waiter.h): the provider's own locks must be on. It keeps
+      // an internal lock for RDM endpoints anyway; this adds the CQ's.
+      native->domain_attr->threading = FI_THREAD_SAFE;
+      return native;
+    }
   }
   return get_info(options, provider);
 }

@@ -68,6 +68,14 @@ void Waiter::drain_eventfd() {
   [[maybe_unused]] const ssize_t n = ::read(event_fd_, &value, sizeof(value));
 }
 
+bool Waiter::may_block() {
+  if (sread_ || cq_fd_ < 0) return true;
+  // fi_trywait fails (-FI_EAGAIN) when the provider still has progress to
+  // make or completions to report: go round again instead of sleeping.
+  fid_t fids[1] = {&cq_->fid};
+  return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
+}
+
 void Waiter::wait(std::chrono::microseconds max_wait) {
   std::chrono::microseconds timeout = max_wait;
   if (sread_) {
@@ -78,12 +86,7 @@ void Waiter::wait(std::chrono::microseconds max_wait) {
     [[maybe_unused]] const ssize_t ret = fi_cq_sread(cq_, &none, 0, nullptr, static_cast<int>(ms));
     return;
   }
-  if (cq_fd_ >= 0) {
-    // fi_trywait fails (-FI_EAGAIN) when the provider still has progress to
-    // make or completions to report: go round again instead of sleeping.
-    fid_t fids[1] = {&cq_->fid};
-    if (fi_trywait(fabric_, fids, 1) != FI_SUCCESS) return;
-  } else {
+  if (cq_fd_ < 0) {
     timeout = std::min(timeout, backoff_);
     const auto cap = ++idle_rounds_ > kDeepIdleRounds ? kDeepIdleBackoff : kMaxBackoff;
     backoff_ = std::min(backoff_ * 2, cap);

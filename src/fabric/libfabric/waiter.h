@@ -15,7 +15,11 @@
 // blocks in the provider's own epoll on its sockets.
 //
 // wake() may be called from any thread; everything else only from the
-// progress thread.
+// progress thread. may_block() calls into the provider and needs the
+// transport's progress role (transport.cc); wait() does not hold it, so
+// that a caller can drive progress meanwhile: in sread mode it calls the
+// provider concurrently with the role's holder, which the endpoint allows
+// (FI_THREAD_SAFE, endpoint.cc).
 #pragma once
 
 #include <rdma/fabric.h>
@@ -43,6 +47,10 @@ class Waiter {
     idle_rounds_ = 0;
   }
 
+  // With the progress role held, right before wait(): false when the
+  // provider still has work (fd mode: fi_trywait failed), so the thread
+  // must not sleep.
+  bool may_block();
   // Blocks until the CQ may have entries, wake() was called, or `max_wait`
   // passed (polled mode: the back-off, if shorter). Never spins.
   void wait(std::chrono::microseconds max_wait);
