@@ -195,7 +195,7 @@ class LibfabricTransport final : public Transport,
     connected_.store(true);
     thread_ = std::thread([self = shared_from_this()] {
       trace::name_thread("fabric progress");
-      std::unique_lock<std::mutex> role(self->role_mutex_, std::defer_lock);
+      std::unique_lock<std::timed_mutex> role(self->role_mutex_, std::defer_lock);
       self->run(role);
       // The thread that made every data call closes the endpoint too: rxm
       // may block in fi_close (flushing a connection to a stopped peer), and
@@ -276,8 +276,12 @@ class LibfabricTransport final : public Transport,
   // allows (see the top of this file).
   void drive(const Request& request, Clock::time_point deadline) noexcept override {
     if (request.test() || any_failed_.load() || !connected_.load()) return;
-    std::unique_lock<std::mutex> role(role_mutex_, std::try_to_lock);
-    if (!role) return;  // the progress thread or another caller is at it
+    note_drive();
+    // The progress thread holds the role only for a turn (microseconds);
+    // longer means another caller drives, or a provider holds the thread
+    // (see shutdown()): then block on the request as before.
+    std::unique_lock<std::timed_mutex> role(role_mutex_, kRoleWait);
+    if (!role) return;
     const RoleHolder holder(role_owner_);
     for (;;) {
       const Turn turn = run_turn();
@@ -292,6 +296,7 @@ class LibfabricTransport final : public Transport,
       cpu_relax();
     }
     const bool polled_work_left = endpoint_.wait_fd < 0 && !engine_.idle();
+    note_drive();
     role.unlock();
     // The progress thread takes over from here: it may be asleep on a wait
     // fd whose trywait our calls came after, or on a back-off (shm, no fd)
@@ -417,9 +422,9 @@ class LibfabricTransport final : public Transport,
     op->capacity = bytes;
     // Posted from this thread when the role is free; not by a thread that
     // holds it already (a callback run by drive() that sends again).
-    std::unique_lock<std::mutex> role;
+    std::unique_lock<std::timed_mutex> role;
     if (!any_failed_.load() && role_owner_.load() != std::this_thread::get_id()) {
-      role = std::unique_lock<std::mutex>(role_mutex_, std::try_to_lock);
+      role = std::unique_lock<std::timed_mutex>(role_mutex_, std::try_to_lock);
     }
     std::exception_ptr failed;
     bool direct = false;
@@ -459,6 +464,20 @@ class LibfabricTransport final : public Transport,
     if (role.owns_lock()) role.unlock();
     waiter_.wake();
     return request;
+  }
+
+  static constexpr auto kRoleWait = std::chrono::microseconds(200);
+  // The progress thread leaves the spinning to callers that drove this
+  // recently.
+  static constexpr auto kCallerDrives = std::chrono::milliseconds(10);
+
+  static std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+  void note_drive() { last_drive_ns_.store(now_ns(), std::memory_order_relaxed); }
+  bool caller_drives() const {
+    return now_ns() - last_drive_ns_.load(std::memory_order_relaxed) <
+           std::chrono::duration_cast<std::chrono::nanoseconds>(kCallerDrives).count();
   }
 
   // Marks the calling thread as the role's holder for its lifetime.
@@ -525,7 +544,7 @@ class LibfabricTransport final : public Transport,
 
   // The progress thread. Returns with the role held (`role`), so that the
   // endpoint is closed by this thread with no caller inside it.
-  void run(std::unique_lock<std::mutex>& role) {
+  void run(std::unique_lock<std::timed_mutex>& role) {
     for (;;) {
       role.lock();
       const RoleHolder holder(role_owner_);
@@ -538,7 +557,7 @@ class LibfabricTransport final : public Transport,
         role.unlock();
         continue;
       }
-      if (spin_.keep_polling(now, !engine_.idle())) {
+      if (!caller_drives() && spin_.keep_polling(now, !engine_.idle())) {
         role.unlock();
         cpu_relax();
         continue;
@@ -565,7 +584,10 @@ class LibfabricTransport final : public Transport,
   std::mutex add_mutex_;  // serialises add_peer
   // The progress role: whoever holds it may touch engine_, spin_ and make
   // provider calls (see the top of this file).
-  std::mutex role_mutex_;
+  std::timed_mutex role_mutex_;
+  // When a caller last drove (steady clock, ns): the progress thread does
+  // not spin meanwhile, it would only take the role from under the caller.
+  std::atomic<std::int64_t> last_drive_ns_{0};
   std::atomic<std::thread::id> role_owner_{};
   std::atomic<bool> any_failed_{false};  // a peer failed: callers drive no more
 
