@@ -275,14 +275,15 @@ class LibfabricTransport final : public Transport,
   // ProgressDriver: the waiting thread makes progress itself while the spin
   // allows (see the top of this file).
   void drive(const Request& request, Clock::time_point deadline) noexcept override {
+    note_drive();  // even when done already: a caller is about
     if (request.test() || any_failed_.load() || !connected_.load()) return;
-    note_drive();
     // The progress thread holds the role only for a turn (microseconds);
     // longer means another caller drives, or a provider holds the thread
     // (see shutdown()): then block on the request as before.
     std::unique_lock<std::timed_mutex> role(role_mutex_, kRoleWait);
     if (!role) return;
     const RoleHolder holder(role_owner_);
+    const auto start = SpinPolicy::Clock::now();
     for (;;) {
       const Turn turn = run_turn();
       if (turn.stopping) return;
@@ -292,7 +293,13 @@ class LibfabricTransport final : public Transport,
         spin_.note_work(now);
         continue;
       }
-      if (now >= deadline || any_failed_.load() || !spin_.keep_polling(now, !engine_.idle())) break;
+      if (now >= deadline || any_failed_.load()) break;
+      // The learned budget, but never less than kMinDriveSpin: after a
+      // stream of large messages (each a miss) it may be zero, and a
+      // hand-off on a loaded host takes longer than max_spin, so it would
+      // not learn its way back (the 8-byte round trip stayed at 20-40 us).
+      const bool keep = spin_.keep_polling(now, !engine_.idle());
+      if (!keep && now - start >= std::min<SpinPolicy::Clock::duration>(options_.max_spin, kMinDriveSpin)) break;
       cpu_relax();
     }
     const bool polled_work_left = endpoint_.wait_fd < 0 && !engine_.idle();
@@ -467,6 +474,7 @@ class LibfabricTransport final : public Transport,
   }
 
   static constexpr auto kRoleWait = std::chrono::microseconds(200);
+  static constexpr auto kMinDriveSpin = std::chrono::microseconds(10);
   // The progress thread leaves the spinning to callers that drove this
   // recently.
   static constexpr auto kCallerDrives = std::chrono::milliseconds(10);
