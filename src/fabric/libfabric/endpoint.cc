@@ -53,23 +53,20 @@ bool is_tcp(const std::string& prov_name) { return prov_name == "net" || prov_na
 
 // fi_getinfo for libfabric provider `prov_name`. For tcp the provider lists
 // one fabric per interface; asking with node = bind host and FI_SOURCE picks
-// the one that binds there (the loopback fabric for 127.0.0.1). Returns null
-// when `optional` and libfabric has no such provider.
-InfoPtr get_info(const TransportOptions& options, const std::string& provider, bool optional = false) {
+// the one that binds there (the loopback fabric for 127.0.0.1).
+InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
   InfoPtr hints = make_hints(provider);
   fi_info* info = nullptr;
   const std::string host = is_tcp(provider) ? bind_host(options) : std::string();
   int ret;
   if (!host.empty()) {
     ret = fi_getinfo(kApiVersion, host.c_str(), nullptr, FI_SOURCE, hints.get(), &info);
-    if (ret == -FI_ENODATA && optional) return InfoPtr();
     if (ret != 0) {
       throw FabricError("libfabric provider '" + provider + "' cannot bind to '" + host +
                         "': " + fi_error_text("fi_getinfo", ret));
     }
   } else {
     ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &info);
-    if (ret == -FI_ENODATA && optional) return InfoPtr();
     if (ret != 0) {
       throw FabricError("libfabric provider '" + provider + "' is not available: " + fi_error_text("fi_getinfo", ret));
     }
@@ -81,26 +78,26 @@ InfoPtr get_info(const TransportOptions& options, const std::string& provider, b
   return first;
 }
 
-// "tcp": libfabric's native RDM endpoint over TCP sockets first (1.17 calls
-// it "net"; 1.18 renamed it "tcp"), tcp;ofi_rxm only where there is none.
-// rxm copies every byte of a large message twice more than a socket does
-// (segmented sends through its bounce buffers, since its rendezvous crashes
-// 1.17 when a peer dies: tune_rxm_for_tcp) and reached 0.33-0.41 of a
-// loopback socket; the native endpoint receives straight into a posted
-// buffer and leaves a message nobody asked for yet in the kernel's socket
-// buffer, as a plain socket does (docs/fabric-performance.md).
-// "tcp;ofi_rxm" asks for rxm explicitly.
+// "net": libfabric 1.17's native RDM endpoint over TCP sockets (1.18
+// renamed it "tcp"). It receives straight into a posted buffer and leaves a
+// message nobody asked for yet in the kernel's socket buffer, as a socket
+// does: 0.95-1.2 of a loopback socket where tcp;ofi_rxm, which copies every
+// byte twice more through its bounce buffers, reached 0.33-0.7
+// (docs/fabric-performance.md). It is not the default for "tcp" because a
+// message that reached a receiver whose sender then closed the connection,
+// before a receive was posted for it, is dropped (the receive fails with
+// FI_ENOTCONN) where rxm delivers it: a peer that sends its last message and
+// exits can lose it (PeerJob.ALayoutMismatchFailsEveryRankNamingTheRank
+// failed 1 run in 4 to 12 with it).
 InfoPtr get_info_for(const TransportOptions& options, const std::string& provider) {
-  if (provider == "tcp") {
-    if (InfoPtr native = get_info(options, "net", /*optional=*/true)) {
-      // Its progress thread blocks in fi_cq_sread while a caller drives
-      // progress (waiter.h): the provider's own locks must be on. It keeps
-      // an internal lock for RDM endpoints anyway; this adds the CQ's.
-      native->domain_attr->threading = FI_THREAD_SAFE;
-      return native;
-    }
+  InfoPtr info = get_info(options, provider);
+  if (provider == "net") {
+    // Its progress thread blocks in fi_cq_sread while a caller drives
+    // progress (waiter.h): the provider's own locks must be on. It keeps
+    // an internal lock for RDM endpoints anyway; this adds the CQ's.
+    info->domain_attr->threading = FI_THREAD_SAFE;
   }
-  return get_info(options, provider);
+  return info;
 }
 
 }  // namespace
@@ -167,9 +164,9 @@ std::string unique_shm_name() {
 std::string choose_provider(const TransportOptions& options) {
   const std::string& asked = options.provider;
   tune_rxm_for_tcp(options, asked);
-  if (asked == "tcp" || asked == "tcp;ofi_rxm" || asked == "shm" || asked == "verbs") return asked;
+  if (asked == "tcp" || asked == "net" || asked == "shm" || asked == "verbs") return asked;
   if (asked != "auto") {
-    throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, tcp;ofi_rxm, shm, verbs or auto)");
+    throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, net, shm, verbs or auto)");
   }
   if (verbs_available()) return "verbs";
   return options.peers_on_this_host && !options.loss_tolerant ? "shm" : "tcp";

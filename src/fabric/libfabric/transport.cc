@@ -277,6 +277,9 @@ class LibfabricTransport final : public Transport,
   void drive(const Request& request, Clock::time_point deadline) noexcept override {
     note_drive();  // even when done already: a caller is about
     if (request.test() || any_failed_.load() || !connected_.load()) return;
+    // A callback that this thread runs as the role's holder and that waits
+    // on another request: it blocks on that request instead.
+    if (role_owner_.load() == std::this_thread::get_id()) return;
     // The progress thread holds the role only for a turn (microseconds);
     // longer means another caller drives, or a provider holds the thread
     // (see shutdown()): then block on the request as before.
@@ -288,12 +291,11 @@ class LibfabricTransport final : public Transport,
       const Turn turn = run_turn();
       if (turn.stopping) return;
       const auto now = SpinPolicy::Clock::now();
-      if (request.test()) break;
+      if (request.test() || now >= deadline || any_failed_.load()) break;
       if (turn.busy) {
         spin_.note_work(now);
         continue;
       }
-      if (now >= deadline || any_failed_.load()) break;
       // The learned budget, but never less than kMinDriveSpin: after a
       // stream of large messages (each a miss) it may be zero, and a
       // hand-off on a loaded host takes longer than max_spin, so it would
