@@ -10,6 +10,7 @@ bool Request::test() const {
 }
 
 bool Request::wait_until(Clock::time_point deadline) {
+  if (auto driver = driver_.lock()) driver->drive(*this, deadline);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) return false;
   if (error_) std::rethrow_exception(error_);

@@ -14,9 +14,13 @@
 // that a failure racing a completion resolves to whichever came first.
 //
 // Blocking: test() never blocks. wait_until() blocks the calling thread on a
-// condition variable (no spinning) until the request is done or the deadline
-// passes. on_done() callbacks run on the completing thread (a backend's
-// progress thread) and must not block.
+// condition variable until the request is done or the deadline passes; a
+// backend with a ProgressDriver first lets the waiting thread make progress
+// itself (below), polling for at most the backend's bounded spin. on_done()
+// callbacks run on the completing thread (a backend's progress thread, or a
+// thread waiting on another request of the same transport, see
+// ProgressDriver) and must not block nor take a lock that a thread may hold
+// while it waits on a request.
 //
 // Order of completion: the outcome (bytes(), error()) is set first, then the
 // on_done callbacks run, and only then is the request done: test() turns
@@ -41,6 +45,23 @@ namespace murmur::fabric {
 
 using Tag = std::uint64_t;
 using Clock = std::chrono::steady_clock;
+
+class Request;
+
+// A backend that can make progress on the thread that waits for a request
+// (libfabric/transport.cc): the completion is then seen where it is awaited,
+// without a hand-off from the progress thread (a wake-up each way).
+class ProgressDriver {
+ public:
+  virtual ~ProgressDriver() = default;
+  // Called by wait_until on the waiting thread before it blocks, with no
+  // lock of the request held. May make progress, and so complete other
+  // requests (running their callbacks on this thread), until `request` is
+  // done, `deadline` passes, or the backend stops (its progress role is
+  // taken, its bounded spin ran out); then returns, and wait_until blocks
+  // as usual. Never throws; never blocks beyond the backend's spin.
+  virtual void drive(const Request& request, Clock::time_point deadline) noexcept = 0;
+};
 
 class Request final {
  public:
@@ -81,6 +102,10 @@ class Request final {
   // outcome is known already.
   void on_done(std::function<void(Request&)> callback);
 
+  // Backend side, before the request is handed out: who wait_until asks to
+  // make progress. Not thread-safe: set once, before anyone waits.
+  void set_driver(std::weak_ptr<ProgressDriver> driver) { driver_ = std::move(driver); }
+
   // Keeps `owner` (typically the owner of this request's buffer) alive for as
   // long as this Request lives. Call it right after isend / irecv, while the
   // caller still holds the buffer. Must not own this request (a cycle).
@@ -92,7 +117,8 @@ class Request final {
   const Kind kind_;
   const int peer_;
   const Tag tag_;
-  mutable std::mutex mutex_;  // guards everything below; leaf lock
+  std::weak_ptr<ProgressDriver> driver_;  // set before the request is shared
+  mutable std::mutex mutex_;              // guards everything below; leaf lock
   std::condition_variable done_cv_;
   bool finished_ = false;  // the outcome is set; callbacks run or ran
   bool done_ = false;      // ... and they have all returned

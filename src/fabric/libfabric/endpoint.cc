@@ -34,6 +34,8 @@ InfoPtr make_hints(const std::string& provider) {
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+  hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
   // Sends between two endpoints match receives in posting order: chunks of a
   // message, and messages on one tag, arrive in order.
   hints->tx_attr->msg_order = FI_ORDER_SAS;
@@ -48,13 +50,15 @@ std::string bind_host(const TransportOptions& options) {
   return {};  // any interface: the provider's first
 }
 
-// fi_getinfo for `provider`. For tcp the provider lists one fabric per
-// interface; asking with node = bind host and FI_SOURCE picks the one that
-// binds there (the loopback fabric for 127.0.0.1).
+bool is_tcp(const std::string& prov_name) { return prov_name == "net" || prov_name.rfind("tcp", 0) == 0; }
+
+// fi_getinfo for libfabric provider `prov_name`. For tcp the provider lists
+// one fabric per interface; asking with node = bind host and FI_SOURCE picks
+// the one that binds there (the loopback fabric for 127.0.0.1).
 InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
   InfoPtr hints = make_hints(provider);
   fi_info* info = nullptr;
-  const std::string host = provider == "tcp" ? bind_host(options) : std::string();
+  const std::string host = is_tcp(provider) ? bind_host(options) : std::string();
   int ret;
   if (!host.empty()) {
     ret = fi_getinfo(kApiVersion, host.c_str(), nullptr, FI_SOURCE, hints.get(), &info);
@@ -73,6 +77,28 @@ InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
   InfoPtr first(fi_dupinfo(list.get()));
   if (!first) throw FabricError("fi_dupinfo: out of memory");
   return first;
+}
+
+// "net": libfabric 1.17's native RDM endpoint over TCP sockets (1.18
+// renamed it "tcp"). It receives straight into a posted buffer and leaves a
+// message nobody asked for yet in the kernel's socket buffer, as a socket
+// does: 0.95-1.2 of a loopback socket where tcp;ofi_rxm, which copies every
+// byte twice more through its bounce buffers, reached 0.33-0.7
+// (docs/fabric-performance.md). It is not the default for "tcp" because a
+// message that reached a receiver whose sender then closed the connection,
+// before a receive was posted for it, is dropped (the receive fails with
+// FI_ENOTCONN) where rxm delivers it: a peer that sends its last message and
+// exits can lose it (PeerJob.ALayoutMismatchFailsEveryRankNamingTheRank
+// failed 1 run in 4 to 12 with it).
+InfoPtr get_info_for(const TransportOptions& options, const std::string& provider) {
+  InfoPtr info = get_info(options, provider);
+  if (provider == "net") {
+    // Its progress thread blocks in fi_cq_sread while a caller drives
+    // progress (waiter.h): the provider's own locks must be on. It keeps
+    // an internal lock for RDM endpoints anyway; this adds the CQ's.
+    info->domain_attr->threading = FI_THREAD_SAFE;
+  }
+  return info;
 }
 
 }  // namespace
@@ -118,7 +144,7 @@ bool rdma_device_listed() {
 // libfabric call; a value the user set is left alone. Every process of a job
 // runs this code, so all agree (rxm refuses peers whose limits differ).
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
-  const bool tcp = asked == "tcp" || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
+  const bool tcp = is_tcp(asked) || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
   if (!tcp) return;
   ::setenv("FI_OFI_RXM_SAR_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
   ::setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", /*overwrite=*/0);
@@ -139,16 +165,16 @@ std::string unique_shm_name() {
 std::string choose_provider(const TransportOptions& options) {
   const std::string& asked = options.provider;
   tune_rxm_for_tcp(options, asked);
-  if (asked == "tcp" || asked == "shm" || asked == "verbs") return asked;
+  if (asked == "tcp" || asked == "net" || asked == "shm" || asked == "verbs") return asked;
   if (asked != "auto") {
-    throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, shm, verbs or auto)");
+    throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, net, shm, verbs or auto)");
   }
   if (verbs_available()) return "verbs";
   return options.peers_on_this_host && !options.loss_tolerant ? "shm" : "tcp";
 }
 
 Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
-    : provider(which), info(get_info(options, which)) {
+    : provider(which), info(get_info_for(options, which)) {
   // Threads a provider starts for this endpoint inherit the mask: they are
   // murmur's, not the host program's (common/background_thread.h).
   const AsyncSignalsBlocked blocked;
@@ -189,6 +215,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     ret = fi_control(&cq->fid, FI_GETWAIT, &fd);
     if (ret == 0 && fd >= 0) {
       wait_fd = fd;
+      wait_in_sread = provider_name == "net";
     } else {
       fabric_log().info("libfabric {}: CQ offers no wait fd ({}); polling with back-off", provider_name,
                         fi_error_text("fi_control(FI_GETWAIT)", ret));

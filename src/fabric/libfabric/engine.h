@@ -1,7 +1,7 @@
-// Engine: the progress thread's state machine. It posts chunks, reads the
-// CQ, completes and fails requests. Not thread-safe: only the progress
-// thread calls it (the transport front hands work over through a queue), so
-// it needs no locks of its own.
+// Engine: the progress state machine. It posts chunks, reads the CQ,
+// completes and fails requests. Not thread-safe: only the holder of the
+// transport's progress role calls it (the progress thread, or a caller
+// driving progress; transport.cc), so it needs no locks of its own.
 //
 // Ordering: chunks are posted from one FIFO, so a message's chunks and
 // successive messages to a peer are posted in order. Receives on one
@@ -55,6 +55,10 @@ class Engine {
   // One round: post what can be posted, read the CQ. Returns whether
   // anything happened.
   bool progress();
+  // Posts what can be posted; never reads the CQ, so it completes no
+  // request and fails only those whose own post fails. Returns whether
+  // anything was posted.
+  bool post_pending();
   bool idle() const { return ops_.empty(); }
   bool has_pending_posts() const { return !pending_.empty(); }
 
@@ -71,7 +75,6 @@ class Engine {
   void fail_everything(std::exception_ptr error);
 
  private:
-  bool post_pending();
   bool post(ChunkContext& ctx);  // false on -FI_EAGAIN
   bool posted(ChunkContext& ctx, const char* call, ssize_t ret);
   bool read_cq();

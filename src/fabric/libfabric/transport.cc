@@ -1,8 +1,24 @@
-// The libfabric Transport: a thread-safe front that hands operations to one
-// progress thread, which owns the endpoint and makes every fi_* data call.
+// The libfabric Transport: a thread-safe front over one endpoint and its
+// Engine, which only the holder of the progress role (role_mutex_) touches.
 //
-// Lock order: add_mutex_, then mutex_, then Request's own (leaf) mutex;
-// Request's mutex is never held while taking mutex_.
+// Who holds the role:
+//   - the progress thread, for each turn (take queued commands, post, read
+//     the CQ); it sleeps without it (Waiter::wait), so that
+//   - a thread waiting on a request (Request::wait_until -> drive) takes it
+//     if it is free (try_lock, never blocking for it), makes progress itself
+//     while its bounded adaptive spin (SpinPolicy, shared with the progress
+//     thread) allows, then lets go, wakes the progress thread and blocks on
+//     the request as before. A reply that comes within the spin is seen on
+//     the waiting thread, with no thread hand-off: that is the latency gain;
+//   - isend / irecv post their operation at once from the calling thread
+//     when the role is free and nothing else is queued ahead of it (posting
+//     never reads the CQ, so no other request completes there).
+// Callers drive only while no peer has failed: libfabric 1.17's shm can
+// spin for ever inside a call once a peer died holding its lock, and only
+// the progress thread may get stuck like that (see shutdown()).
+//
+// Lock order: add_mutex_, then role_mutex_, then mutex_, then Request's own
+// (leaf) mutex; Request's mutex is never held while taking mutex_.
 #include "fabric/libfabric/transport.h"
 
 #include <sched.h>
@@ -59,12 +75,14 @@ using Command = std::variant<std::unique_ptr<Operation>, FailPeer, AddPeer>;
 // The state shared by the public handle and the progress thread. The thread
 // holds a reference so that, if it is stuck inside the provider (see
 // shutdown()), the endpoint it is using is never freed under it.
-class LibfabricTransport final : public Transport, public std::enable_shared_from_this<LibfabricTransport> {
+class LibfabricTransport final : public Transport,
+                                 public ProgressDriver,
+                                 public std::enable_shared_from_this<LibfabricTransport> {
  public:
   explicit LibfabricTransport(const TransportOptions& options)
       : options_(options),
         endpoint_(options, choose_provider(options)),
-        waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd),
+        waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd, endpoint_.wait_in_sread),
         spin_(options.max_spin),
         engine_(endpoint_, options.chunk_bytes,
                 [this](int peer, std::exception_ptr error) { fail_outstanding(peer, error); }) {
@@ -178,7 +196,8 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     connected_.store(true);
     thread_ = start_background_thread([self = shared_from_this()] {
       trace::name_thread("fabric progress");
-      self->run();
+      std::unique_lock<std::timed_mutex> role(self->role_mutex_, std::defer_lock);
+      self->run(role);
       // The thread that made every data call closes the endpoint too: rxm
       // may block in fi_close (flushing a connection to a stopped peer), and
       // shutdown() can only bound a wait for this thread, not for a call it
@@ -188,6 +207,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
       } catch (const std::exception& e) {
         fabric_log().error("libfabric: closing the endpoint of rank {}: {}", self->options_.rank, e.what());
       }
+      role.unlock();
       {
         std::lock_guard<std::mutex> lock(self->mutex_);
         self->thread_exited_ = true;
@@ -236,6 +256,7 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
 
   RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
     auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
+    request->set_driver(weak_from_this());
     if (bytes > engine_.max_message_bytes()) {
       request->fail(std::make_exception_ptr(
           FabricError("isend: message of " + std::to_string(bytes) + " bytes exceeds the " +
@@ -248,7 +269,49 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
 
   RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override {
     auto request = std::make_shared<Request>(Request::Kind::kRecv, peer, tag);
+    request->set_driver(weak_from_this());
     return submit(std::move(request), peer, tag, data, capacity);
+  }
+
+  // ProgressDriver: the waiting thread makes progress itself while the spin
+  // allows (see the top of this file).
+  void drive(const Request& request, Clock::time_point deadline) noexcept override {
+    note_drive();  // even when done already: a caller is about
+    if (request.test() || any_failed_.load() || !connected_.load()) return;
+    // A callback that this thread runs as the role's holder and that waits
+    // on another request: it blocks on that request instead.
+    if (role_owner_.load() == std::this_thread::get_id()) return;
+    // The progress thread holds the role only for a turn (microseconds);
+    // longer means another caller drives, or a provider holds the thread
+    // (see shutdown()): then block on the request as before.
+    std::unique_lock<std::timed_mutex> role(role_mutex_, kRoleWait);
+    if (!role) return;
+    const RoleHolder holder(role_owner_);
+    const auto start = SpinPolicy::Clock::now();
+    for (;;) {
+      const Turn turn = run_turn();
+      if (turn.stopping) return;
+      const auto now = SpinPolicy::Clock::now();
+      if (request.test() || now >= deadline || any_failed_.load()) break;
+      if (turn.busy) {
+        spin_.note_work(now);
+        continue;
+      }
+      // The learned budget, but never less than kMinDriveSpin: after a
+      // stream of large messages (each a miss) it may be zero, and a
+      // hand-off on a loaded host takes longer than max_spin, so it would
+      // not learn its way back (the 8-byte round trip stayed at 20-40 us).
+      const bool keep = spin_.keep_polling(now, !engine_.idle());
+      if (!keep && now - start >= std::min<SpinPolicy::Clock::duration>(options_.max_spin, kMinDriveSpin)) break;
+      cpu_relax();
+    }
+    const bool polled_work_left = endpoint_.wait_fd < 0 && !engine_.idle();
+    note_drive();
+    role.unlock();
+    // The progress thread takes over from here: it may be asleep on a wait
+    // fd whose trywait our calls came after, or on a back-off (shm, no fd)
+    // while operations we posted are still in flight.
+    if (!request.test() || polled_work_left) waiter_.wake();
   }
 
   void fail_peer(int peer, std::exception_ptr error) override {
@@ -282,9 +345,11 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
       watch_requested_ = true;
     }
     watchdog_cv_.notify_all();
+    any_failed_.store(true);
     for (auto& weak : victims) {  // outside the lock: callbacks may call in
       if (auto request = weak.lock()) request->fail(error);
     }
+    waiter_.wake();  // a driving caller waits no longer than it must
     return true;
   }
 
@@ -365,23 +430,117 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     op->tag = tag;
     op->data = static_cast<char*>(data);
     op->capacity = bytes;
+    // Posted from this thread when the role is free; not by a thread that
+    // holds it already (a callback run by drive() that sends again).
+    std::unique_lock<std::timed_mutex> role;
+    if (!any_failed_.load() && role_owner_.load() != std::this_thread::get_id()) {
+      role = std::unique_lock<std::timed_mutex>(role_mutex_, std::try_to_lock);
+    }
     std::exception_ptr failed;
+    bool direct = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stopping_) throw FabricError("libfabric transport: used while closing");
       failed = failed_[peer];
       if (!failed) {
-        commands_.emplace_back(std::move(op));
         prune_outstanding(peer);
         outstanding_[peer].push_back(request);
+        // Only with nothing queued or unposted ahead: order is kept, and
+        // posting then concerns this operation alone (its failure fails no
+        // other request, so no callback runs on this thread).
+        direct = role.owns_lock() && commands_.empty() && !engine_.has_pending_posts();
+        if (!direct) commands_.emplace_back(std::move(op));
       }
     }
     if (failed) {  // outside the lock: callbacks may call into the transport
       request->fail(failed);
       return request;
     }
+    if (direct) {
+      const RoleHolder holder(role_owner_);
+      try {
+        engine_.submit(std::move(op));
+        engine_.post_pending();
+      } catch (const std::exception& e) {
+        fabric_log().error("libfabric rank {}: posting from the caller: {}", options_.rank, e.what());
+        engine_.fail_everything(std::current_exception());
+      }
+      role.unlock();
+      // A thread asleep on its CQ's wait object sees the completion; one
+      // that polls on a back-off (no wait fd) is told to look sooner.
+      if (endpoint_.wait_fd < 0) waiter_.wake();
+      return request;
+    }
+    if (role.owns_lock()) role.unlock();
     waiter_.wake();
     return request;
+  }
+
+  static constexpr auto kRoleWait = std::chrono::microseconds(200);
+  static constexpr auto kMinDriveSpin = std::chrono::microseconds(10);
+  // The progress thread leaves the spinning to callers that drove this
+  // recently.
+  static constexpr auto kCallerDrives = std::chrono::milliseconds(10);
+
+  static std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+  void note_drive() { last_drive_ns_.store(now_ns(), std::memory_order_relaxed); }
+  bool caller_drives() const {
+    return now_ns() - last_drive_ns_.load(std::memory_order_relaxed) <
+           std::chrono::duration_cast<std::chrono::nanoseconds>(kCallerDrives).count();
+  }
+
+  // Marks the calling thread as the role's holder for its lifetime.
+  class RoleHolder {
+   public:
+    explicit RoleHolder(std::atomic<std::thread::id>& owner) : owner_(owner) {
+      owner_.store(std::this_thread::get_id());
+    }
+    // Only if still ours: the role may have passed on before this runs.
+    ~RoleHolder() {
+      auto self = std::this_thread::get_id();
+      owner_.compare_exchange_strong(self, std::thread::id());
+    }
+    RoleHolder(const RoleHolder&) = delete;
+    RoleHolder& operator=(const RoleHolder&) = delete;
+
+   private:
+    std::atomic<std::thread::id>& owner_;
+  };
+
+  struct Turn {
+    bool busy = false;      // something was posted, completed or handed over
+    bool stopping = false;  // shutdown() began: nothing was done
+  };
+
+  // One turn, with the role held: the queued commands, then the engine.
+  Turn run_turn() {
+    progress_turns_.fetch_add(1, std::memory_order_relaxed);
+    std::deque<Command> commands;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return Turn{false, true};
+      commands.swap(commands_);
+    }
+    try {
+      for (auto& command : commands) {
+        if (auto* op = std::get_if<std::unique_ptr<Operation>>(&command)) {
+          engine_.submit(std::move(*op));
+        } else if (auto* fail = std::get_if<FailPeer>(&command)) {
+          engine_.fail_peer(fail->peer, fail->error);
+        } else {
+          add_peer_now(std::get<AddPeer>(command));
+        }
+      }
+      return Turn{engine_.progress() || !commands.empty(), false};
+    } catch (const std::exception& e) {
+      // A bug (MURMUR_CHECK) must not kill the process from this thread:
+      // hand it to every waiter instead.
+      fabric_log().error("libfabric progress: {}", e.what());
+      engine_.fail_everything(std::current_exception());
+      return Turn{true, false};
+    }
   }
 
   // Progress thread: inserts a joining peer and tells add_peer how it went.
@@ -394,47 +553,32 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
     }
   }
 
-  void run() {
-    bool busy = true;
+  // The progress thread. Returns with the role held (`role`), so that the
+  // endpoint is closed by this thread with no caller inside it.
+  void run(std::unique_lock<std::timed_mutex>& role) {
     for (;;) {
-      progress_turns_.fetch_add(1, std::memory_order_relaxed);
-      std::deque<Command> commands;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (stopping_) return;
-        commands.swap(commands_);
-      }
-      try {
-        for (auto& command : commands) {
-          if (auto* op = std::get_if<std::unique_ptr<Operation>>(&command)) {
-            engine_.submit(std::move(*op));
-          } else if (auto* fail = std::get_if<FailPeer>(&command)) {
-            engine_.fail_peer(fail->peer, fail->error);
-          } else {
-            add_peer_now(std::get<AddPeer>(command));
-          }
-        }
-        busy = engine_.progress() || !commands.empty();
-      } catch (const std::exception& e) {
-        // A bug (MURMUR_CHECK) must not kill the process from this thread:
-        // hand it to every waiter instead.
-        fabric_log().error("libfabric progress thread: {}", e.what());
-        engine_.fail_everything(std::current_exception());
-        busy = true;
-      }
-      if (busy) {
+      role.lock();
+      const RoleHolder holder(role_owner_);
+      const Turn turn = run_turn();
+      if (turn.stopping) return;
+      const auto now = SpinPolicy::Clock::now();
+      if (turn.busy) {
         waiter_.note_busy();
-        spin_.note_work(SpinPolicy::Clock::now());
+        spin_.note_work(now);
+        role.unlock();
         continue;
       }
-      if (spin_.keep_polling(SpinPolicy::Clock::now(), !engine_.idle())) {
+      if (!caller_drives() && spin_.keep_polling(now, !engine_.idle())) {
+        role.unlock();
         cpu_relax();
         continue;
       }
       // Bounded waits while work is in flight guard against a provider that
       // needs progress without signalling its fd; idle waits are long.
       const auto max_wait = engine_.has_pending_posts() ? 1000us : engine_.idle() ? 200000us : 20000us;
-      waiter_.wait(max_wait);
+      const bool may_block = waiter_.may_block();
+      role.unlock();
+      if (may_block) waiter_.wait(max_wait);
     }
   }
 
@@ -442,13 +586,21 @@ class LibfabricTransport final : public Transport, public std::enable_shared_fro
   // Creation order: closed in reverse.
   Endpoint endpoint_;
   Waiter waiter_;
-  SpinPolicy spin_;  // progress thread only
+  SpinPolicy spin_;  // the role's holder only
   Engine engine_;
   std::string address_;
   std::atomic<bool> connected_{false};
   // Ranks known; stored by add_peer only after the state below covers them.
   std::atomic<int> size_{options_.size};
   std::mutex add_mutex_;  // serialises add_peer
+  // The progress role: whoever holds it may touch engine_, spin_ and make
+  // provider calls (see the top of this file).
+  std::timed_mutex role_mutex_;
+  // When a caller last drove (steady clock, ns): the progress thread does
+  // not spin meanwhile, it would only take the role from under the caller.
+  std::atomic<std::int64_t> last_drive_ns_{0};
+  std::atomic<std::thread::id> role_owner_{};
+  std::atomic<bool> any_failed_{false};  // a peer failed: callers drive no more
 
   std::mutex mutex_;  // guards below; taken before no other lock but Request's
   bool stopping_ = false;

@@ -20,7 +20,8 @@ namespace {
 
 }  // namespace
 
-Waiter::Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd) : fabric_(fabric), cq_(cq), cq_fd_(cq_fd) {
+Waiter::Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd, bool sread)
+    : fabric_(fabric), cq_(cq), cq_fd_(cq_fd), sread_(sread) {
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw_errno("eventfd");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -32,7 +33,7 @@ Waiter::Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd) : fabric_(fabric), cq_
   event.events = EPOLLIN;
   event.data.fd = event_fd_;
   int ret = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, event_fd_, &event);
-  if (ret == 0 && cq_fd_ >= 0) {
+  if (ret == 0 && cq_fd_ >= 0 && !sread_) {
     event.data.fd = cq_fd_;
     ret = epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, cq_fd_, &event);
   }
@@ -51,6 +52,12 @@ Waiter::~Waiter() {
 }
 
 void Waiter::wake() {
+  if (sread_) {
+    // Thread-safe by its purpose: it interrupts a thread blocked in sread
+    // (or makes the next one return at once).
+    fi_cq_signal(cq_);
+    return;
+  }
   const std::uint64_t one = 1;
   // EAGAIN means the counter is already non-zero: a wake-up is pending.
   [[maybe_unused]] const ssize_t n = ::write(event_fd_, &one, sizeof(one));
@@ -61,14 +68,25 @@ void Waiter::drain_eventfd() {
   [[maybe_unused]] const ssize_t n = ::read(event_fd_, &value, sizeof(value));
 }
 
+bool Waiter::may_block() {
+  if (sread_ || cq_fd_ < 0) return true;
+  // fi_trywait fails (-FI_EAGAIN) when the provider still has progress to
+  // make or completions to report: go round again instead of sleeping.
+  fid_t fids[1] = {&cq_->fid};
+  return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
+}
+
 void Waiter::wait(std::chrono::microseconds max_wait) {
   std::chrono::microseconds timeout = max_wait;
-  if (cq_fd_ >= 0) {
-    // fi_trywait fails (-FI_EAGAIN) when the provider still has progress to
-    // make or completions to report: go round again instead of sleeping.
-    fid_t fids[1] = {&cq_->fid};
-    if (fi_trywait(fabric_, fids, 1) != FI_SUCCESS) return;
-  } else {
+  if (sread_) {
+    // Count 0: returns once the CQ holds entries (the engine reads them),
+    // on fi_cq_signal, or after the timeout, in whole milliseconds.
+    const auto ms = std::max<long>(1, static_cast<long>((timeout.count() + 999) / 1000));
+    fi_cq_tagged_entry none;
+    [[maybe_unused]] const ssize_t ret = fi_cq_sread(cq_, &none, 0, nullptr, static_cast<int>(ms));
+    return;
+  }
+  if (cq_fd_ < 0) {
     timeout = std::min(timeout, backoff_);
     const auto cap = ++idle_rounds_ > kDeepIdleRounds ? kDeepIdleBackoff : kMaxBackoff;
     backoff_ = std::min(backoff_ * 2, cap);

@@ -7,8 +7,19 @@
 // idle (8 ms after a second of idleness), and drops back to 50 us as soon as
 // there was work.
 //
+// In the CQ's own blocking read (`sread`, for libfabric 1.17's native tcp
+// RDM provider "net"): fi_cq_sread for no entries, woken by fi_cq_signal.
+// That provider's fi_trywait never resets the CQ's wait fd, which stays
+// readable after the first completion: an epoll on it returned at once and
+// the thread burnt half a core while idle. Its sread does reset it, and
+// blocks in the provider's own epoll on its sockets.
+//
 // wake() may be called from any thread; everything else only from the
-// progress thread.
+// progress thread. may_block() calls into the provider and needs the
+// transport's progress role (transport.cc); wait() does not hold it, so
+// that a caller can drive progress meanwhile: in sread mode it calls the
+// provider concurrently with the role's holder, which the endpoint allows
+// (FI_THREAD_SAFE, endpoint.cc).
 #pragma once
 
 #include <rdma/fabric.h>
@@ -20,8 +31,9 @@ namespace murmur::fabric::libfabric {
 
 class Waiter {
  public:
-  // `cq_fd` is -1 when the CQ has no wait fd. Throws FabricError.
-  Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd);
+  // `cq_fd` is -1 when the CQ has no wait fd; `sread`: block in
+  // fi_cq_sread instead of on `cq_fd` (see above). Throws FabricError.
+  Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd, bool sread = false);
   Waiter(const Waiter&) = delete;
   Waiter& operator=(const Waiter&) = delete;
   ~Waiter();
@@ -35,6 +47,10 @@ class Waiter {
     idle_rounds_ = 0;
   }
 
+  // With the progress role held, right before wait(): false when the
+  // provider still has work (fd mode: fi_trywait failed), so the thread
+  // must not sleep.
+  bool may_block();
   // Blocks until the CQ may have entries, wake() was called, or `max_wait`
   // passed (polled mode: the back-off, if shorter). Never spins.
   void wait(std::chrono::microseconds max_wait);
@@ -53,6 +69,7 @@ class Waiter {
   fid_fabric* fabric_;
   fid_cq* cq_;
   int cq_fd_;
+  bool sread_;
   int event_fd_ = -1;
   int epoll_fd_ = -1;
   std::chrono::microseconds backoff_{50};
