@@ -24,12 +24,17 @@ per-message cost, its bandwidth capped by the fabric's (--fabric-latency-us,
 by fabric_bench, not on these runs). Two predictions per row:
   - "cores": the solo profile and `host peers=P cores=C` (C = --cores, this
     host's count): compute P/C times the solo time;
-  - "shared": the concurrent-solo total and no host line.
+  - "shared": the concurrent-solo total, no host line, and a straggler
+    whose slowdown is the slowest-of-P factor: P murmur-sim-profile runs
+    at once, each step's slowest of the P against the mean step (a
+    synchronous job steps at its slowest peer's pace).
 Errors are (predicted - measured) / measured of the medians over repeats.
 Writes a markdown table to stdout and <out>/sim_vs_runtime.json.
 """
 import argparse
 import concurrent.futures
+import csv
+import io
 import json
 import os
 import statistics
@@ -77,7 +82,24 @@ def compute_profiles(args, model, out):
     with concurrent.futures.ThreadPoolExecutor(args.peers) as pool:
         shared = list(pool.map(lambda i: solo_step_s(args, model, os.path.join(out, f"concurrent-{i}")),
                                range(args.peers)))
-    return {"split": split, "solo_step_s": solo, "shared_step_s": statistics.mean(shared)}
+        steps = list(pool.map(lambda i: step_times(args, model, os.path.join(out, f"steps-{i}.txt")),
+                              range(args.peers)))
+    # A synchronous job steps at its slowest peer's pace: the mean over
+    # steps of the slowest of the P concurrent peers' step, against the
+    # mean step.
+    count = min(len(t) for t in steps)
+    slowest = statistics.mean(max(t[k] for t in steps) for k in range(count))
+    mean = statistics.mean(x for t in steps for x in t[:count])
+    return {"split": split, "solo_step_s": solo, "shared_step_s": statistics.mean(shared),
+            "slowest_factor": max(1.0, slowest / mean)}
+
+
+def step_times(args, model, path):
+    """Each step's training time of murmur-sim-profile, run alongside the others."""
+    common.run_or_exit([common.binary(args.build, "murmur-sim-profile"), "--model", model, "--batch", str(args.batch),
+                        "--steps", "60", "--out", os.devnull, "--step-times", path], f"murmur-sim-profile {model}")
+    with open(path) as f:
+        return [float(line) for line in f if line.strip()]
 
 
 def write_profile(split, step_s, batch, path):
@@ -87,7 +109,7 @@ def write_profile(split, step_s, batch, path):
         f.write(text + f"samples-per-s {batch / step_s:.6g}  # single-peer step {1e3 * step_s:.3f} ms\n")
 
 
-def write_cluster(args, profile, cores, path):
+def write_cluster(args, profile, cores, path, slowest_factor=1.0):
     latency, bandwidth = LINKS[profile]
     latency += args.fabric_latency_us * 1e-6
     bandwidth = min(bandwidth or float("inf"), args.fabric_GBps * 1e9)
@@ -97,6 +119,8 @@ def write_cluster(args, profile, cores, path):
                 f"gpus {args.peers}\ngpus-per-node 1\nstack murmur\ninter-node {link}\nintra-node {link}\n")
         if cores:
             f.write(f"host peers={args.peers} cores={cores}\n")
+        if slowest_factor > 1:
+            f.write(f"straggler rank=0 slowdown={slowest_factor:.4f}  # the slowest of {args.peers} concurrent peers\n")
 
 
 def predict(args, profile_file, cluster_file, methods):
@@ -106,12 +130,8 @@ def predict(args, profile_file, cluster_file, methods):
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.exit(f"murmur-sim failed ({done.returncode}): {done.stderr.strip()}")
-    lines = done.stdout.strip().splitlines()
-    header = lines[0].split(",")
-    by_sim_name = {}
-    for line in lines[1:]:
-        row = dict(zip(header, line.split(",")))
-        by_sim_name[row["method"]] = float(row["iteration_ms"]) / 1e3
+    # The model's name may hold commas (mlp:96,40,...): csv unquotes it.
+    by_sim_name = {row["method"]: float(row["iteration_ms"]) / 1e3 for row in csv.DictReader(io.StringIO(done.stdout))}
     return {m: by_sim_name[SIM_NAMES[m]] for m in methods}
 
 
@@ -165,7 +185,7 @@ def main():
                 cores_cluster = os.path.join(base, f"{profile}-cores.cluster")
                 shared_cluster = os.path.join(base, f"{profile}-shared.cluster")
                 write_cluster(args, profile, args.cores, cores_cluster)
-                write_cluster(args, profile, 0, shared_cluster)
+                write_cluster(args, profile, 0, shared_cluster, compute["slowest_factor"])
                 predicted_cores = predict(args, solo_file, cores_cluster, methods)
                 predicted_shared = predict(args, shared_file, shared_cluster, methods)
                 for method in methods:

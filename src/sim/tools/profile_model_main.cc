@@ -22,6 +22,10 @@
 //     forward: it runs between the last all-reduce and the next forward,
 //     where nothing overlaps it.
 // Every time is the median over --steps steps after --warmup.
+// --step-times FILE also writes each measured step's training time
+// (train_batch and the optimizer, in seconds, one a line): run several at
+// once and the spread shows what sharing the host's cores does to a step
+// (bench/experiments/sim_vs_runtime.py).
 //
 // Exit status: 0, 2 for a usage error (the flag is named). Single-threaded.
 #include <CLI/CLI.hpp>
@@ -60,11 +64,12 @@ struct Options {
   int blas_threads = 1;
   std::uint64_t seed = 1;
   std::string out;
+  std::string step_times;
 };
 
 // Per-step samples: forward, optimizer, and each layer's backward.
 struct Samples {
-  std::vector<double> forward, optimizer;
+  std::vector<double> forward, optimizer, step;
   std::vector<std::vector<double>> backward;  // [layer][step]
 };
 
@@ -96,6 +101,7 @@ Samples measure(model::Model& m, const Options& o) {
     if (step < o.warmup) continue;
     s.forward.push_back(forward);
     s.optimizer.push_back(optimizer_s);
+    s.step.push_back(seconds_since(began));
     auto previous = began;
     for (std::size_t l = layers; l-- > 0;) {
       double b = std::chrono::duration<double>(handed[l] - previous).count();
@@ -145,6 +151,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   app.add_option("--seed", o.seed, "seed of the weights and the random batch")->capture_default_str();
   app.add_option("--out", o.out, "profile file to write (default: stdout)");
+  app.add_option("--step-times", o.step_times, "also write each step's training time (s), one a line, here");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -164,6 +171,14 @@ int main(int argc, char** argv) {
       write_profile(file, o, m->gradient_layer_sizes(), s);
       if (!file.flush()) {
         std::cerr << "murmur-sim-profile: --out: cannot write '" << o.out << "'\n";
+        return 1;
+      }
+    }
+    if (!o.step_times.empty()) {
+      std::ofstream file(o.step_times);
+      for (double t : s.step) file << t << "\n";
+      if (!file.flush()) {
+        std::cerr << "murmur-sim-profile: --step-times: cannot write '" << o.step_times << "'\n";
         return 1;
       }
     }
