@@ -27,7 +27,11 @@ by fabric_bench, not on these runs). Two predictions per row:
   - "shared": the concurrent-solo total, no host line, and a straggler
     whose slowdown is the slowest-of-P factor: P murmur-sim-profile runs
     at once, each step's slowest of the P against the mean step (a
-    synchronous job steps at its slowest peer's pace).
+    synchronous job steps at its slowest peer's pace);
+  - "probed": as "shared", with the links' latency replaced by one ring
+    step's cost measured on this host under the job's own contention (a
+    --peers job of logreg, which has about no compute, under bsp-a2a: its
+    communication time per step over 2(P-1) messages; message_probe_s).
 Errors are (predicted - measured) / measured of the medians over repeats.
 Writes a markdown table to stdout and <out>/sim_vs_runtime.json.
 """
@@ -51,6 +55,8 @@ import seed_methods  # noqa: E402
 SIM_NAMES = {"bsp-a2a": "BSP-A2A", "wfbp-a2a": "WFBP-A2A", "mg-wfbp": "MG-WFBP",
              "bytescheduler-a2a": "ByteScheduler-A2A", "bsp-ps": "BSP-PS", "wfbp-ps": "WFBP-PS",
              "bytescheduler-ps": "ByteScheduler-PS"}
+# The predictions, by what tells murmur-sim about the host (module doc).
+KINDS = ("cores", "shared", "probed")
 # murmur-peer's --link-profile names (docs/link-profiles.md): one-way latency
 # in seconds and bandwidth in bytes/s (None: unlimited).
 LINKS = {"loopback": (0.0, None), "10gbe": (25e-6, 1.25e9), "100gbe": (10e-6, 12.5e9)}
@@ -109,9 +115,19 @@ def write_profile(split, step_s, batch, path):
         f.write(text + f"samples-per-s {batch / step_s:.6g}  # single-peer step {1e3 * step_s:.3f} ms\n")
 
 
-def write_cluster(args, profile, cores, path, slowest_factor=1.0):
+def message_probe_s(args, profile, out):
+    """One ring step's cost on this host under the job's own contention: a
+    --peers job of murmur-peer's logreg (7,850 parameters, about no
+    compute) under bsp-a2a, its communication time per step over the
+    ring's 2(P-1) messages. A communication benchmark of the cluster, as
+    nccl-tests is for a GPU one; none of the predicted jobs."""
+    run = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out)
+    return run["comm_ms"] / 1e3 / (2 * (args.peers - 1))
+
+
+def write_cluster(args, profile, cores, path, slowest_factor=1.0, message_s=None):
     latency, bandwidth = LINKS[profile]
-    latency += args.fabric_latency_us * 1e-6
+    latency = message_s if message_s is not None else latency + args.fabric_latency_us * 1e-6
     bandwidth = min(bandwidth or float("inf"), args.fabric_GBps * 1e9)
     link = f"latency={latency * 1e6:.3f}us bandwidth={bandwidth / 1e6:.3f}MB/s"
     with open(path, "w") as f:
@@ -186,15 +202,20 @@ def main():
                 shared_cluster = os.path.join(base, f"{profile}-shared.cluster")
                 write_cluster(args, profile, args.cores, cores_cluster)
                 write_cluster(args, profile, 0, shared_cluster, compute["slowest_factor"])
-                predicted_cores = predict(args, solo_file, cores_cluster, methods)
-                predicted_shared = predict(args, shared_file, shared_cluster, methods)
+                probed_cluster = os.path.join(base, f"{profile}-probed.cluster")
+                message_s = message_probe_s(args, profile, os.path.join(base, f"{profile}-probe"))
+                write_cluster(args, profile, 0, probed_cluster, compute["slowest_factor"], message_s)
+                predicted = {"cores": predict(args, solo_file, cores_cluster, methods),
+                             "shared": predict(args, shared_file, shared_cluster, methods),
+                             "probed": predict(args, shared_file, probed_cluster, methods)}
                 for method in methods:
                     run = seed_methods.run_one(seed_args(args, model), method, profile,
                                                os.path.join(base, f"{profile}-{method}"))
-                    cell = cells.setdefault((model, profile, method), {"measured": [], "cores": [], "shared": []})
+                    cell = cells.setdefault((model, profile, method), {"measured": [], "message_s": []})
                     cell["measured"].append(run["iteration_ms"] / 1e3)
-                    cell["cores"].append(predicted_cores[method])
-                    cell["shared"].append(predicted_shared[method])
+                    cell["message_s"].append(message_s)
+                    for kind in KINDS:
+                        cell.setdefault(kind, []).append(predicted[kind][method])
                     print(f"done: {model} {method} on {profile} ({repeat + 1}/{args.repeats})", file=sys.stderr)
     report(args, cells)
 
@@ -218,7 +239,7 @@ def report(args, cells):
         measured = statistics.median(cell["measured"])
         row = {"model": model, "profile": profile, "method": method, "measured_ms": 1e3 * measured,
                "measured_min_ms": 1e3 * min(cell["measured"]), "measured_max_ms": 1e3 * max(cell["measured"])}
-        for kind in ("cores", "shared"):
+        for kind in KINDS:
             predicted = statistics.median(cell[kind])
             row[f"{kind}_ms"] = 1e3 * predicted
             row[f"{kind}_error"] = (predicted - measured) / measured
@@ -227,15 +248,20 @@ def report(args, cells):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "sim_vs_runtime.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    print("| model | link | method | measured ms (min-max) | predicted, cores ms | error | "
-          "predicted, shared ms | error |")
-    print("|---|---|---|---|---:|---:|---:|---:|")
+    print("| model | link | method | measured ms (min-max) | " + " | ".join(f"{k} ms | error" for k in KINDS) + " |")
+    print("|---|---|---|---|" + "---:|---:|" * len(KINDS))
     for r in rows:
         model = "deep mlp" if r["model"].startswith("mlp:") else r["model"]
+        predicted = " | ".join(f"{r[k + '_ms']:.1f} | {100 * r[k + '_error']:+.0f}%" for k in KINDS)
         print(f"| {model} | {r['profile']} | {r['method']} | {r['measured_ms']:.1f} ({r['measured_min_ms']:.0f}-"
-              f"{r['measured_max_ms']:.0f}) | {r['cores_ms']:.1f} | {100 * r['cores_error']:+.0f}% | "
-              f"{r['shared_ms']:.1f} | {100 * r['shared_error']:+.0f}% |")
-    for kind in ("cores", "shared"):
+              f"{r['measured_max_ms']:.0f}) | {predicted} |")
+    probes = {}
+    for r in rows:
+        probes.setdefault(r["profile"], r["runs"]["message_s"])
+    for profile, values in probes.items():
+        print(f"\nmessage probe, {profile}: {1e6 * statistics.median(values):.0f} us per ring step "
+              f"({1e6 * min(values):.0f}-{1e6 * max(values):.0f})")
+    for kind in KINDS:
         errors = [abs(r[f"{kind}_error"]) for r in rows]
         print(f"\nmedian |error|, {kind}: {100 * statistics.median(errors):.1f}% (max {100 * max(errors):.1f}%, "
               f"{len(errors)} rows)")
