@@ -31,7 +31,10 @@ by fabric_bench, not on these runs). Two predictions per row:
   - "probed": as "shared", with the links' latency replaced by one ring
     step's cost measured on this host under the job's own contention (a
     --peers job of logreg, which has about no compute, under bsp-a2a: its
-    communication time per step over 2(P-1) messages; message_probe_s).
+    communication time per step over 2(P-1) messages; message_probe_s);
+  - "split": as "shared", with a cost per message and one per step from
+    two such jobs (one ring a step and thirteen; split_probe_s): the
+    links' latency is the first, the profile's total grows by the second.
 Errors are (predicted - measured) / measured of the medians over repeats.
 Writes a markdown table to stdout and <out>/sim_vs_runtime.json.
 """
@@ -56,7 +59,7 @@ SIM_NAMES = {"bsp-a2a": "BSP-A2A", "wfbp-a2a": "WFBP-A2A", "mg-wfbp": "MG-WFBP",
              "bytescheduler-a2a": "ByteScheduler-A2A", "bsp-ps": "BSP-PS", "wfbp-ps": "WFBP-PS",
              "bytescheduler-ps": "ByteScheduler-PS"}
 # The predictions, by what tells murmur-sim about the host (module doc).
-KINDS = ("cores", "shared", "probed")
+KINDS = ("cores", "shared", "probed", "split")
 # murmur-peer's --link-profile names (docs/link-profiles.md): one-way latency
 # in seconds and bandwidth in bytes/s (None: unlimited).
 LINKS = {"loopback": (0.0, None), "10gbe": (25e-6, 1.25e9), "100gbe": (10e-6, 12.5e9)}
@@ -123,6 +126,24 @@ def message_probe_s(args, profile, out):
     nccl-tests is for a GPU one; none of the predicted jobs."""
     run = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out)
     return run["comm_ms"] / 1e3 / (2 * (args.peers - 1))
+
+
+# A model of 13 parameter layers and almost no compute (6,394 parameters).
+SPLIT_PROBE_MODEL = "mlp:" + ",".join(["8"] * 12)
+
+
+def split_probe_s(args, profile, out):
+    """(per message, per step): two jobs of almost no compute, logreg under
+    bsp-a2a (one ring, 2(P-1) messages a step) and SPLIT_PROBE_MODEL under
+    wfbp-a2a (13 rings, 13 x 2(P-1) messages); their iteration times'
+    difference is the messages', the rest of the first a cost per step
+    (the hand-offs between the trainer and the communication thread,
+    waiting for the slowest peer) that does not grow with messages."""
+    one = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out + "-one")
+    many = seed_methods.run_one(seed_args(args, SPLIT_PROBE_MODEL), "wfbp-a2a", profile, out + "-many")
+    ring = 2 * (args.peers - 1)
+    message = max(0.0, (many["iteration_ms"] - one["iteration_ms"]) / 1e3 / (12 * ring))
+    return message, max(0.0, one["iteration_ms"] / 1e3 - ring * message)
 
 
 def write_cluster(args, profile, cores, path, slowest_factor=1.0, message_s=None):
@@ -205,15 +226,26 @@ def main():
                 probed_cluster = os.path.join(base, f"{profile}-probed.cluster")
                 message_s = message_probe_s(args, profile, os.path.join(base, f"{profile}-probe"))
                 write_cluster(args, profile, 0, probed_cluster, compute["slowest_factor"], message_s)
+                # The split probe's per-step cost joins the profile's total,
+                # less the straggler's slowdown, which murmur-sim applies to it.
+                split_message_s, split_step_s = split_probe_s(args, profile, os.path.join(base, f"{profile}-split"))
+                split_cluster = os.path.join(base, f"{profile}-split.cluster")
+                split_file = os.path.join(base, f"{profile}-split.profile")
+                write_cluster(args, profile, 0, split_cluster, compute["slowest_factor"], split_message_s)
+                write_profile(compute["split"], compute["shared_step_s"] + split_step_s / compute["slowest_factor"],
+                              args.batch, split_file)
                 predicted = {"cores": predict(args, solo_file, cores_cluster, methods),
                              "shared": predict(args, shared_file, shared_cluster, methods),
-                             "probed": predict(args, shared_file, probed_cluster, methods)}
+                             "probed": predict(args, shared_file, probed_cluster, methods),
+                             "split": predict(args, split_file, split_cluster, methods)}
                 for method in methods:
                     run = seed_methods.run_one(seed_args(args, model), method, profile,
                                                os.path.join(base, f"{profile}-{method}"))
                     cell = cells.setdefault((model, profile, method), {"measured": [], "message_s": []})
                     cell["measured"].append(run["iteration_ms"] / 1e3)
                     cell["message_s"].append(message_s)
+                    cell.setdefault("split_message_s", []).append(split_message_s)
+                    cell.setdefault("split_step_s", []).append(split_step_s)
                     for kind in KINDS:
                         cell.setdefault(kind, []).append(predicted[kind][method])
                     print(f"done: {model} {method} on {profile} ({repeat + 1}/{args.repeats})", file=sys.stderr)
@@ -261,6 +293,13 @@ def report(args, cells):
     for profile, values in probes.items():
         print(f"\nmessage probe, {profile}: {1e6 * statistics.median(values):.0f} us per ring step "
               f"({1e6 * min(values):.0f}-{1e6 * max(values):.0f})")
+    for r in rows:
+        if r["profile"] in probes:
+            m, t = r["runs"]["split_message_s"], r["runs"]["split_step_s"]
+            print(f"\nsplit probe, {r['profile']}: {1e6 * statistics.median(m):.0f} us per message "
+                  f"({1e6 * min(m):.0f}-{1e6 * max(m):.0f}), {1e3 * statistics.median(t):.2f} ms per step "
+                  f"({1e3 * min(t):.2f}-{1e3 * max(t):.2f})")
+            del probes[r["profile"]]
     for kind in KINDS:
         errors = [abs(r[f"{kind}_error"]) for r in rows]
         print(f"\nmedian |error|, {kind}: {100 * statistics.median(errors):.1f}% (max {100 * max(errors):.1f}%, "
