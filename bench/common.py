@@ -150,6 +150,7 @@ BINARIES = {
     "murmur-run": "src/peer/launcher/murmur-run",
     "murmur-peer": "src/peer/train/murmur-peer",
     "murmur-sim": "src/sim/murmur-sim",
+    "murmur-sim-profile": "src/sim/murmur-sim-profile",
     "scheduler_drop_sim": "bench/sim/scheduler_drop_sim",
 }
 

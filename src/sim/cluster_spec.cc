@@ -2,6 +2,7 @@
 // and its error messages are in docs/sim-files.md.
 #include "sim/cluster_spec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -21,6 +22,12 @@ double ClusterSpec::slowdown(int rank) const {
     if (s.rank == rank) return s.slowdown;
   }
   return 1;
+}
+
+double ClusterSpec::host_contention() const {
+  if (peers_per_host == 0 || cores_per_host == 0) return 1;
+  const int peers = std::min(peers_per_host, gpus);
+  return std::max(1.0, static_cast<double>(peers) / cores_per_host);
 }
 
 namespace {
@@ -98,9 +105,16 @@ class ClusterParser {
       parse_straggler(words, line);
     } else if (key == "link-episode") {
       parse_episode(words, line);
+    } else if (key == "host") {
+      parse_host(words, line);
+    } else if (key == "stack") {
+      const std::string& stack = single(words, line, stack_line_, "stack paper|murmur");
+      if (stack != "paper" && stack != "murmur")
+        fail(line, fmt::format("unknown stack '{}' (known: paper, murmur)", stack));
+      spec_.stack = stack == "murmur" ? Stack::kMurmur : Stack::kPaper;
     } else {
       fail(line, fmt::format("unknown keyword '{}'; expected gpus, gpus-per-node, network, inter-node, intra-node, "
-                             "straggler or link-episode",
+                             "straggler, link-episode, host or stack",
                              key));
     }
   }
@@ -214,6 +228,18 @@ class ClusterParser {
     spec_.stragglers.push_back({static_cast<int>(rank), slowdown});
   }
 
+  // host peers=P cores=C
+  void parse_host(const std::vector<std::string>& words, int line) {
+    const std::string usage = "host peers=P cores=C";
+    if (host_line_ != 0) fail(line, fmt::format("'host' given twice (first on line {})", host_line_));
+    auto given = keys(words, line, {"peers", "cores"}, usage);
+    for (const char* required : {"peers", "cores"})
+      if (!given.count(required)) fail(line, fmt::format("no {}=; expected '{}'", required, usage));
+    spec_.peers_per_host = count(given["peers"], "host peers", line);
+    spec_.cores_per_host = count(given["cores"], "host cores", line);
+    host_line_ = line;
+  }
+
   // link-episode a=R b=R from=T [to=T] bandwidth=B [latency=T]
   void parse_episode(const std::vector<std::string>& words, int line) {
     const std::string usage = "link-episode a=R b=R from=T [to=T] bandwidth=B [latency=T]";
@@ -257,6 +283,8 @@ class ClusterParser {
   int gpus_line_ = 0;               // 0: not seen yet
   int per_node_line_ = 0;
   int network_line_ = 0;
+  int host_line_ = 0;
+  int stack_line_ = 0;
   std::string network_;
   LinkLine inter_;
   LinkLine intra_;

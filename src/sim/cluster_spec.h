@@ -40,6 +40,13 @@ struct LinkEpisode {
   LinkSpec link;
 };
 
+// Whose software moves the bytes: the seed paper's GPU stacks (Horovod and
+// NCCL, BytePS, ByteScheduler, with their fitted per-operation costs) or
+// murmur's own runtime (its gossip algorithms over its fabric: a message
+// costs the links' latency and bandwidth and nothing else; the cost models
+// follow murmur's variants of the methods, docs/sim.md).
+enum class Stack { kPaper, kMurmur };
+
 struct ClusterSpec {
   int gpus = 1;
   int gpus_per_node = 4;
@@ -48,10 +55,21 @@ struct ClusterSpec {
   LinkSpec intra_node;                // between two GPUs of one node
   std::vector<Straggler> stragglers;
   std::vector<LinkEpisode> episodes;
+  Stack stack = Stack::kPaper;
+  // Peers that compute on one host's CPU cores (a CPU cluster, or several
+  // murmur peers on one machine): every peers_per_host consecutive ranks
+  // share cores_per_host cores. 0: each rank computes on its own device
+  // (GPUs), unshared.
+  int peers_per_host = 0;
+  int cores_per_host = 0;
 
   int nodes() const { return (gpus + gpus_per_node - 1) / gpus_per_node; }
   int node_of(int rank) const { return rank / gpus_per_node; }
   double slowdown(int rank) const;  // 1 unless a straggler
+  // Compute time multiplier of a host's shared cores: the synchronous
+  // methods compute on every peer at once, so P peers on C < P cores each
+  // take P / C times as long (1 without a host line, or with C >= P).
+  double host_contention() const;
 };
 
 class ClusterError : public ParseError {

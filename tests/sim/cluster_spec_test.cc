@@ -102,6 +102,20 @@ TEST(ClusterFile, LinkEpisodesSlowOnePairForAWhile) {
   EXPECT_DOUBLE_EQ(c.episodes[1].link.latency_s, 1e-3);
 }
 
+// Four murmur peers on a host of two cores: each computes at half speed.
+TEST(ClusterFile, HostCoresAndStack) {
+  const ClusterSpec c = load("gpus 4\ngpus-per-node 1\nstack murmur\nhost peers=4 cores=2\n");
+  EXPECT_EQ(c.stack, Stack::kMurmur);
+  EXPECT_EQ(c.peers_per_host, 4);
+  EXPECT_EQ(c.cores_per_host, 2);
+  EXPECT_DOUBLE_EQ(c.host_contention(), 2);
+  EXPECT_DOUBLE_EQ(load("gpus 2\nhost peers=4 cores=1\n").host_contention(), 2);  // only two peers exist
+  EXPECT_DOUBLE_EQ(load("gpus 4\nhost peers=2 cores=8\n").host_contention(), 1);
+  const ClusterSpec gpus = load("gpus 4\n");
+  EXPECT_EQ(gpus.stack, Stack::kPaper);
+  EXPECT_DOUBLE_EQ(gpus.host_contention(), 1);
+}
+
 TEST(ClusterFile, UnitsAreDecimal) {
   const std::pair<const char*, double> latencies[] = {{"2s", 2},         {"1.5ms", 1.5e-3}, {"25us", 25e-6},
                                                       {"800ns", 800e-9}, {"0s", 0},         {"1e-6s", 1e-6}};
@@ -134,7 +148,11 @@ const std::string kBandwidth =
 const BadCluster kBadClusters[] = {
     {"gpus 4\nnodes 2\n", 2,
      "unknown keyword 'nodes'; expected gpus, gpus-per-node, network, inter-node, intra-node, "
-     "straggler or link-episode"},
+     "straggler, link-episode, host or stack"},
+    {"gpus 4\nhost peers=4\n", 2, "no cores=; expected 'host peers=P cores=C'"},
+    {"gpus 4\nhost peers=4 cores=0\n", 2, "host cores '0' is not a whole number from 1 to 1048576"},
+    {"gpus 4\nhost peers=4 cores=2\nhost peers=2 cores=2\n", 3, "'host' given twice (first on line 2)"},
+    {"gpus 4\nstack horovod\n", 2, "unknown stack 'horovod' (known: paper, murmur)"},
     {"gpus 8\nlink-episode a=0 b=1 from=2s\n", 2,
      "no bandwidth=; expected 'link-episode a=R b=R from=T [to=T] bandwidth=B [latency=T]'"},
     {"gpus 8\nlink-episode a=0 b=0 from=2s bandwidth=1MB/s\n", 2,

@@ -208,6 +208,36 @@ TEST(PaperMethods, ACustomNetworkRunsAtItsLinksOwnFigures) {
   EXPECT_NEAR(p.iteration_s, profile.iteration_s() + ring, 1e-12);
 }
 
+// murmur's own runtime (stack murmur): four peers, each its own node, on
+// one host of two cores. The ring costs only its links (no Horovod
+// operation), and compute takes twice the single-peer time.
+TEST(PaperMethods, MurmurPeersOnSharedCoresComputeAtTheirShareAndPayOnlyTheirLinks) {
+  const ModelProfile profile = builtin_profile("resnet50");
+  ClusterSpec c;
+  c.gpus = 4;
+  c.gpus_per_node = 1;
+  c.network = "custom";
+  c.stack = Stack::kMurmur;
+  c.inter_node = c.intra_node = {5e-5, 5e8};
+  c.peers_per_host = 4;
+  c.cores_per_host = 2;
+  const MethodPrediction bsp = predict_paper_method(PaperMethod::kBspA2A, profile, c, calibrated_constants());
+  EXPECT_NEAR(bsp.compute_s, 2 * profile.iteration_s(), 1e-12);
+  EXPECT_NEAR(bsp.iteration_s, 2 * profile.iteration_s() + 6 * 5e-5 + 1.5 * profile.gradient_bytes() / 5e8, 1e-12);
+  // The GPU stack's constants do not apply: the same cluster with the
+  // paper's stack pays Horovod's operation and the GPU's overlap share.
+  c.stack = Stack::kPaper;
+  const MethodPrediction paper = predict_paper_method(PaperMethod::kBspA2A, profile, c, calibrated_constants());
+  EXPECT_NEAR(paper.iteration_s - bsp.iteration_s, calibrated_constants().horovod_op_s, 1e-12);
+  // murmur's bytescheduler-a2a waits for every layer before the next
+  // forward (the trainer updates the whole model): never faster than
+  // compute plus what backward did not hide.
+  c.stack = Stack::kMurmur;
+  const MethodPrediction bs = predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, c, calibrated_constants());
+  EXPECT_GE(bs.iteration_s, bs.compute_s);
+  EXPECT_NEAR(bs.exposed_s, bs.iteration_s - bs.compute_s, 1e-12);
+}
+
 TEST(Calibration, EveryResNet50CellIsWithin15Percent) {
   const auto cells = compare_with_reference(builtin_profile("resnet50"), calibrated_constants());
   ASSERT_EQ(cells.size(), 84U);

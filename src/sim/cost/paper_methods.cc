@@ -43,9 +43,22 @@ const MethodShape& shape(PaperMethod method) {
 class CostModel {
  public:
   CostModel(const ClusterSpec& cluster, const PaperConstants& constants, bool parameter_server)
-      : n_(cluster.gpus), k_(cluster.nodes()), constants_(constants), parameter_server_(parameter_server) {
+      : n_(cluster.gpus),
+        k_(cluster.nodes()),
+        constants_(constants),
+        parameter_server_(parameter_server),
+        murmur_(cluster.stack == Stack::kMurmur) {
     auto it = constants.networks.find(cluster.network);
-    if (it != constants.networks.end()) {
+    if (murmur_) {
+      // murmur's fabric: what a message costs is the link's latency and
+      // bandwidth as the cluster gives them (for an emulated profile, the
+      // profile's plus the fabric's own per-message cost and throughput;
+      // docs/sim.md, "murmur-sim against murmur's own runs"). No GPU stack
+      // constant applies.
+      const LinkSpec& inter = cluster.inter_node;
+      stack_ = {inter.bandwidth_Bps, inter.latency_s, inter.bandwidth_Bps, inter.bandwidth_Bps, 2 * inter.latency_s};
+      intra_ = cluster.intra_node;
+    } else if (it != constants.networks.end()) {
       stack_ = it->second;
       intra_ = {constants.intra_ring_step_s, constants.intra_ring_bandwidth_Bps};
     } else {
@@ -65,7 +78,9 @@ class CostModel {
   // InfiniBand that is PCIe: the paper's IB ring runs at the 4-GPU one's
   // speed). Each step waits for the slowest hop's latency too.
   void all_reduce(double bytes, CommUnit& unit) const {
-    unit.fixed_s = constants_.horovod_op_s;
+    // murmur's ring starts at once on the communication thread: no
+    // coordinator round, no kernel launch.
+    unit.fixed_s = murmur_ ? 0 : constants_.horovod_op_s;
     if (n_ == 1) return;
     const double steps = 2.0 * (n_ - 1);
     const bool across = k_ > 1;
@@ -86,7 +101,8 @@ class CostModel {
   void push_pull(double bytes, CommUnit& unit) const {
     // On one node there are no remote servers: only the local stages.
     unit.fixed_s = k_ > 1 ? stack_.ps_partition_s : 0;
-    const double local = bytes / constants_.ps_local_bandwidth_Bps;
+    // murmur's servers sum in the worker's own memory: no GPU copies.
+    const double local = murmur_ ? 0 : bytes / constants_.ps_local_bandwidth_Bps;
     double network = 0;
     if (k_ > 1) {
       // A worker reaches the k-1 remote servers over one connection each:
@@ -111,11 +127,17 @@ class CostModel {
     return parameter_server_ ? 2.0 * (k_ - 1) / k_ * model_bytes : 2.0 * (n_ - 1) / n_ * model_bytes;
   }
 
+  bool murmur() const { return murmur_; }
+  // One small message's cost (murmur's bytescheduler leader announcing a
+  // window).
+  double message_s() const { return k_ > 1 ? stack_.ring_step_s : intra_.latency_s; }
+
  private:
   const int n_;
   const int k_;
   const PaperConstants& constants_;
   const bool parameter_server_;
+  const bool murmur_;
   StackOnNetwork stack_;
   LinkSpec intra_;  // the ring inside a node
 };
@@ -154,12 +176,15 @@ void add_unit(PipelineSpec& spec, const CostModel& cost, std::vector<int> layers
 PipelineSpec compute_spec(const ModelProfile& profile, const ClusterSpec& cluster, const PaperConstants& constants) {
   double slowdown = 1;
   for (int rank = 0; rank < cluster.gpus; ++rank) slowdown = std::max(slowdown, cluster.slowdown(rank));
+  slowdown *= cluster.host_contention();
   PipelineSpec spec;
   for (const LayerProfile& layer : profile.layers) {
     spec.forward_s.push_back(layer.forward_s * slowdown);
     spec.backward_s.push_back(layer.backward_s * slowdown);
   }
-  spec.overlap_share = std::min(1.0, constants.overlap_share);
+  // overlap_share is the GPU's (collectives competing for SMs and PCIe);
+  // murmur's host contention is in the compute times above.
+  spec.overlap_share = cluster.stack == Stack::kMurmur ? 1.0 : std::min(1.0, constants.overlap_share);
   return spec;
 }
 
@@ -196,15 +221,20 @@ void add_merged_units(PipelineSpec& spec, const CostModel& cost, const std::vect
 void add_bytescheduler_units(PipelineSpec& spec, const CostModel& cost, const std::vector<ReadyTensor>& tensors,
                              const PaperConstants& constants, bool ps) {
   const auto per_round = static_cast<std::size_t>(kByteSchedulerCreditBytes / kByteSchedulerPartitionBytes);
+  // murmur's variant (src/gossip/algorithm/bytescheduler.cc): its leader
+  // announces each window in one small message, and the trainer updates
+  // the whole model after the round (no per-layer start of the next
+  // forward).
+  const double round_s = cost.murmur() ? cost.message_s() : constants.bytescheduler_round_s;
   for (const ReadyTensor& t : tensors) {
     const std::vector<double> parts = partitions(t.bytes, kByteSchedulerPartitionBytes);
     for (std::size_t i = 0; i < parts.size(); ++i) {
       add_unit(spec, cost, {t.layer}, parts[i], 0);
-      if (!ps && i % per_round == 0) spec.units.back().host_s = constants.bytescheduler_round_s;
+      if ((!ps || cost.murmur()) && i % per_round == 0) spec.units.back().host_s = round_s;
     }
   }
   spec.order = UnitOrder::kPriority;
-  spec.barrier = false;
+  spec.barrier = cost.murmur();
   // NCCL runs one collective at a time; the parameter servers take as
   // many partitions as the 16 MB credit allows (many small ones at once).
   if (ps) spec.credit_bytes = kByteSchedulerCreditBytes;
@@ -236,12 +266,14 @@ void add_method_units(PaperMethod method, PipelineSpec& spec, const CostModel& c
       // none is ready before the last gradient).
       for (const ReadyTensor& t : tensors)
         for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
-      spec.slots = kBytePsSlots;
+      // murmur's bsp-ps pushes every layer at once (one push/pull set).
+      spec.slots = cost.murmur() ? std::max<int>(1, static_cast<int>(spec.units.size())) : kBytePsSlots;
       break;
     case PaperMethod::kWfbpPs:
       for (const ReadyTensor& t : tensors)
         for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, {t.layer}, part, 0);
-      spec.slots = kBytePsSlots;
+      // murmur's wfbp-ps pulls a layer's mean before it pushes the next.
+      spec.slots = cost.murmur() ? 1 : kBytePsSlots;
       break;
   }
 }

@@ -81,7 +81,11 @@ struct MethodPrediction {
 
 // A preset network uses its calibrated constants; a network given by value
 // ("custom": a cluster file's link lines) has none, and its stacks are taken
-// to reach the links' own latency and bandwidth (an optimistic bound).
+// to reach the links' own latency and bandwidth (an optimistic bound). A
+// cluster of Stack::kMurmur runs murmur's own variants of the methods over
+// its links and none of the GPU stacks' constants (docs/sim.md, "murmur-sim
+// against murmur's own runs"); a host line slows compute by
+// ClusterSpec::host_contention() under either stack.
 MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
                                       const PaperConstants& constants);
 
