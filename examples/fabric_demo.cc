@@ -165,7 +165,9 @@ int main(int argc, char** argv) {
   CLI::App app{"murmur-fabric-demo: local peers exchange data through the murmur fabric"};
   app.add_option("-n,--np", s.np, "number of local peers")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--backend", s.backend, "fabric backend: libfabric or asio")->capture_default_str();
-  app.add_option("--provider", s.provider, "libfabric provider: auto, tcp, shm, verbs")->capture_default_str();
+  app.add_option("--provider", s.provider,
+                 "libfabric provider: auto, tcp, shm, verbs, or net (opt-in native tcp: docs/fabric-performance.md)")
+      ->capture_default_str();
   app.add_option("--profile", s.profile, "link emulation profile, e.g. 10gbe or lat=2ms,bw=100mbit");
   app.add_option("--mib", s.mib, "MiB per message")->check(CLI::Range(0.0, 1024.0))->capture_default_str();
   app.add_option("--rounds", s.rounds, "rounds of neighbour exchange")

@@ -111,8 +111,9 @@ void add_job_flags(CLI::App& app, murmur::PeerConfig& p) {
       ->check(CLI::IsMember({"libfabric", "asio"}))
       ->capture_default_str()
       ->group(job);
-  app.add_option("--provider", p.provider, "libfabric provider: auto, tcp, shm, verbs")
-      ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs"}))
+  app.add_option("--provider", p.provider,
+                 "libfabric provider: auto, tcp, shm, verbs, or net (opt-in native tcp: docs/fabric-performance.md)")
+      ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs", "net"}))
       ->capture_default_str()
       ->group(job);
   app.add_option("--timeout", p.timeout_s, "the most seconds a silent peer is waited for (the deadline's ceiling)")
