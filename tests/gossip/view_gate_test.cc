@@ -71,7 +71,9 @@ TEST(ViewGate, StartsAtMostOneMoreRoundWhileAReportIsOut) {
   auto change = blocked.get();  // R = max(5, 5) = 5: takes effect right there
   ASSERT_TRUE(change);
   EXPECT_EQ(change->first_round, 5u);
-  EXPECT_GT(gate.blocked_seconds(), 0.1);
+  // Blocked at all: how long depends on when the async thread got to run
+  // (late on a loaded machine), so no more than that is asserted.
+  EXPECT_GT(gate.blocked_seconds(), 0.0);
 }
 
 TEST(ViewGate, AMemberNotInTheViewIsTold) {
