@@ -75,7 +75,9 @@ TEST(BackgroundThread, AProcessSignalWaitsForTheHostThread) {
   pthread_sigmask(SIG_BLOCK, &usr2, nullptr);
   ASSERT_EQ(kill(getpid(), SIGUSR2), 0);
   // A thread that could take it would within this time (it is woken at
-  // once); blocked everywhere, it stays pending for the host.
+  // once); blocked everywhere, it stays pending for the host. Not a wait: the
+  // test checks that nothing happens, and a sleep is the window it watches.
+  // Load can only make it miss a bug, never fail a correct build.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(handled_in_background) << "a background thread took the host's signal";
   pthread_sigmask(SIG_UNBLOCK, &usr2, nullptr);  // the pending SIGUSR2 is handled here, before this returns

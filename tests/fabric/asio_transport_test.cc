@@ -218,7 +218,10 @@ TEST(AsioTransport, UnexpectedMessageIsHeldUntilReceivePosted) {
   const auto small = pattern(1000, 3);
   const auto big = pattern(32 << 20, 4);
   ASSERT_TRUE(group[0]->isend(1, 9, small.data(), small.size())->wait_for(kWait));
-  std::this_thread::sleep_for(50ms);  // let it land in the unexpected queue
+  // Not a wait: it makes the message usually land in the unexpected queue
+  // before the receive is posted (no interface shows that queue); if the
+  // receive comes first the test holds all the same.
+  std::this_thread::sleep_for(50ms);
   std::vector<unsigned char> got(small.size());
   auto r = group[1]->irecv(1 - 1, 9, got.data(), got.size());
   ASSERT_TRUE(r->wait_for(kWait));
@@ -226,7 +229,7 @@ TEST(AsioTransport, UnexpectedMessageIsHeldUntilReceivePosted) {
   EXPECT_EQ(got, small);
   // A large message whose receive is posted while it is arriving.
   auto s = group[0]->isend(1, 10, big.data(), big.size());
-  std::this_thread::sleep_for(2ms);
+  std::this_thread::sleep_for(2ms);  // not a wait: the receive is posted mid-arrival on purpose
   std::vector<unsigned char> got_big(big.size());
   auto rb = group[1]->irecv(0, 10, got_big.data(), got_big.size());
   ASSERT_TRUE(rb->wait_for(kWait));
@@ -289,7 +292,7 @@ TEST(AsioTransport, TooSmallReceiveFailsNamingBothSizesAndConsumesMessage) {
   EXPECT_EQ(next, second);
   // Same for a message that was already waiting as unexpected.
   ASSERT_TRUE(group[0]->isend(1, 6, first.data(), first.size())->wait_for(kWait));
-  std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(20ms);  // not a wait: biases towards the unexpected path, as above
   auto r3 = group[1]->irecv(0, 6, small.data(), small.size());
   expect_peer_error([&] { r3->wait_for(kWait); });
 }
@@ -450,7 +453,7 @@ TEST(AsioTransport, IdleTransportsDoNotSpin) {
   std::vector<unsigned char> buf(16);
   auto pending = group[0]->irecv(1, 99, buf.data(), buf.size());  // a receive waiting, too
   const double before = cpu_seconds();
-  std::this_thread::sleep_for(3s);
+  std::this_thread::sleep_for(3s);  // not a wait: the idle interval whose CPU time is measured
   const double used = cpu_seconds() - before;
   EXPECT_LT(used, 0.02 * 3) << "3 idle transports used " << used << " s of CPU in 3 s";
 }

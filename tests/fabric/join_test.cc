@@ -139,7 +139,9 @@ void expect_fails_at_once(const RequestPtr& request, int rank) {
   } catch (const PeerError& e) {
     EXPECT_EQ(e.rank(), rank) << e.what();
   }
-  EXPECT_LT(Clock::now() - start, 2s);
+  // Half the connect timeout (20 s): a failure that waited for it shows,
+  // while a loaded machine's scheduling delays do not (docs/testing.md).
+  EXPECT_LT(Clock::now() - start, 10s);
 }
 
 class JoinTest : public ::testing::TestWithParam<Backend> {};

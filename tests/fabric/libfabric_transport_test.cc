@@ -247,7 +247,8 @@ TEST_P(LibfabricTransportTest, FailedReceiveKeepsItsRetainedBufferUntilTheBacken
     auto recv = group[1].irecv(0, 2, buffer->data(), buffer->size());
     recv->retain(buffer);
     send = group[0].isend(1, 2, sent.data(), sent.size());
-    // Let the message start to arrive, then give up on its sender.
+    // Let the message start to arrive, then give up on its sender. Not a
+    // wait: either outcome below is checked.
     std::this_thread::sleep_for(2ms);
     group[1].fail_peer(0, std::make_exception_ptr(PeerError(0, "local-0", "declared dead")));
     // Usually the receive fails. shm may have moved all 16 MiB before the
@@ -294,6 +295,10 @@ TEST_P(LibfabricTransportTest, AMessageFromAClosedPeerIsReceivedOrFailsCleanly) 
     exchange(group, 0, 1, 1, 4096);  // connections up
     const auto sent = pattern(bytes, 3);
     auto send = group[1].isend(0, 5, sent.data(), sent.size());
+    // Not waits: the two sleeps make the usual order "message held
+    // unexpected, then its sender closed, then the receive posted", which no
+    // interface shows; in any other order the receive still gets the whole
+    // message or fails, and both are checked.
     std::this_thread::sleep_for(300ms);  // it reaches rank 0, where no receive waits for it
     group.transports[1].reset();
     // Rank 0's progress thread handles the closed connection (its idle
@@ -336,10 +341,10 @@ TEST_P(LibfabricTransportTest, IdleTransportUsesUnderTwoPercentOfACore) {
   // A posted receive keeps the progress thread "in flight", not just idle.
   std::vector<char> buffer(64);
   auto pending = group[1].irecv(0, 2, buffer.data(), buffer.size());
-  std::this_thread::sleep_for(100ms);
+  std::this_thread::sleep_for(100ms);  // not a wait: lets the receive's set-up CPU fall outside the window
   const double before = cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(3s);
+  std::this_thread::sleep_for(3s);  // not a wait: the idle interval whose CPU time is measured
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The whole process (test thread asleep, two progress threads) per transport.
   const double share = (cpu_seconds() - before) / seconds / 2;

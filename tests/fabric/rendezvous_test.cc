@@ -33,6 +33,10 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// How long a test waits for something that must happen: it bounds a hang on a
+// loaded machine, it does not measure (docs/testing.md, "Waiting in tests").
+constexpr auto kDeadline = 30s;
+
 ServerOptions server_options(std::chrono::milliseconds heartbeat_timeout = 2000ms) {
   ServerOptions o;
   o.bind_host = "127.0.0.1";
@@ -50,7 +54,7 @@ ClientOptions client_options(std::uint16_t server_port, int rank, int size,
   o.size = size;
   o.self_host = "host" + std::to_string(rank);
   o.heartbeat_interval = heartbeat_interval;
-  o.connect_timeout = 5000ms;
+  o.connect_timeout = kDeadline;
   return o;
 }
 
@@ -165,7 +169,7 @@ class RawSocket {
 
 // rejected_count() moves on the server's thread; give it a moment.
 bool rejected_reaches(const Server& server, std::size_t n) {
-  return murmur::testing::wait_for([&] { return server.rejected_count() >= n; }, 2s);
+  return murmur::testing::wait_for([&] { return server.rejected_count() >= n; }, kDeadline);
 }
 
 std::string message_of(const std::function<void()>& f) {
@@ -188,7 +192,7 @@ TEST(Rendezvous, FourClientsSetGetWaitBarrierMembers) {
         Client client(client_options(server, rank, kSize));
         // Values are bytes, NULs included.
         client.set("addr/" + std::to_string(rank), std::string("fi\0addr", 7) + std::to_string(rank));
-        client.barrier("published", 5000ms);
+        client.barrier("published", kDeadline);
         for (int other = 0; other < kSize; ++other) {
           const auto v = client.get("addr/" + std::to_string(other));
           if (!v || *v != std::string("fi\0addr", 7) + std::to_string(other)) {
@@ -197,9 +201,11 @@ TEST(Rendezvous, FourClientsSetGetWaitBarrierMembers) {
         }
         if (client.get("missing")) throw std::runtime_error("missing key found");
         if (rank == 0) {
+          // Not a wait: a late setter, so that the others' wait() usually
+          // blocks; the test holds whichever comes first.
           std::this_thread::sleep_for(50ms);
           client.set("late", "v");
-        } else if (client.wait("late", 5000ms) != "v") {
+        } else if (client.wait("late", kDeadline) != "v") {
           throw std::runtime_error("wait returned the wrong value");
         }
         const auto members = client.members();
@@ -209,7 +215,7 @@ TEST(Rendezvous, FourClientsSetGetWaitBarrierMembers) {
             throw std::runtime_error("members out of order");
           }
         }
-        client.barrier("done", 5000ms);
+        client.barrier("done", kDeadline);
         client.leave();
       } catch (const std::exception& e) {
         failures[rank] = e.what();
@@ -230,12 +236,12 @@ TEST(Rendezvous, TheNextJobStartsWithAnEmptyStore) {
     Client a(client_options(server, 0, 2));
     Client b(client_options(server, 1, 2));
     a.set("addr/0", "first job");
-    murmur::testing::wait_for([&] { return server.member_count() == 2; }, 2s);
+    murmur::testing::wait_for([&] { return server.member_count() == 2; }, kDeadline);
     EXPECT_EQ(server.member_count(), 2u);
     a.leave();
     b.leave();
   }
-  murmur::testing::wait_for([&] { return server.member_count() == 0; }, 2s);
+  murmur::testing::wait_for([&] { return server.member_count() == 0; }, kDeadline);
   EXPECT_EQ(server.member_count(), 0u);
   Client c(client_options(server, 0, 3));
   EXPECT_FALSE(c.get("addr/0").has_value());
@@ -251,9 +257,9 @@ TEST(Rendezvous, WaitAndBarrierTimeOutNamingTheKeyAndTheMissingRanks) {
   EXPECT_NE(barrier_error.find("ranks still missing: 1, 2"), std::string::npos) << barrier_error;
   // The barrier is usable again afterwards.
   Client c(client_options(server, 2, 3));
-  std::thread tb([&] { b.barrier("again", 5000ms); });
-  std::thread tc([&] { c.barrier("again", 5000ms); });
-  EXPECT_NO_THROW(a.barrier("again", 5000ms));
+  std::thread tb([&] { b.barrier("again", kDeadline); });
+  std::thread tc([&] { c.barrier("again", kDeadline); });
+  EXPECT_NO_THROW(a.barrier("again", kDeadline));
   tb.join();
   tc.join();
 }
@@ -270,8 +276,10 @@ TEST(Rendezvous, GatherAnswersOnceEveryKeyIsSet) {
   a.set("g/1/0", std::string("zero\0", 5));
   b.set("g/1/1", "one");
   std::vector<std::string> early;
-  std::thread waiting([&] { early = a.gather("g/1/", kSize, 5000ms); });
-  std::this_thread::sleep_for(50ms);  // a is waiting for key 2
+  std::thread waiting([&] { early = a.gather("g/1/", kSize, kDeadline); });
+  // Not a wait: it gives a's gather time to block on key 2, so that the key
+  // usually arrives while it waits; the result is the same if it does not.
+  std::this_thread::sleep_for(50ms);
   c.set("g/1/2", "two");
   waiting.join();
   EXPECT_EQ(early, (std::vector<std::string>{std::string("zero\0", 5), "one", "two"}));
@@ -432,14 +440,16 @@ TEST(Rendezvous, KilledMemberIsReportedAndFailsPendingBarrier) {
   ASSERT_TRUE(std::get<wire::Welcome>(welcome).ok);
 
   std::string barrier_error;
-  std::thread waiter([&] { barrier_error = message_of([&] { survivor.barrier("b", 5000ms); }); });
-  std::this_thread::sleep_for(100ms);  // let the barrier reach the server
-  const auto killed_at = Clock::now();
+  std::thread waiter([&] { barrier_error = message_of([&] { survivor.barrier("b", kDeadline); }); });
+  // Not a wait: it lets the barrier usually reach the server before the loss;
+  // if the loss comes first the barrier fails with the same message.
+  std::this_thread::sleep_for(100ms);
   victim.abort();
 
-  const auto event = lost.wait_for(1, 1000ms);
+  // Reported on the closed connection, not on a missed heartbeat: the reason
+  // says which (a time bound would only measure the machine's load).
+  const auto event = lost.wait_for(1, kDeadline);
   ASSERT_TRUE(event.has_value()) << "no MemberLost for rank 1";
-  EXPECT_LT(Clock::now() - killed_at, 1000ms);
   EXPECT_EQ(event->host, "doomed");
   EXPECT_FALSE(event->left_cleanly);
   EXPECT_NE(event->reason.find("connection closed"), std::string::npos) << event->reason;
@@ -482,9 +492,9 @@ TEST(Rendezvous, KilledChildProcessIsReported) {
   const std::uint16_t port = server.port();
   ASSERT_EQ(::write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
   ::close(port_pipe[1]);
-  const auto up = survivor.wait("child/up", 5000ms);
+  const auto up = survivor.wait("child/up", kDeadline);
   EXPECT_EQ(up, "1");
-  const auto event = lost.wait_for(1, 2000ms);
+  const auto event = lost.wait_for(1, kDeadline);
   ASSERT_TRUE(event.has_value()) << "no MemberLost for the killed child";
   EXPECT_FALSE(event->left_cleanly);
   int status = 0;
@@ -492,18 +502,22 @@ TEST(Rendezvous, KilledChildProcessIsReported) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// The live member heartbeats every 50 ms against a timeout of 2 s, 40
+// intervals: a loaded machine may hold its heartbeat thread back for tenths
+// of a second, which a 300 ms timeout would have taken for silence.
 TEST(Rendezvous, SilentMemberIsReportedWithinTheHeartbeatTimeout) {
-  Server server(server_options(300ms));
+  Server server(server_options(2000ms));
   LostLog lost;
   Client alive(client_options(server, 0, 2, 50ms));
   alive.on_member_lost(lost.callback());
   Client mute(client_options(server, 1, 2, 3600s));  // never heartbeats
-  const auto event = lost.wait_for(1, 2000ms);
+  const auto event = lost.wait_for(1, kDeadline);
   ASSERT_TRUE(event.has_value()) << "no MemberLost for the silent rank 1";
-  EXPECT_EQ(event->reason, "no heartbeat for 300 ms");
+  EXPECT_EQ(event->reason, "no heartbeat for 2000 ms");
   EXPECT_FALSE(event->left_cleanly);
-  // The live one is not lost, and still served.
-  std::this_thread::sleep_for(400ms);
+  // The live one is not lost, and still served. Not a wait: more than one
+  // heartbeat timeout passes, in which a wrongly lost member would be reported.
+  std::this_thread::sleep_for(2500ms);
   alive.set("k", "v");
   EXPECT_EQ(alive.get("k"), "v");
   ASSERT_EQ(alive.members().size(), 1u);
@@ -519,7 +533,7 @@ TEST(Rendezvous, LeaveIsReportedAsClean) {
     goes.leave();
     EXPECT_THROW(goes.set("k", "v"), FabricError);
   }
-  const auto event = lost.wait_for(1, 2000ms);
+  const auto event = lost.wait_for(1, kDeadline);
   ASSERT_TRUE(event.has_value());
   EXPECT_TRUE(event->left_cleanly);
   EXPECT_EQ(event->host, "host1");
@@ -532,7 +546,7 @@ TEST(Rendezvous, ClientReportsLostServer) {
   Client client(client_options(*server, 0, 1));
   client.on_member_lost(lost.callback());
   server.reset();
-  const auto event = lost.wait_for(-1, 2000ms);
+  const auto event = lost.wait_for(-1, kDeadline);
   ASSERT_TRUE(event.has_value());
   EXPECT_NE(event->reason.find("connection to rendezvous server lost"), std::string::npos) << event->reason;
   const auto error = message_of([&] { client.get("k"); });
@@ -556,9 +570,9 @@ TEST(Rendezvous, ErrorsNameWhereAndWhy) {
   ClientOptions nobody;
   nobody.server_port = free_port;
   nobody.connect_timeout = 200ms;
-  const auto start = Clock::now();
+  // Gives up (a client that retried forever would hang the test until ctest's
+  // timeout); how fast is not asserted, a loaded machine stretches it.
   const auto connect_error = message_of([&] { Client c(nobody); });
-  EXPECT_LT(Clock::now() - start, 2s);
   EXPECT_NE(connect_error.find("cannot connect"), std::string::npos) << connect_error;
 }
 
@@ -571,10 +585,10 @@ TEST(Rendezvous, ClientWaitsForALateServer) {
   ClientOptions options;
   options.server_port = late_options.port;
   options.token = "secret";
-  options.connect_timeout = 5000ms;
+  options.connect_timeout = kDeadline;
   std::unique_ptr<Server> late;
   std::thread starter([&] {
-    std::this_thread::sleep_for(300ms);
+    std::this_thread::sleep_for(300ms);  // not a wait: the server is late on purpose
     late = std::make_unique<Server>(late_options);
   });
   {

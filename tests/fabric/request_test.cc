@@ -24,7 +24,7 @@ TEST(Request, WaitTimesOutWhilePending) {
 TEST(Request, CompletionFromAnotherThreadWakesWaiter) {
   auto request = std::make_shared<Request>(Request::Kind::kRecv, 1, 7);
   std::thread completer([&] {
-    std::this_thread::sleep_for(10ms);
+    std::this_thread::sleep_for(10ms);  // not a wait: completes, usually, after the wait began
     request->complete(42);
   });
   EXPECT_TRUE(request->wait_for(5s));
@@ -64,7 +64,7 @@ TEST(Request, WaitersWakeOnlyAfterTheCallbacksRan) {
   std::atomic<bool> test_inside{true};
   request->on_done([&](Request& r) {
     test_inside = r.test();
-    std::this_thread::sleep_for(100ms);
+    std::this_thread::sleep_for(100ms);  // not a wait: a slow callback, the subject of the test
     recorded = true;
   });
   std::thread completer([&] { request->complete(3); });

@@ -392,8 +392,12 @@ TEST(ShapedTransport, TenMiBOverHundredMbitTakesPointEightFourSeconds) {
   auto send = group[0].isend(1, 7, out.data(), out.size());
   const double took = seconds_until_done(*recv, start);
   const double expected = 10.0 * (1 << 20) * 8 / 1e8 + 0.002;  // 0.841 s
-  EXPECT_NEAR(took, expected, 0.15 * expected);
-  ASSERT_TRUE(send->wait_for(1s));
+  // Never early: that bound is tight. Late is what a loaded machine does, so
+  // the upper bound only catches a shaper that delays far too much (a ±15%
+  // window measured the host); the exact timing is bench/fabric's.
+  EXPECT_GE(took, 0.97 * expected);
+  EXPECT_LT(took, 3 * expected);
+  ASSERT_TRUE(send->wait_for(30s));
   EXPECT_EQ(send->bytes(), bytes);
   EXPECT_EQ(recv->bytes(), bytes);
   EXPECT_EQ(in, out);
@@ -448,34 +452,38 @@ TEST(ShapedTransport, JitterNeverReordersMessagesToOnePeer) {
   EXPECT_EQ(in, out);  // receives are matched in posting order per tag
 }
 
+// Latencies of a second and more, so that each upper bound sits far from
+// the duration that would be wrong and a loaded machine's delays (tenths of a
+// second) cannot reach it; the lower bounds are tight (the shaper never
+// delivers early).
 TEST(ShapedTransport, ScheduleChangeAppliesToSendsQueuedAfterIt) {
-  Group group(2, parse_shaper_config("default lat=1ms\nat 300ms default lat=150ms\n", "test"));
+  Group group(2, parse_shaper_config("default lat=1ms\nat 300ms default lat=1s\n", "test"));
   const auto created = Clock::now();
   char a = 'a', b = 'b', got_a = 0, got_b = 0;
   auto recv_a = group[1].irecv(0, 0, &got_a, 1);
   auto t0 = Clock::now();
   group[0].isend(1, 0, &a, 1);
-  EXPECT_LT(seconds_until_done(*recv_a, t0), 0.1);
-  std::this_thread::sleep_until(created + 350ms);
+  EXPECT_LT(seconds_until_done(*recv_a, t0), 0.5);
+  std::this_thread::sleep_until(created + 350ms);  // not a wait: the schedule changes at 300 ms
   auto recv_b = group[1].irecv(0, 0, &got_b, 1);
   t0 = Clock::now();
   group[0].isend(1, 0, &b, 1);
   const double took = seconds_until_done(*recv_b, t0);
-  EXPECT_GE(took, 0.145);
-  EXPECT_LT(took, 0.3);
+  EXPECT_GE(took, 0.995);
+  EXPECT_LT(took, 2.0) << "the latency was applied twice";
   EXPECT_EQ(got_b, 'b');
 }
 
 TEST(ShapedTransport, EdgeOverrideAppliesOnlyToItsEdge) {
-  Group group(3, parse_shaper_config("default lat=1ms\nedge 0 2 lat=200ms\nedge 1->0 lat=300ms\n", "test"));
+  Group group(3, parse_shaper_config("default lat=1ms\nedge 0 2 lat=2s\nedge 1->0 lat=3s\n", "test"));
   char x = 'x', to1 = 0, to2 = 0;
   auto recv1 = group[1].irecv(0, 0, &to1, 1);
   auto recv2 = group[2].irecv(0, 0, &to2, 1);
   const auto start = Clock::now();
   group[0].isend(2, 0, &x, 1);
   group[0].isend(1, 0, &x, 1);  // 0->1: the directed 1->0 override does not apply
-  EXPECT_LT(seconds_until_done(*recv1, start), 0.1);
-  EXPECT_GE(seconds_until_done(*recv2, start), 0.195);
+  EXPECT_LT(seconds_until_done(*recv1, start), 1.0);
+  EXPECT_GE(seconds_until_done(*recv2, start), 1.995);
 }
 
 TEST(ShapedTransport, FailPeerFailsQueuedSendsPromptlyAndForwards) {
@@ -484,12 +492,14 @@ TEST(ShapedTransport, FailPeerFailsQueuedSendsPromptlyAndForwards) {
   auto queued = group[0].isend(1, 0, &x, 1);
   auto other = group[0].isend(2, 0, &x, 1);
   auto inner_recv = group[0].irecv(1, 0, &y, 1);  // passes through to the inner transport
-  std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(20ms);              // not a wait: the send is still queued (10 s latency) after it
   EXPECT_FALSE(queued->test());
+  // Promptly: well before the 10 s latency would have sent it; a bound close
+  // to the real duration would measure the machine's load instead.
   const auto start = Clock::now();
   group[0].fail_peer(1, std::make_exception_ptr(PeerError(1, "hostb", "heartbeat lost")));
-  EXPECT_THROW(queued->wait_for(1s), PeerError);
-  EXPECT_LT(Seconds(Clock::now() - start).count(), 0.2);
+  EXPECT_THROW(queued->wait_for(5s), PeerError);
+  EXPECT_LT(Seconds(Clock::now() - start).count(), 5.0);
   try {
     inner_recv->wait_for(1s);
     FAIL() << "the receive should have failed";
@@ -522,7 +532,7 @@ TEST(ShapedTransport, DestructionIsPromptAndFailsQueuedSends) {
   auto queued = (*group)[0].isend(1, 3, &x, 1);
   const auto start = Clock::now();
   group->endpoints[0].reset();
-  EXPECT_LT(Seconds(Clock::now() - start).count(), 0.5);
+  EXPECT_LT(Seconds(Clock::now() - start).count(), 5.0);  // half the latency: it did not wait for the send
   ASSERT_TRUE(queued->test());
   try {
     queued->wait_for(0s);
@@ -533,13 +543,17 @@ TEST(ShapedTransport, DestructionIsPromptAndFailsQueuedSends) {
 }
 
 TEST(ShapedTransport, SendsToSelfAndZeroBytesWork) {
+  {
+    // Not shaped: done long before the 60 s latency a shaped send would
+    // take, however loaded the machine (no bound near the real duration).
+    Group slow(1, flag("lat=60s"));
+    char x = 'x', y = 0;
+    auto self_recv = slow[0].irecv(0, 9, &y, 1);
+    slow[0].isend(0, 9, &x, 1);
+    EXPECT_TRUE(self_recv->wait_for(30s)) << "a send to self was shaped";
+    EXPECT_EQ(y, 'x');
+  }
   Group group(2, flag("lat=20ms,bw=1mbit"));
-  char x = 'x', y = 0;
-  auto self_recv = group[0].irecv(0, 9, &y, 1);
-  const auto start = Clock::now();
-  group[0].isend(0, 9, &x, 1);
-  EXPECT_LT(seconds_until_done(*self_recv, start), 0.015);  // not shaped
-  EXPECT_EQ(y, 'x');
   auto empty_recv = group[1].irecv(0, 9, nullptr, 0);
   const auto t0 = Clock::now();
   group[0].isend(1, 9, nullptr, 0);

@@ -207,7 +207,9 @@ TEST(InProcess, AdpsgdKeepsAveragingWithARankThatFinishedEarly) {
     algos[0]->finish(x[0]);  // returns once the others have finished too
   });
   ASSERT_TRUE(wait_for([&] { return algos[0]->stats().rounds == kEarlySteps; }, 20s));
-  std::this_thread::sleep_for(200ms);  // the subject: its BYE arrives before the others step
+  // Not a wait, the subject: its BYE usually arrives before the others step
+  // (no interface shows it arriving); the checks below hold in either order.
+  std::this_thread::sleep_for(200ms);
   const auto served_by_then = algos[0]->stats().served;
   std::vector<std::future<void>> late;
   for (int r = 1; r < kRanks; ++r)
@@ -489,7 +491,7 @@ TEST(InProcess, AMalformedReceiptLeavesTheSendTimeAlone) {
         samples = a->take_transfer_samples();
         return !samples.empty();
       },
-      5s, 10ms);
+      30s, 10ms);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].receiver_seconds, -1);
   EXPECT_GT(samples[0].bytes, 0);
@@ -531,19 +533,20 @@ TEST(InProcess, DeadPeerSurfacesFromStepNamingIt) {
 }
 
 // The same stall with receipts on (two-stage wait): it surfaces within
-// about one timeout, naming the peer, and the send whose receipt can no
-// longer come leaves no sample.
+// one timeout, not two, naming the peer, and the send whose receipt can no
+// longer come leaves no sample. A 5 s timeout and a bound of 9 s leave 4 s
+// for a loaded machine's delays on either side (2 s and 3 s left one).
 TEST(InProcess, DeadPeerWithReceiptsSurfacesWithinOneTimeout) {
   auto c = make_cluster(2);
   auto topo = gossip::make_topology({.kind = "complete", .nodes = 2});
   AlgorithmOptions o;
-  o.timeout_s = 2;
+  o.timeout_s = 5;
   o.overlap = false;
   o.receipts = true;
   auto a = gossip::make_algorithm("dpsgd", o, *c.comms[0], topo.get());
   std::vector<float> x(8, 1.0f);
   expect_stall_of_rank1(
-      *a, [&] { a->step(x); }, 3s);
+      *a, [&] { a->step(x); }, 9s);
   EXPECT_TRUE(a->take_transfer_samples().empty());
 }
 

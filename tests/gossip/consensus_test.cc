@@ -211,6 +211,8 @@ TEST_P(Failure, KilledPeerSurfacesAsPeerErrorNamingIt) {
        algorithm == "allreduce" ? "none" : "ring", "--steps", "100000000", "--elements", "1000", "--timeout-s", "20"},
       heartbeat_timeout);
   for (int r = 0; r < kPeers; ++r) ASSERT_TRUE(job.wait_for_output(r, "joined", 60s)) << job.output(r);
+  // Not a wait: the kill usually lands mid-run rather than right after the
+  // group is up; at any time after "joined" the survivors must name it.
   std::this_thread::sleep_for(200ms);
   const int victim = 3;
   job.kill(victim, SIGKILL);

@@ -71,7 +71,9 @@ TEST(ViewGate, StartsAtMostOneMoreRoundWhileAReportIsOut) {
   auto change = blocked.get();  // R = max(5, 5) = 5: takes effect right there
   ASSERT_TRUE(change);
   EXPECT_EQ(change->first_round, 5u);
-  EXPECT_GT(gate.blocked_seconds(), 0.1);
+  // Blocked at all: how long depends on when the async thread got to run
+  // (late on a loaded machine), so no more than that is asserted.
+  EXPECT_GT(gate.blocked_seconds(), 0.0);
 }
 
 TEST(ViewGate, AMemberNotInTheViewIsTold) {
@@ -94,8 +96,9 @@ TEST(ViewGate, ASupersededAgreementIsAbandonedForTheLaterView) {
   ViewGate::Agree agree = [&](const View& v, std::uint64_t report,
                               const std::function<bool()>& abandon) -> std::optional<std::vector<std::uint64_t>> {
     if (v.generation == 1) {
-      while (!abandon()) std::this_thread::sleep_for(5ms);
-      ++abandoned;
+      // abandon() notifies nobody: polled with a deadline, so that a gate that
+      // never abandons fails the test instead of hanging it.
+      if (murmur::testing::wait_for(abandon, 30s)) ++abandoned;
       return std::nullopt;
     }
     return std::vector<std::uint64_t>{report, report};

@@ -115,7 +115,7 @@ TEST(SlowPeer, IsWaitedForNotDeclaredLost) {
     job.kill(2, SIGSTOP);
     std::this_thread::sleep_for(400ms);  // the fault itself: shorter than heartbeat_stale
     job.kill(2, SIGCONT);
-    std::this_thread::sleep_for(100ms);
+    std::this_thread::sleep_for(100ms);  // not a wait: rank 2 runs a little between stops
   }
   auto statuses = job.wait_all(120s);
   for (int r = 0; r < 3; ++r) {
