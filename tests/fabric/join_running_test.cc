@@ -100,6 +100,17 @@ class JoinRunning : public ::testing::TestWithParam<Backend> {
     return o;
   }
 
+  // A job of `size` members, joined together (each join waits for all).
+  std::vector<std::unique_ptr<Group>> start_job(int size) const {
+    std::vector<std::future<std::unique_ptr<Group>>> starting;
+    for (int r = 0; r < size; ++r) {
+      starting.push_back(std::async(std::launch::async, [this, r, size] { return Group::join(options(r, size)); }));
+    }
+    std::vector<std::unique_ptr<Group>> members;
+    for (auto& s : starting) members.push_back(s.get());
+    return members;
+  }
+
   // One message each way between a and b (tags distinct per pair).
   static void exchange(Group& a, Group& b) {
     const Tag tag = 1000 + static_cast<Tag>(a.rank()) * 100 + static_cast<Tag>(b.rank());
@@ -124,12 +135,7 @@ class JoinRunning : public ::testing::TestWithParam<Backend> {
 };
 
 TEST_P(JoinRunning, JoinerGetsNewIdAndTalksWithEveryone) {
-  std::vector<std::future<std::unique_ptr<Group>>> starting;
-  for (int r = 0; r < 3; ++r) {
-    starting.push_back(std::async(std::launch::async, [this, r] { return Group::join(options(r, 3)); }));
-  }
-  std::vector<std::unique_ptr<Group>> members;
-  for (auto& s : starting) members.push_back(s.get());
+  auto members = start_job(3);
   std::vector<std::shared_ptr<ViewLog>> logs;
   for (auto& m : members) logs.push_back(ViewLog::of(*m));
   const std::uint64_t g0 = members[0]->view().generation;
@@ -172,12 +178,7 @@ TEST_P(JoinRunning, JoinerGetsNewIdAndTalksWithEveryone) {
 }
 
 TEST_P(JoinRunning, DifferentSignatureIsRefusedOnBothSides) {
-  std::vector<std::future<std::unique_ptr<Group>>> starting;
-  for (int r = 0; r < 2; ++r) {
-    starting.push_back(std::async(std::launch::async, [this, r] { return Group::join(options(r, 2)); }));
-  }
-  std::vector<std::unique_ptr<Group>> members;
-  for (auto& s : starting) members.push_back(s.get());
+  auto members = start_job(2);
 
   try {
     Group::join_running(options(-1, 0, "build=abc;wire=3;period=2"));
@@ -198,12 +199,7 @@ TEST_P(JoinRunning, DifferentSignatureIsRefusedOnBothSides) {
 // callback still runs. It did, and a Python worker interrupted at that
 // moment jumped into freed memory.
 TEST_P(JoinRunning, ReplacingTheCallbackWaitsForTheRunInProgress) {
-  std::vector<std::future<std::unique_ptr<Group>>> starting;
-  for (int r = 0; r < 2; ++r) {
-    starting.push_back(std::async(std::launch::async, [this, r] { return Group::join(options(r, 2)); }));
-  }
-  std::vector<std::unique_ptr<Group>> members;
-  for (auto& s : starting) members.push_back(s.get());
+  auto members = start_job(2);
 
   std::promise<void> entered;
   std::atomic<bool> first_run{true};
