@@ -5,12 +5,10 @@
 // expects it on its own threads: Python runs its handlers on the main
 // thread only and counts on the C handler interrupting that thread's system
 // calls; a C++ program may wait for it with sigwait. Delivered to one of
-// murmur's threads instead, the handler runs at a moment nobody planned for
-// (a Python worker interrupted as it was expelled from its job crashed so).
-// So every thread murmur starts blocks the asynchronous signals; faults
-// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) stay with the thread that
-// causes them. Threads that libfabric or Asio start from one of these
-// threads inherit the mask.
+// murmur's threads instead, the handler runs on a thread the host does not
+// know, and a sigwait on the host's thread never sees it. So every thread murmur starts blocks the asynchronous
+// signals; faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) stay with the thread that causes them. Threads that
+// libfabric or Asio start from one of these threads inherit the mask.
 //
 // Thread-safe; start_background_thread blocks only while the thread is
 // created.

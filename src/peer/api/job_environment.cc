@@ -81,8 +81,8 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
       break;
     }
   }
-  if (env.rank_source == "SLURM_PROCID/SLURM_NTASKS" && env.world_size > 1 && !lookup("SLURM_STEP_ID") &&
-      !lookup("SLURM_STEPID")) {
+  const bool from_slurm = env.rank_source == "SLURM_PROCID/SLURM_NTASKS";
+  if (from_slurm && env.world_size > 1 && !lookup("SLURM_STEP_ID") && !lookup("SLURM_STEPID")) {
     // sbatch sets SLURM_PROCID=0 and SLURM_NTASKS for the batch script
     // itself: every process started from it would be rank 0 and wait for
     // ranks that never come.
@@ -109,7 +109,7 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
   if (!rendezvous.empty()) {
     std::tie(env.rendezvous_host, env.rendezvous_port) = parse_host_port(rendezvous, rendezvous_source);
     env.rendezvous_source = rendezvous_source;
-  } else if (env.rank_source == "SLURM_PROCID/SLURM_NTASKS" && env.world_size > 1) {
+  } else if (from_slurm && env.world_size > 1) {
     // srun with no launcher of ours: rank 0 serves the rendezvous where
     // every task can compute it (slurm_rendezvous.h).
     if (const auto slurm = slurm_rendezvous(lookup)) {
