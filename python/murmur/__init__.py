@@ -9,9 +9,14 @@ docs/python.md for launchers, the API and what is measured.
 
 import atexit
 
-from ._launch import Launch, resolve_launch
-from ._murmur import Departure, LinkStats, PeerStats, PeerView, partition
-from ._peer import Peer, _close_default, init, peer
+from . import _signals
+
+_signals.keep_handlers_across_load()
+from ._launch import Launch, resolve_launch  # noqa: E402 (after the line above: the C++ runtime loads here)
+from ._murmur import Departure, LinkStats, PeerStats, PeerView, partition  # noqa: E402
+from ._peer import Peer, _close_default, init, peer  # noqa: E402
+
+_signals.reinstall_python_handlers()
 
 __all__ = ["Departure", "Launch", "LinkStats", "Peer", "PeerStats", "PeerView", "init", "partition", "peer",
            "resolve_launch"]

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/libfabric/fi_check.h"
+#include "fabric/libfabric/provider_signal_handlers.h"
 #include "fabric/libfabric/transport.h"
 
 namespace murmur::fabric::libfabric {
@@ -56,6 +57,10 @@ bool is_tcp(const std::string& prov_name) { return prov_name == "net" || prov_na
 // one fabric per interface; asking with node = bind host and FI_SOURCE picks
 // the one that binds there (the loopback fabric for 127.0.0.1).
 InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
+  // Done once at load already (provider_signal_handlers.h); calling it here
+  // also keeps its object file, and so that constructor, in every program
+  // that makes a libfabric endpoint from murmur's static libraries.
+  release_signals_held_by_provider_libraries();
   InfoPtr hints = make_hints(provider);
   fi_info* info = nullptr;
   const std::string host = is_tcp(provider) ? bind_host(options) : std::string();
