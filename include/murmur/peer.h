@@ -226,6 +226,17 @@ class Peer final {
   void flush();   // wait for the round in flight and fold it into the tensors
   void finish();  // leave the gossip; tensors hold this rank's final model
 
+  // For a trainer that stops early (Ctrl-C, an exception in its own code):
+  // marks this rank as leaving so that its destruction leaves the job at
+  // once, without finishing and without the barrier where ranks otherwise
+  // wait for each other to leave. The others drop it from their view
+  // straight away (a departure, as for a failed peer) and go on; they do
+  // not wait for it to time out. Every later call throws std::logic_error
+  // naming `why`. Never blocks; idempotent (the first `why` stays). A rank
+  // that hosts the rendezvous still waits, in the destructor, for the
+  // others to leave it (bounded by timeout_s).
+  void leave_now(const std::string& why);
+
   // Checkpoints: the gossip algorithm's own state and the adaptive
   // scheduler's (docs/resilience.md, "Checkpoints"), as opaque bytes for a
   // checkpoint file; the tensors themselves are the caller's to save. Call

@@ -4,6 +4,7 @@ docs/embedding.md have the full contract; docs/python.md the Python side).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, List, Optional
 
 from . import _murmur
@@ -178,6 +179,14 @@ class Peer:
         # serve the rendezvous (torchrun), does not leave before the others.
         self._peer.close()
 
+    def leave_now(self, why: str) -> None:
+        """For a trainer that stops early: the next close() (or the end of a
+        ``with`` block, or the interpreter's exit) leaves the job at once,
+        without finishing and without waiting for the other ranks, who drop
+        this rank from their view straight away and go on. Later calls raise."""
+        if not self._peer.closed:
+            self._peer.leave_now(why)
+
     @property
     def closed(self) -> bool:
         return self._peer.closed
@@ -185,7 +194,12 @@ class Peer:
     def __enter__(self) -> "Peer":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        # An exception leaving the block (KeyboardInterrupt from Ctrl-C, or
+        # the trainer's own) means this rank will not take another step:
+        # the others must not wait for it at the leave barrier.
+        if exc_type is not None:
+            self.leave_now(f"{exc_type.__name__} in the trainer")
         self.close()
 
     def __repr__(self) -> str:
@@ -220,5 +234,12 @@ def peer() -> Peer:
 
 
 def _close_default() -> None:
-    if _default is not None:
-        _default.close()
+    if _default is None:
+        return
+    # At exit after an uncaught exception (Ctrl-C's KeyboardInterrupt
+    # included) the interpreter has set sys.last_value: leave at once, as
+    # __exit__ does, rather than wait at the barrier for ranks still training.
+    uncaught = getattr(sys, "last_value", None)
+    if uncaught is not None:
+        _default.leave_now(f"{type(uncaught).__name__} in the trainer")
+    _default.close()

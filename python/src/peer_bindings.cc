@@ -130,6 +130,9 @@ void bind_peer(nb::module_& m) {
       .def(nb::init<const PeerConfig&>(), nb::arg("config"), Release(),
            "Joins the job; blocks until every rank has joined or join_timeout_s passes.")
       .def("close", &PeerHandle::close, Release(), "Finishes if needed and leaves the job.")
+      .def(
+          "leave_now", [](PeerHandle& h, const std::string& why) { h.get("leave_now").leave_now(why); }, nb::arg("why"),
+          "Marks this rank as leaving at once (no finish, no barrier); close() then leaves.")
       .def_prop_ro("closed", &PeerHandle::closed)
       .def("rank", [](PeerHandle& h) { return h.get("rank").rank(); })
       .def("world_size", [](PeerHandle& h) { return h.get("world_size").world_size(); })

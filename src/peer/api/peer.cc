@@ -221,12 +221,12 @@ class Peer::Impl {
         peer_log().warn("leaving without the other ranks: {}", e.what());
       }
     } else if (group_) {
-      // A failed peer leaves at once. The others are not coming to the
+      // A failed peer, or one told to leave_now(), leaves at once. The others are not coming to the
       // barrier: they wait in rounds for this one, which heartbeats, so
       // they would be held until the failure ceiling (60 s by default;
       // seen in chaos runs) before expelling it. Its leave makes a view
       // without it now; what they still read from it fails and is excused.
-      peer_log().warn("leaving at once after a failure; the others go on without this rank");
+      peer_log().warn("leaving at once; the others go on without this rank");
     }
     group_.reset();
     if (server_) {
@@ -272,6 +272,13 @@ class Peer::Impl {
       failed_ = std::current_exception();
       throw;
     }
+  }
+
+  void leave_now(const std::string& why) {
+    if (failed_) return;
+    peer_log().warn("rank {} leaves the job now: {}", env_.rank, why);
+    failed_ = std::make_exception_ptr(
+        std::logic_error("murmur::Peer: rank " + std::to_string(env_.rank) + " left the job: " + why));
   }
 
   void step() {
@@ -684,6 +691,7 @@ void Peer::flush() {
 void Peer::finish() {
   impl_->guarded([&] { impl_->finish(); });
 }
+void Peer::leave_now(const std::string& why) { impl_->leave_now(why); }
 void Peer::average(float* data, std::size_t count, MemoryKind kind) {
   impl_->guarded([&] { impl_->average(data, count, kind); });
 }
