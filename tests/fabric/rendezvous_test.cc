@@ -504,11 +504,17 @@ TEST(Rendezvous, KilledChildProcessIsReported) {
 
 // The live member heartbeats every 50 ms against a timeout of 2 s, 40
 // intervals: a loaded machine may hold its heartbeat thread back for tenths
-// of a second, which a 300 ms timeout would have taken for silence.
+// of a second, which a 300 ms timeout would have taken for silence. The
+// same holds the other way: the client's own deadline for the server's
+// answers (heartbeat_stale, 6 intervals by default: 300 ms here) is set as
+// long, or a load spike makes the live member drop the server (seen at a
+// load average of 22: "no answer to heartbeats for 300 ms").
 TEST(Rendezvous, SilentMemberIsReportedWithinTheHeartbeatTimeout) {
   Server server(server_options(2000ms));
   LostLog lost;
-  Client alive(client_options(server, 0, 2, 50ms));
+  ClientOptions alive_options = client_options(server, 0, 2, 50ms);
+  alive_options.heartbeat_stale = 2000ms;
+  Client alive(alive_options);
   alive.on_member_lost(lost.callback());
   Client mute(client_options(server, 1, 2, 3600s));  // never heartbeats
   const auto event = lost.wait_for(1, kDeadline);
