@@ -169,6 +169,26 @@ TEST(PaperMethods, ByteSchedulerOverAllReducePaysPerRoundNotPerPartition) {
   EXPECT_GT(p.iteration_s, rounds_s);
 }
 
+TEST(PaperMethods, AByteSchedulerRoundWaitsForEveryRemoteRank) {
+  // Horovod's coordinator hears from each rank on another node, one small
+  // message after another, before it answers a round. With rounds far
+  // costlier than their transfers, the host stage sets the pace, and 16 GPUs
+  // (12 remote ranks) take 8 messages per round longer than 8 GPUs (4).
+  const ModelProfile profile = builtin_profile("bert-large");
+  PaperConstants k = calibrated_constants();
+  k.bytescheduler_round_s = 20e-3;
+  StackOnNetwork& ib = k.networks.at("100gb-ib-rdma");
+  ib.ring_step_s = 100e-6;
+  double rounds = 0;
+  for (const LayerProfile& layer : profile.layers)
+    rounds += std::ceil(static_cast<double>(layer.parameters) * profile.bytes_per_parameter / 16e6);
+  auto iteration = [&](int gpus) {
+    return predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, cluster(gpus, "100gb-ib-rdma"), k).iteration_s;
+  };
+  const double expected = rounds * 8 * ib.ring_step_s;
+  EXPECT_NEAR(iteration(16) - iteration(8), expected, 0.05 * expected);
+}
+
 TEST(PaperMethods, FasterNetworksNeverSlowAMethodDown) {
   const ModelProfile profile = builtin_profile("bert-base");
   for (PaperMethod m : paper_methods()) {

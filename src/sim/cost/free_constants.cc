@@ -119,9 +119,10 @@ std::vector<FreeConstant> shipped_free_constants() {
                             0.5e-3,
                             5e-3,
                             "negotiation round (one tensor's partitions up to the 16 MB credit)",
-                            "Horovod's background loop: a cycle (HOROVOD_CYCLE_TIME; operations.cc sets 5 ms, 1 ms in "
-                            "other releases) gathers the ready "
-                            "names from every rank and launches them; ByteScheduler releases one round at a time"};
+                            "Horovod's background loop: a cycle of at most HOROVOD_CYCLE_TIME, 5 ms in the Horovod "
+                            "0.16 that ByteScheduler's PyTorch image builds (1 ms from v0.21.0, #2468), launches what "
+                            "is ready; ByteScheduler releases one round at a time. The coordinator's gather from the "
+                            "remote ranks is charged apart (paper_methods.cc, CostModel::gather_s)"};
   c[kOverlapShare] = {"overlap_share",
                       0.8,
                       0.5,

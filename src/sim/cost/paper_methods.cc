@@ -45,6 +45,7 @@ class CostModel {
   CostModel(const ClusterSpec& cluster, const PaperConstants& constants, bool parameter_server)
       : n_(cluster.gpus),
         k_(cluster.nodes()),
+        remote_ranks_(cluster.gpus - std::min(cluster.gpus, cluster.gpus_per_node)),
         constants_(constants),
         parameter_server_(parameter_server),
         murmur_(cluster.stack == Stack::kMurmur) {
@@ -132,9 +133,16 @@ class CostModel {
   // window).
   double message_s() const { return k_ > 1 ? stack_.ring_step_s : intra_.latency_s; }
 
+  // Horovod's coordinator (rank 0) gathering one small message from every
+  // rank before it answers a negotiation round: the remote ranks' messages
+  // reach it one after another, each a small message across the network
+  // (its ranks on the same node answer over shared memory, ~1 us, left out).
+  double gather_s() const { return remote_ranks_ * stack_.ring_step_s; }
+
  private:
   const int n_;
   const int k_;
+  const int remote_ranks_;  // ranks on other nodes than rank 0
   const PaperConstants& constants_;
   const bool parameter_server_;
   const bool murmur_;
@@ -216,6 +224,11 @@ void add_merged_units(PipelineSpec& spec, const CostModel& cost, const std::vect
 // Horovod's background thread: serial, but pipelined with the transfers
 // of earlier rounds (the host stage). That cost is per round, not per
 // partition (the rounds batch a tensor's partitions) nor per byte.
+// A round also waits for Horovod's coordinator to hear from every rank
+// (CostModel::gather_s): a cost that grows with the ranks, not the model.
+// Horovod alone negotiates once per 5 ms cycle for every tensor ready by
+// then, off the wire's critical path; ByteScheduler releases a round only
+// when the credit frees, so each round's gather is on it.
 // Parameter servers need no agreement (a server sums what arrives), so
 // ByteScheduler-PS pays only BytePS's per-partition handling.
 void add_bytescheduler_units(PipelineSpec& spec, const CostModel& cost, const std::vector<ReadyTensor>& tensors,
@@ -225,7 +238,7 @@ void add_bytescheduler_units(PipelineSpec& spec, const CostModel& cost, const st
   // announces each window in one small message, and the trainer updates
   // the whole model after the round (no per-layer start of the next
   // forward).
-  const double round_s = cost.murmur() ? cost.message_s() : constants.bytescheduler_round_s;
+  const double round_s = cost.murmur() ? cost.message_s() : constants.bytescheduler_round_s + cost.gather_s();
   for (const ReadyTensor& t : tensors) {
     const std::vector<double> parts = partitions(t.bytes, kByteSchedulerPartitionBytes);
     for (std::size_t i = 0; i < parts.size(); ++i) {
