@@ -228,6 +228,14 @@ TEST(CompressorSpec, ParsedOnce) {
   EXPECT_THROW(parse_compressor_spec("topk:2"), BadCompressorSpec);
   EXPECT_THROW(parse_compressor_spec("fp16:1"), BadCompressorSpec);
   EXPECT_THROW(parse_compressor_spec("zip"), BadCompressorSpec);
+  // An unknown name is called unknown, not a kind missing its argument.
+  try {
+    parse_compressor_spec("none");
+    ADD_FAILURE() << "'none' parsed";
+  } catch (const BadCompressorSpec& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown compressor 'none'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_compressor_spec("topk"), BadCompressorSpec);
   // The spec and the text build the same compressor.
   EXPECT_EQ(make_compressor(topk, Feedback::kNone)->name(), make_compressor("topk:0.01", Feedback::kNone)->name());
 }

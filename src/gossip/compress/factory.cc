@@ -54,13 +54,16 @@ CompressorSpec parse_spec(std::string_view spec) {
   if (kind == "fp16") return no_arg(Kind::kFp16);
   if (kind == "bf16") return no_arg(Kind::kBf16);
   if (kind == "sign") return no_arg(Kind::kSign);
+  // An unknown name is named as such first: "none" is not a kind that
+  // lacks its argument.
+  if (kind != "qsgd" && kind != "topk" && kind != "randk" && kind != "powersgd")
+    bad(spec, "unknown compressor '" + std::string(kind) + "'");
   need_arg();
   if (kind == "qsgd")
     return {.kind = Kind::kQsgd, .param = parse_int(spec, arg, 1, kernels::kQsgdMaxLevels, "level count")};
   if (kind == "topk") return {.kind = Kind::kTopk, .ratio = parse_ratio(spec, arg)};
   if (kind == "randk") return {.kind = Kind::kRandk, .ratio = parse_ratio(spec, arg)};
-  if (kind == "powersgd") return {.kind = Kind::kPowersgd, .param = parse_int(spec, arg, 1, 64, "rank")};
-  bad(spec, "unknown compressor '" + std::string(kind) + "'");
+  return {.kind = Kind::kPowersgd, .param = parse_int(spec, arg, 1, 64, "rank")};
 }
 
 std::unique_ptr<Compressor> make_bare(const CompressorSpec& spec) {
