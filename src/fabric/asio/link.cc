@@ -75,7 +75,7 @@ void Link::post_send(RequestPtr request, const void* data, std::size_t bytes) {
 void Link::start_write() {
   if (writing_ || error_ || !socket_ || sends_.empty()) return;
   SendOp& op = sends_.front();
-  const std::size_t chunk = std::min({op.bytes - op.offset, chunk_bytes_, wire::kSendFrameBytes});
+  const std::size_t chunk = std::min(op.bytes - op.offset, chunk_bytes_);
   wire::FrameHeader header;
   header.tag = op.request->tag();
   header.total = op.bytes;

@@ -14,11 +14,10 @@
 //   magic u32 "MRMF" | version u16 | flags u16 | tag u64 | total u64 |
 //   offset u64 | chunk u64 | payload_hash u64 | header_hash u64
 // Every frame carries its own payload hash (checksum_payload of its chunk),
-// so the receiver checks each chunk right after it lands, while it is still
-// in cache, and a sender never needs a pass over the whole message before
-// the first byte leaves; this side sends frames of at most kSendFrameBytes
-// for that reason. header_hash (hash64) covers the 48 bytes before it, so
-// lengths and offsets are trusted only once it matches.
+// so the receiver checks each chunk right after it lands, and a sender never
+// needs a pass over the whole message before the first byte leaves.
+// header_hash (hash64) covers the 48 bytes before it, so lengths and offsets
+// are trusted only once it matches.
 //
 // Everything here is pure and thread-compatible.
 #pragma once
@@ -43,10 +42,6 @@ inline constexpr std::uint16_t kHandshakeProvesToken = 1;  // handshake flag
 // Limits on what a peer may announce (its chunk_bytes may differ from ours).
 inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 30;
 inline constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 40;
-// The most payload bytes this side puts in one frame, whatever its chunk
-// size: the sender hashes a frame and the kernel copies it out while it is
-// in cache, and so does the receiver after it lands (docs/fabric-performance.md).
-inline constexpr std::size_t kSendFrameBytes = std::size_t{256} << 10;
 
 // 64-bit non-cryptographic checksum: XXH64 from libxxhash, the same value
 // as xxHash's reference and `xxhsum -H64` (seed 0) on every host.
