@@ -151,7 +151,7 @@ bool rdma_device_listed() {
 // receive is posted first; one that arrives unexpected is held by rxm, as
 // before, so it neither blocks later messages on other tags nor is lost
 // when its sender closes (the native provider "net" does both: endpoint
-// comments below and docs/fabric-performance.md). verbs keeps rxm's
+// comments above and docs/fabric-performance.md). verbs keeps rxm's
 // defaults and rendezvous, where the read is a zero-copy RDMA read (the
 // same stale-request hazard may exist there; no RDMA device here to show
 // it). rxm reads the variables once, when libfabric first initialises its
