@@ -105,7 +105,7 @@ int asio_mode(const std::string& host, const std::string& port, int rank, int ta
   wire::FrameHeader frame;
   frame.tag = 7;
   frame.total = frame.chunk = payload.size();
-  frame.payload_hash = wire::hash64(payload.data(), payload.size());
+  frame.payload_hash = wire::checksum_payload(payload.data(), payload.size());
   const auto header = wire::encode_frame(frame);
   net::write(socket, net::buffer(header), ec);
   net::write(socket, net::buffer(payload), ec);

@@ -37,7 +37,7 @@ void fix_checksums(std::vector<unsigned char>& s) {
     std::memcpy(&chunk, h + 32, 8);
     const std::size_t left = s.size() - pos - wire::kFrameHeaderBytes;
     if (chunk <= left) {
-      const std::uint64_t payload = wire::hash64(h + wire::kFrameHeaderBytes, chunk);
+      const std::uint64_t payload = wire::checksum_payload(h + wire::kFrameHeaderBytes, chunk);
       std::memcpy(h + 40, &payload, 8);
     }
     const std::uint64_t header = wire::hash64(h, 48);

@@ -83,7 +83,7 @@ void asio() {
                              .total = payload.size(),
                              .offset = 0,
                              .chunk = payload.size(),
-                             .payload_hash = awire::hash64(payload.data(), payload.size())};
+                             .payload_hash = awire::checksum_payload(payload.data(), payload.size())};
   Bytes header{0};
   append(header, awire::encode_frame(h));
   write("asio_header", "frame", header);
@@ -100,7 +100,7 @@ void asio() {
                                         .total = whole.size(),
                                         .offset = offset,
                                         .chunk = part.size(),
-                                        .payload_hash = awire::hash64(part.data(), part.size())}));
+                                        .payload_hash = awire::checksum_payload(part.data(), part.size())}));
     append(stream, part);
   };
   frame(1, payload, 0, payload.size());

@@ -81,7 +81,7 @@ void Link::start_write() {
   header.total = op.bytes;
   header.offset = op.offset;
   header.chunk = chunk;
-  header.payload_hash = wire::hash64(op.data + op.offset, chunk);
+  header.payload_hash = wire::checksum_payload(op.data + op.offset, chunk);
   send_header_ = wire::encode_frame(header);
   writing_ = true;
   const std::array<net::const_buffer, 2> buffers = {net::buffer(send_header_), net::buffer(op.data + op.offset, chunk)};
@@ -233,7 +233,7 @@ void Link::on_payload(const boost::system::error_code& ec, std::uint64_t chunk, 
     landed = incoming_.target + incoming_.next_offset;
   }
   if (incoming_.request || incoming_.discard) incoming_.temp.reset();
-  if (wire::hash64(landed, chunk) != payload_hash) {
+  if (wire::checksum_payload(landed, chunk) != payload_hash) {
     return fail_link("bad message: payload checksum mismatch in tag " + std::to_string(incoming_.tag) + " at offset " +
                      std::to_string(incoming_.next_offset) + " (" + std::to_string(chunk) + " bytes)");
   }

@@ -5,6 +5,12 @@
 
 #include <fmt/format.h>
 #include <xxhash.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xxh_x86dispatch.h>
+#define MURMUR_XXH3_64 XXH3_64bits_dispatch
+#else
+#define MURMUR_XXH3_64 XXH3_64bits
+#endif
 
 namespace murmur::fabric::asio::wire {
 namespace {
@@ -38,6 +44,8 @@ void store16(unsigned char* p, std::uint16_t v) {
 }  // namespace
 
 std::uint64_t hash64(const void* data, std::size_t bytes, std::uint64_t seed) { return XXH64(data, bytes, seed); }
+
+std::uint64_t checksum_payload(const void* data, std::size_t bytes) { return MURMUR_XXH3_64(data, bytes); }
 
 FrameBytes encode_frame(const FrameHeader& header) {
   FrameBytes b{};

@@ -89,12 +89,22 @@ InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
 // message nobody asked for yet in the kernel's socket buffer, as a socket
 // does: 0.95-1.2 of a loopback socket where tcp;ofi_rxm, which copies every
 // byte twice more through its bounce buffers, reached 0.33-0.7
-// (docs/fabric-performance.md). It is not the default for "tcp" because a
-// message that reached a receiver whose sender then closed the connection,
-// before a receive was posted for it, is dropped (the receive fails with
-// FI_ENOTCONN) where rxm delivers it: a peer that sends its last message and
-// exits can lose it (PeerJob.ALayoutMismatchFailsEveryRankNamingTheRank
-// failed 1 run in 4 to 12 with it).
+// (docs/fabric-performance.md; tuned rxm now matches it). It is not the
+// default for "tcp" because, in 1.17:
+//  - a message that reached a receiver whose sender then closed the
+//    connection, before a receive was posted for it, is dropped (the
+//    receive fails with FI_ENOTCONN, or never completes) where rxm delivers
+//    it: a peer that sends its last message and exits can lose it
+//    (PeerJob.ALayoutMismatchFailsEveryRankNamingTheRank failed 1 run in 4
+//    to 12 with it). Sends with FI_DELIVERY_COMPLETE do not cure it: net
+//    acknowledges a small unexpected message as soon as it keeps it aside
+//    in its own memory (FI_NET_MAX_SAVED, default 4), which it frees when
+//    the connection closes; with FI_NET_MAX_SAVED=0 they do, but then
+//  - an unclaimed message stops net reading its connection, so a later
+//    message on another tag waits for it (already beyond 4 unclaimed
+//    messages with the default): tags are not independent, which the
+//    transport's contract assumes (AnUnclaimedMessageDoesNotHoldUpAnotherTag
+//    fails on net, with FI_NET_MAX_SAVED 0 or 4; 2026-12-02).
 InfoPtr get_info_for(const TransportOptions& options, const std::string& provider) {
   InfoPtr info = get_info(options, provider);
   if (provider == "net") {
@@ -130,29 +140,33 @@ bool rdma_device_listed() {
   return !ec && it != std::filesystem::directory_iterator();
 }
 
-// Over tcp every chunk goes as segmented eager sends (SAR), never by rxm's
-// rendezvous protocol. libfabric 1.17's rxm closes a connection whose peer
-// has gone (its msg endpoint set to NULL) but keeps that peer's unexpected
-// rendezvous requests; a receive posted afterwards matches one and reads on
-// the NULL endpoint: SIGSEGV inside fi_trecv (reproduced by the test
-// AMessageFromAClosedPeerIsReceivedOrFailsCleanly). SAR segments are plain
-// sends, copied out of rxm's own buffers. The price is bandwidth: 4 MiB
-// chunks reach 0.33-0.54 of loopback TCP instead of 0.74-0.86 with
-// rendezvous (docs/fabric-performance.md).
-// The SAR limit is raised to the chunk size so that no chunk exceeds it; it
-// alone is not enough: with dynamic receive buffers on (1.17's default) rxm
-// lowers the SAR limit to the eager limit (16 KiB), so they are turned off
-// too. verbs keeps rendezvous, where the read is a
-// zero-copy RDMA read (the same stale-request hazard may exist there; no
-// RDMA device here to show it). rxm reads the variables once, when
-// libfabric first initialises its providers, so this runs before any other
-// libfabric call; a value the user set is left alone. Every process of a job
-// runs this code, so all agree (rxm refuses peers whose limits differ).
+// Over tcp every chunk is one eager message of rxm: FI_OFI_RXM_EAGER_LIMIT
+// is raised to the chunk size, so no chunk goes by rxm's segmented (SAR) or
+// rendezvous protocols. Why not rendezvous: libfabric 1.17's rxm closes a
+// connection whose peer has gone (its msg endpoint set to NULL) but keeps
+// that peer's unexpected rendezvous requests; a receive posted afterwards
+// matches one and reads on the NULL endpoint: SIGSEGV inside fi_trecv
+// (reproduced by the test AMessageFromAClosedPeerIsReceivedOrFailsCleanly).
+// Why not SAR (murmur's setting until 2026-12-02): its segments are copied
+// through rxm's 16 KiB bounce buffers on both sides, and reached 0.2-0.5 of
+// a loopback socket. An eager message of any size, with rxm's defaults
+// "direct send" (the sender hands the user buffer to tcp) and "dynamic
+// receive buffers" (tcp reads the header, rxm matches it, and the payload
+// lands straight in the posted buffer), makes no copy of its own when the
+// receive is posted first; one that arrives unexpected is held by rxm, as
+// before, so it neither blocks later messages on other tags nor is lost
+// when its sender closes (the native provider "net" does both: endpoint
+// comments above and docs/fabric-performance.md). verbs keeps rxm's
+// defaults and rendezvous, where the read is a zero-copy RDMA read (the
+// same stale-request hazard may exist there; no RDMA device here to show
+// it). rxm reads the variables once, when libfabric first initialises its
+// providers, so this runs before any other libfabric call; a value the user
+// set is left alone. Every process of a job runs this code, so all agree
+// (rxm refuses peers whose limits differ).
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
   const bool tcp = is_tcp(asked) || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
   if (!tcp) return;
-  ::setenv("FI_OFI_RXM_SAR_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
-  ::setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_EAGER_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
 }
 
 // "murmur-<pid>-<64 random bits>" (common/host.h): unique across processes
