@@ -124,6 +124,25 @@ TEST(SlowPeer, IsWaitedForNotDeclaredLost) {
   }
 }
 
+// A rank that is alive but does not come to a collective (a program whose
+// ranks do not make the same collectives, or one far slower there) is
+// named in the error of the ranks that waited for it, once the timeout
+// passes: which rank, which collective, and the usual cause. (The error
+// was the last 200 ms wait's: a rendezvous key "timed out after 199 ms".)
+TEST(Collectives, ARankThatDoesNotComeIsNamedAfterTheTimeout) {
+  testing::LocalJob job(
+      "tests/peer/resilience_test_peer", 3,
+      {"--algorithm", "dpsgd", "--steps", "40", "--mean-every", "20", "--timeout", "2", "--late-mean-rank", "1"});
+  auto statuses = job.wait_all(120s);
+  for (int r : {0, 2}) {
+    EXPECT_FALSE(exited_ok(statuses[r])) << job.output(r);
+    const std::string error = last_value(job.output(r), "error");
+    EXPECT_NE(error.find("average(): rank 1 ("), std::string::npos) << job.output(r);
+    EXPECT_NE(error.find("did not take part within 2 s"), std::string::npos) << job.output(r);
+    for (const char* present : {"rank 0 (", "rank 2 ("}) EXPECT_EQ(error.find(present), std::string::npos) << error;
+  }
+}
+
 // Scenario 4 at small scale: the rendezvous is lost after start, then a
 // peer; the standby takes over and the survivors still agree on a view.
 TEST(LostRendezvous, ThenAPeerTheSurvivorsStillChangeView) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/errors.h"
 #include "fabric/group.h"
 #include "gossip/algorithm/view.h"
 
@@ -73,6 +74,10 @@ class ScalarGather {
   void publish(std::uint64_t sequence, const gossip::View& view, std::span<const double> values);
   // Whether a member of `view` that has not published is outside `next`.
   bool blocked_by_lost(std::uint64_t sequence, const gossip::View& view, const gossip::View& next) const;
+  // After the timeout: a FabricError naming the members of `view` that
+  // have not published, and `last`'s message.
+  [[noreturn]] void throw_missing(std::uint64_t sequence, const gossip::View& view, const std::string& what,
+                                  const fabric::FabricError& last) const;
   std::vector<std::vector<double>> parse(const std::vector<std::string>& replies, const gossip::View& view,
                                          std::size_t count, const std::string& what) const;
 
