@@ -19,7 +19,8 @@
 // the next view (it can no longer publish: the membership service refuses
 // writes from non-members), so every member ends with the same view and the
 // same values (the store keeps them).
-// Blocking: until every member's value is there, or `timeout` (FabricError).
+// Blocking: until every member's value is there, or `timeout` (FabricError
+// naming the members that did not publish).
 // Thread safety: one caller thread (the sequence number is not shared).
 #pragma once
 
