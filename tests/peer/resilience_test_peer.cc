@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1, port = 0, steps = 300, mean_every = 0;
   std::string token, algorithm = "dpsgd", topology = "exponential", compressor = "identity";
   double compute_ms = 5, floor_s = 1, timeout_s = 30;
-  int late_mean_rank = -1;
+  int absent_mean_rank = -1;
   bool join = false, mean_at_joins = false;
   CLI::App app{"resilience test peer"};
   app.add_option("--rank", rank);
@@ -57,8 +57,9 @@ int main(int argc, char** argv) {
   app.add_option("--lost-peer-floor", floor_s);
   app.add_option("--mean-every", mean_every);
   app.add_option("--timeout", timeout_s);
-  app.add_option("--late-mean-rank", late_mean_rank,
-                 "this rank comes to each --mean-every collective 2 x --timeout late (alive, heartbeating)");
+  app.add_option("--absent-mean-rank", absent_mean_rank,
+                 "this rank stops before its first --mean-every collective and sleeps until killed (alive, "
+                 "heartbeating): a program whose ranks do not make the same collectives");
   app.add_flag("--join", join);
   app.add_flag("--mean-at-joins", mean_at_joins, "a collective after every step at which a view admitted members");
   bool host_rendezvous = false;
@@ -101,7 +102,10 @@ int main(int argc, char** argv) {
     auto after_step = [&](int s) {
       if (s % 20 == 0) std::printf("step %d\n", s);
       if (mean_every > 0 && (s + 1) % mean_every == 0) {
-        if (rank == late_mean_rank) std::this_thread::sleep_for(std::chrono::duration<double>(2 * timeout_s));
+        if (rank == absent_mean_rank) {
+          std::printf("absent from mean %d\n", s);
+          for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));  // the test kills it
+        }
         std::printf("mean %d %.9g\n", s, peer.average(static_cast<double>(s)));
       }
       if (mean_at_joins && admitted_members) {
