@@ -112,9 +112,11 @@ void ScalarGather::throw_missing(std::uint64_t sequence, const gossip::View& vie
     missing +=
         (missing.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " (" + group_.peers()[r].host + ")";
   }
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(timeout_.count()) / 1000);
   throw fabric::FabricError(what + ": " + (missing.empty() ? "some member" : missing) + " did not take part within " +
-                            std::to_string(timeout_.count() / 1000) + " s (collective " + std::to_string(sequence) +
-                            " over membership view " + std::to_string(view.generation) +
+                            seconds + " s (collective " + std::to_string(sequence) + " over membership view " +
+                            std::to_string(view.generation) +
                             "). Every member must make the same collectives in the same order; a member that "
                             "joined makes those of the step its first step() stood for (murmur/peer.h, "
                             "PeerConfig::join). Last wait: " +
