@@ -136,12 +136,21 @@ struct PeerConfig : GossipOptions {
   // MURMUR_RESTART_COUNT > 0 (murmur-run --join, --on-failure restart). The
   // first step() blocks until the job admits this peer, then overwrites the
   // registered tensors with a live member's (its sponsor's) and starts the
-  // round every member starts with the view that admits it.
+  // round every member starts with the view that admits it. That first
+  // step() is the members' step in progress when the view took effect (the
+  // one whose join_state() arrives): after it returns, the joiner must do
+  // what the members do after that step, collectives included (average(),
+  // consensus_distance(), ...), then go on with the next. A joiner that
+  // skips that step's collectives leaves the members waiting in them for
+  // it while it waits in the next round for them, until timeout_s fails
+  // the job (tests/peer/resilience_test_peer.cc shows the shape).
   bool join = false;
   // State beyond the tensors that a joiner needs (an optimizer's momentum,
   // the step, the epoch): the sponsor's join_state() reaches the joiner's
   // on_join_state(), inside that first step(), on the caller's thread of
-  // each. Both may be empty.
+  // each. join_state() runs inside the sponsor's step() of the step in
+  // progress (the one the joiner's first step() stands for). Both may be
+  // empty.
   std::function<std::string()> join_state;
   std::function<void(const std::string&)> on_join_state;
 };

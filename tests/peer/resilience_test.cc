@@ -124,6 +124,27 @@ TEST(SlowPeer, IsWaitedForNotDeclaredLost) {
   }
 }
 
+// A rank that is alive but does not come to a collective (a program whose
+// ranks do not make the same collectives) is named in the error of the
+// ranks that waited for it, once the timeout passes: which rank, which
+// collective, and the usual cause. (The error was the last 200 ms wait's:
+// a rendezvous key "timed out after 199 ms".) --timeout 6 is also the
+// rounds' ceiling: a round held up that long by load alone would expel a
+// rank and fail this test another way (2 s did under a load average of 20).
+TEST(Collectives, ARankThatDoesNotComeIsNamedAfterTheTimeout) {
+  testing::LocalJob job(
+      "tests/peer/resilience_test_peer", 3,
+      {"--algorithm", "dpsgd", "--steps", "40", "--mean-every", "20", "--timeout", "6", "--absent-mean-rank", "1"});
+  for (int r : {0, 2}) {
+    ASSERT_TRUE(job.wait_for_output(r, "error ", 120s)) << job.output(r);
+    const std::string error = last_value(job.output(r), "error");
+    EXPECT_NE(error.find("average(): rank 1 ("), std::string::npos) << job.output(r);
+    EXPECT_NE(error.find("did not take part within 6 s"), std::string::npos) << job.output(r);
+    for (const char* present : {"rank 0 (", "rank 2 ("}) EXPECT_EQ(error.find(present), std::string::npos) << error;
+  }
+  EXPECT_NE(job.output(1).find("absent from mean 19"), std::string::npos) << job.output(1);
+}
+
 // Scenario 4 at small scale: the rendezvous is lost after start, then a
 // peer; the standby takes over and the survivors still agree on a view.
 TEST(LostRendezvous, ThenAPeerTheSurvivorsStillChangeView) {
@@ -193,13 +214,33 @@ TEST(JoiningPeer, ReplacesAKilledOneAndAgrees) {
   EXPECT_NE(job.output(0).find("members=0,1,3,4"), std::string::npos) << job.output(0);
 }
 
+// Every "<key> S M" line of a rank's output, as S -> M.
+std::map<int, std::string> values_by_step(const std::string& output, const std::string& key) {
+  std::map<int, std::string> out;
+  std::regex line("(^|\\n)" + key + " (\\d+) ([^\\n]*)");
+  for (std::sregex_iterator it(output.begin(), output.end(), line), end; it != end; ++it)
+    out[std::stoi((*it)[2])] = (*it)[3];
+  return out;
+}
+
 // Two peers join one right after the other (scenario 8 of docs/resilience.md):
 // both are admitted, in turn or together, and every collective mid-run (all
 // at the same step everywhere) agrees.
+//
+// --mean-at-joins makes every rank call a collective right after each step
+// at which a view admitted members, so one always follows the step each
+// joiner enters in, whichever rounds the two views take effect at (apart or
+// together). A joiner's first step() is the members' step it enters in: it
+// must take part in that step's collective. When the test peer's joiner
+// skipped it (it continued at the next step), the members waited in the
+// collective's gather for the joiner while the joiner waited in the next
+// round for them, until the 30 s timeout failed everyone: that hang was
+// seen only when a view happened to take effect at a --mean-every step.
 class JoiningPeers : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(JoiningPeers, TwoInQuickSuccessionBothEnter) {
-  std::vector<std::string> args = {"--algorithm", GetParam(), "--steps", "600", "--mean-every", "100"};
+  std::vector<std::string> args = {"--algorithm",  GetParam(), "--steps",        "600",
+                                   "--mean-every", "100",      "--mean-at-joins"};
   if (GetParam() == "choco") args.insert(args.end(), {"--compressor", "topk:0.3"});
   testing::LocalJob job("tests/peer/resilience_test_peer", 4, args);
   ASSERT_TRUE(job.wait_for_output(0, "step 100\n", 120s)) << job.output(0);
@@ -212,8 +253,24 @@ TEST_P(JoiningPeers, TwoInQuickSuccessionBothEnter) {
     EXPECT_TRUE(exited_ok(statuses[r])) << job.describe(r, statuses[r]);
     if (!exited_ok(statuses[r])) continue;
     EXPECT_LT(std::stod(last_value(job.output(r), "done")), 1e-3) << job.output(r);
+    // Every rank that took part in a collective was at its step: the mean
+    // of the step counters is that step.
+    for (const auto& [step, mean] : values_by_step(job.output(r), "join-mean"))
+      EXPECT_EQ(mean, std::to_string(step)) << "rank " << r << ":\n" << job.output(r);
   }
   EXPECT_NE(job.output(0).find("members=0,1,2,3,4,5"), std::string::npos) << job.output(0);
+  // Each joiner made the collective of the step it entered in, with the
+  // members (who made one at each step a view admitted someone).
+  const auto members_join_means = values_by_step(job.output(0), "join-mean");
+  EXPECT_FALSE(members_join_means.empty()) << job.output(0);
+  for (int r : {first, second}) {
+    const std::string entered = last_value(job.output(r), "joined at");
+    ASSERT_FALSE(entered.empty()) << job.output(r);
+    const int step = std::stoi(entered);
+    EXPECT_EQ(values_by_step(job.output(r), "join-mean").count(step), 1u) << job.output(r);
+    EXPECT_EQ(members_join_means.count(step), 1u) << "rank " << r << " entered at step " << step << "\n"
+                                                  << job.output(0);
+  }
   // Every collective at step 599 gave the same mean everywhere.
   const std::string final_mean = last_value(job.output(0), "mean 599");
   for (int r : {first, second}) EXPECT_EQ(last_value(job.output(r), "mean 599"), final_mean) << job.output(r);

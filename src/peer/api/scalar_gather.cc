@@ -88,8 +88,9 @@ ScalarGather::Gathered ScalarGather::gather(std::span<const double> values, cons
       const auto replies =
           group_.control().gather(key_prefix(sequence, view), static_cast<std::uint32_t>(view.size()), attempt);
       return {parse(replies, view, values.size(), what), view};
-    } catch (const fabric::FabricError&) {
-      if (membership_ == nullptr || std::chrono::steady_clock::now() >= give_up) throw;
+    } catch (const fabric::FabricError& e) {
+      if (membership_ == nullptr) throw;
+      if (std::chrono::steady_clock::now() >= give_up) throw_missing(sequence, view, what, e);
     }
     const auto later = membership_->committed_after(view.generation);
     if (!later.empty() && blocked_by_lost(sequence, view, later.front())) {
@@ -97,6 +98,29 @@ ScalarGather::Gathered ScalarGather::gather(std::span<const double> values, cons
       publish(sequence, view, values);
     }
   }
+}
+
+// The last attempt's error says "timed out after 199 ms": the caller
+// waited the whole timeout, for members that are alive (a lost one moves
+// the gather to the next view), so what helps is who, and the usual why.
+void ScalarGather::throw_missing(std::uint64_t sequence, const gossip::View& view, const std::string& what,
+                                 const fabric::FabricError& last) const {
+  std::string missing;
+  for (int k = 0; k < view.size(); ++k) {
+    if (group_.control().get(key_prefix(sequence, view) + std::to_string(k))) continue;
+    const int r = view.members[static_cast<std::size_t>(k)];
+    missing +=
+        (missing.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " (" + group_.peers()[r].host + ")";
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", static_cast<double>(timeout_.count()) / 1000);
+  throw fabric::FabricError(what + ": " + (missing.empty() ? "some member" : missing) + " did not take part within " +
+                            seconds + " s (collective " + std::to_string(sequence) + " over membership view " +
+                            std::to_string(view.generation) +
+                            "). Every member must make the same collectives in the same order; a member that "
+                            "joined makes those of the step its first step() stood for (murmur/peer.h, "
+                            "PeerConfig::join). Last wait: " +
+                            last.what());
 }
 
 std::vector<std::vector<double>> ScalarGather::parse(const std::vector<std::string>& replies, const gossip::View& view,

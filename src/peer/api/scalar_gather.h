@@ -19,7 +19,8 @@
 // the next view (it can no longer publish: the membership service refuses
 // writes from non-members), so every member ends with the same view and the
 // same values (the store keeps them).
-// Blocking: until every member's value is there, or `timeout` (FabricError).
+// Blocking: until every member's value is there, or `timeout` (FabricError
+// naming the members that did not publish).
 // Thread safety: one caller thread (the sequence number is not shared).
 #pragma once
 
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/errors.h"
 #include "fabric/group.h"
 #include "gossip/algorithm/view.h"
 
@@ -73,6 +75,10 @@ class ScalarGather {
   void publish(std::uint64_t sequence, const gossip::View& view, std::span<const double> values);
   // Whether a member of `view` that has not published is outside `next`.
   bool blocked_by_lost(std::uint64_t sequence, const gossip::View& view, const gossip::View& next) const;
+  // After the timeout: a FabricError naming the members of `view` that
+  // have not published, and `last`'s message.
+  [[noreturn]] void throw_missing(std::uint64_t sequence, const gossip::View& view, const std::string& what,
+                                  const fabric::FabricError& last) const;
   std::vector<std::vector<double>> parse(const std::vector<std::string>& replies, const gossip::View& view,
                                          std::size_t count, const std::string& what) const;
 
