@@ -129,8 +129,8 @@ def main() -> int:
             F.cross_entropy(model(x), y).backward()
             optimizer.step()
             if step + 1 in eval_after:
+                optimizer.flush()  # the round in flight is training: its time and bytes count
                 record.pause()
-                optimizer.flush()
                 averaged = optimizer.averaged_model()
                 acc = peer.average(float(correct_count(averaged, x_slice, y_slice))) * peer.size / len(x_test)
                 entry = record.add_eval(epoch + 1, epoch * steps + step + 1, acc)
