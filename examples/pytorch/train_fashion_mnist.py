@@ -218,8 +218,15 @@ def train_ddp(args, model, sgd, x_train, y_train, x_test, y_test) -> int:
     record = TrainingRecord(WireCounter(args.wire_interface) if args.wire_interface else None)
     x_slice, y_slice = x_test[rank::size], y_test[rank::size]
 
+    # Tensors handed to gloo stay referenced from Python until the group is
+    # destroyed: if gloo's worker thread drops the last reference, it needs the
+    # GIL to free the Python object, while the main thread, holding the GIL,
+    # joins that thread in ~ProcessGroupGloo (torch 1.13; seen as a hang at exit).
+    handed_to_gloo = []
+
     def all_sum(value: float) -> float:
         t = torch.tensor([value], dtype=torch.float64)
+        handed_to_gloo.append(t)
         dist.all_reduce(t)
         return float(t.item())
 
@@ -243,13 +250,17 @@ def train_ddp(args, model, sgd, x_train, y_train, x_test, y_test) -> int:
               "steps_per_epoch": steps, "averaged_accuracy": acc,
               "seconds": time.monotonic() - record.started, "evals": record.evals}
     times = [torch.zeros(1, dtype=torch.float64) for _ in range(size)]
-    dist.all_gather(times, torch.tensor([record.train_seconds], dtype=torch.float64))
+    mine = torch.tensor([record.train_seconds], dtype=torch.float64)
+    handed_to_gloo += [*times, mine]
+    dist.all_gather(times, mine)
     result["train_seconds"] = max(float(t.item()) for t in times)  # the slowest rank's, as murmur's
     if args.wire_interface:
         result["wire_bytes_all_ranks"] = int(all_sum(record.wire_bytes))
         result["wire_interface"] = args.wire_interface
     report(rank, result, args.summary)
+    del ddp  # its reducer holds the group too; both go while handed_to_gloo still holds the tensors
     dist.destroy_process_group()
+    handed_to_gloo.clear()
     return 0
 
 
