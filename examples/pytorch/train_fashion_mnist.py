@@ -5,11 +5,20 @@
     python3 -m torch.distributed.run --nproc_per_node 4 examples/pytorch/train_fashion_mnist.py
     python3 -m torch.distributed.run --nproc_per_node 4 examples/pytorch/train_fashion_mnist.py --ddp
 
-Each rank trains on its shard (murmur.torch.ShardSampler); after each epoch
-every rank evaluates the averaged model and rank 0 prints it. The last line
-rank 0 prints is one JSON object (accuracy, consensus distance, bytes) for
-scripts and tests. --ddp trains the same script with torch DDP over gloo
-instead (under torchrun), as the baseline.
+Each rank trains on its shard (murmur.torch.ShardSampler); --evals-per-epoch
+times per epoch (the last at its end) the ranks evaluate the averaged model,
+each on its slice of the test set, and rank 0 prints the accuracy with the
+wall and training time so far. The last line rank 0 prints is one JSON
+object (accuracy, consensus distance, bytes, the evaluations) for scripts
+and tests; --summary also writes it to a file. --ddp trains the same script
+with torch DDP over gloo instead, as the baseline (under torchrun, or under
+murmur-run, whose MURMUR_RANK/MURMUR_WORLD_SIZE it then reads; MASTER_ADDR
+and MASTER_PORT as torchrun's).
+
+--wire-interface IFACE adds the bytes IFACE transmitted during training,
+summed over ranks (training_record.py says what they include): meant for one
+network namespace per rank (bench/experiments/netns.sh), where each rank's
+interface carries its traffic only, so both systems are counted alike.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fashion_mnist  # noqa: E402  (beside this script)
+from training_record import TrainingRecord, WireCounter, evaluation_steps  # noqa: E402
 
 
 def make_model(kind: str) -> nn.Module:
@@ -41,11 +51,15 @@ def make_model(kind: str) -> nn.Module:
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    return correct_count(model, x, y) / len(x)
+
+
+def correct_count(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
     model.eval()
     with torch.no_grad():
         correct = sum(int((model(x[i:i + 1000]).argmax(1) == y[i:i + 1000]).sum()) for i in range(0, len(x), 1000))
     model.train()
-    return correct / len(x)
+    return correct
 
 
 def parse_args() -> argparse.Namespace:
@@ -69,7 +83,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--train-examples", type=int, default=0, help="use the first N training examples (0: all)")
     p.add_argument("--test-examples", type=int, default=0, help="evaluate on the first N test examples (0: all)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
-    p.add_argument("--ddp", action="store_true", help="torch DDP over gloo instead of murmur (under torchrun)")
+    p.add_argument("--evals-per-epoch", type=int, default=1, help="evaluations of the averaged model per epoch")
+    p.add_argument("--wire-interface", default="", help="count the bytes this interface transmits in training")
+    p.add_argument("--summary", default="", help="rank 0 writes the result JSON to this file")
+    p.add_argument("--ddp", action="store_true", help="torch DDP over gloo instead of murmur")
     return p.parse_args()
 
 
@@ -98,7 +115,11 @@ def main() -> int:
                                          batch_size=args.batch_size, sampler=sampler, drop_last=True)
     # Every rank takes the same number of steps: the gossip rounds pair up.
     steps = min_steps(peer, len(loader))
-    start = time.monotonic()
+    eval_after = evaluation_steps(steps, args.evals_per_epoch)
+    record = TrainingRecord(WireCounter(args.wire_interface) if args.wire_interface else None)
+    # Each rank evaluates its slice of the test set; the mean of the counts is the accuracy.
+    x_slice, y_slice = x_test[peer.rank::peer.size], y_test[peer.rank::peer.size]
+    record.start()
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
         for step, (x, y) in enumerate(loader):
@@ -107,29 +128,62 @@ def main() -> int:
             optimizer.zero_grad()
             F.cross_entropy(model(x), y).backward()
             optimizer.step()
-        optimizer.flush()
-        averaged = optimizer.averaged_model()
-        acc = accuracy(averaged, x_test, y_test)
+            if step + 1 in eval_after:
+                optimizer.flush()  # the round in flight is training: its time and bytes count
+                record.pause()
+                averaged = optimizer.averaged_model()
+                acc = peer.average(float(correct_count(averaged, x_slice, y_slice))) * peer.size / len(x_test)
+                entry = record.add_eval(epoch + 1, epoch * steps + step + 1, acc)
+                if peer.rank == 0:
+                    print(f"epoch {epoch + 1} step {step + 1}: averaged-model accuracy {acc:.4f} at "
+                          f"{entry['seconds']:.1f} s ({entry['train_seconds']:.1f} s training)", flush=True)
+                record.resume()
+        record.pause()
         distance = optimizer.consensus_distance()
         if peer.rank == 0:
             print(f"epoch {epoch + 1}: averaged-model accuracy {acc:.4f}, consensus distance {distance:.4g}",
                   flush=True)
+        record.resume()
     optimizer.finish()
+    record.stop()
     local = accuracy(model, x_test, y_test)
     stats = peer.stats()
     bytes_sent = peer.average(float(stats.bytes_sent)) * peer.size
     result = {"launcher": peer.launcher, "ranks": peer.size, "algorithm": args.algorithm,
-              "compress": args.compress, "epochs": args.epochs, "steps_per_epoch": steps,
-              "averaged_accuracy": acc, "mean_local_accuracy": peer.average(local),
+              "compress": args.compress, "topology": args.topology, "period": args.period, "epochs": args.epochs,
+              "steps_per_epoch": steps, "averaged_accuracy": acc, "mean_local_accuracy": peer.average(local),
               "consensus_distance": distance, "bytes_sent_all_ranks": int(bytes_sent),
               # per step, mean over ranks: time step() blocked, and murmur's background time in rounds
               "wait_ms_per_step": 1e3 * peer.average(stats.wait_seconds / max(stats.steps, 1)),
               "comm_ms_per_step": 1e3 * peer.average(stats.comm_seconds / max(stats.steps, 1)),
-              "seconds": time.monotonic() - start}
-    if peer.rank == 0:
-        print(json.dumps(result), flush=True)
+              # the slowest rank's: the job trains until its last rank has
+              "train_seconds": max_over_ranks(peer, record.train_seconds),
+              "seconds": time.monotonic() - record.started, "evals": record.evals}
+    if args.wire_interface:
+        result["wire_bytes_all_ranks"] = int(round(peer.average(float(record.wire_bytes)) * peer.size))
+        result["wire_interface"] = args.wire_interface
+    report(peer.rank, result, args.summary)
     peer.close()
     return 0
+
+
+def max_over_ranks(peer, value: float) -> float:
+    """The largest of every rank's value (murmur's collectives are means: each
+    rank puts size x its value in a slot of its own, as min_steps does)."""
+    values = torch.zeros(peer.size, dtype=torch.float32)
+    values[peer.rank] = float(value) * peer.size
+    peer.average(values)
+    return float(values.max().item())
+
+
+def report(rank: int, result: dict, summary: str) -> None:
+    if rank != 0:
+        return
+    text = json.dumps(result)
+    print(text, flush=True)
+    if summary:
+        with open(summary, "w") as f:
+            f.write(text + "\n")
 
 
 def min_steps(peer, own: int) -> int:
@@ -146,27 +200,67 @@ def min_steps(peer, own: int) -> int:
 def train_ddp(args, model, sgd, x_train, y_train, x_test, y_test) -> int:
     import torch.distributed as dist
 
-    dist.init_process_group("gloo")
-    rank, size = dist.get_rank(), dist.get_world_size()
+    # torchrun sets RANK and WORLD_SIZE; murmur-run (e.g. into netns.sh's namespaces) its own names.
+    launcher = "torchrun" if "RANK" in os.environ else "murmur-run"
+    rank = int(os.environ.get("RANK", os.environ.get("MURMUR_RANK", "-1")))
+    size = int(os.environ.get("WORLD_SIZE", os.environ.get("MURMUR_WORLD_SIZE", "-1")))
+    if rank < 0 or size < 1:
+        raise SystemExit("train_fashion_mnist.py --ddp: no RANK/WORLD_SIZE (torchrun) or "
+                         "MURMUR_RANK/MURMUR_WORLD_SIZE (murmur-run) in the environment")
+    dist.init_process_group("gloo", rank=rank, world_size=size)
     ddp = nn.parallel.DistributedDataParallel(model)
     sampler = torch.utils.data.distributed.DistributedSampler(torch.utils.data.TensorDataset(x_train, y_train),
                                                               num_replicas=size, rank=rank, seed=args.seed)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
                                          batch_size=args.batch_size, sampler=sampler, drop_last=True)
-    start = time.monotonic()
+    steps = len(loader)
+    eval_after = evaluation_steps(steps, args.evals_per_epoch)
+    record = TrainingRecord(WireCounter(args.wire_interface) if args.wire_interface else None)
+    x_slice, y_slice = x_test[rank::size], y_test[rank::size]
+
+    # Tensors handed to gloo stay referenced from Python until the group is
+    # destroyed: if gloo's worker thread drops the last reference, it needs the
+    # GIL to free the Python object, while the main thread, holding the GIL,
+    # joins that thread in ~ProcessGroupGloo (torch 1.13; seen as a hang at exit).
+    handed_to_gloo = []
+
+    def all_sum(value: float) -> float:
+        t = torch.tensor([value], dtype=torch.float64)
+        handed_to_gloo.append(t)
+        dist.all_reduce(t)
+        return float(t.item())
+
+    record.start()
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
-        for x, y in loader:
+        for step, (x, y) in enumerate(loader):
             sgd.zero_grad()
             F.cross_entropy(ddp(x), y).backward()
             sgd.step()
-        acc = accuracy(model, x_test, y_test)
-        if rank == 0:
-            print(f"epoch {epoch + 1}: DDP accuracy {acc:.4f}", flush=True)
-    if rank == 0:
-        print(json.dumps({"launcher": "torchrun", "ranks": size, "algorithm": "ddp", "epochs": args.epochs,
-                          "averaged_accuracy": acc, "seconds": time.monotonic() - start}), flush=True)
+            if step + 1 in eval_after:
+                record.pause()
+                acc = all_sum(correct_count(model, x_slice, y_slice)) / len(x_test)
+                entry = record.add_eval(epoch + 1, epoch * steps + step + 1, acc)
+                if rank == 0:
+                    print(f"epoch {epoch + 1} step {step + 1}: DDP accuracy {acc:.4f} at "
+                          f"{entry['seconds']:.1f} s ({entry['train_seconds']:.1f} s training)", flush=True)
+                record.resume()
+    record.stop()
+    result = {"launcher": launcher, "ranks": size, "algorithm": "ddp", "epochs": args.epochs,
+              "steps_per_epoch": steps, "averaged_accuracy": acc,
+              "seconds": time.monotonic() - record.started, "evals": record.evals}
+    times = [torch.zeros(1, dtype=torch.float64) for _ in range(size)]
+    mine = torch.tensor([record.train_seconds], dtype=torch.float64)
+    handed_to_gloo += [*times, mine]
+    dist.all_gather(times, mine)
+    result["train_seconds"] = max(float(t.item()) for t in times)  # the slowest rank's, as murmur's
+    if args.wire_interface:
+        result["wire_bytes_all_ranks"] = int(all_sum(record.wire_bytes))
+        result["wire_interface"] = args.wire_interface
+    report(rank, result, args.summary)
+    del ddp  # its reducer holds the group too; both go while handed_to_gloo still holds the tensors
     dist.destroy_process_group()
+    handed_to_gloo.clear()
     return 0
 
 

@@ -46,6 +46,26 @@ def test_murmur_run_4_ranks_choco_top10(build_dir):
     assert result["bytes_sent_all_ranks"] > 0, out
 
 
+def test_murmur_run_4_ranks_ddp_with_evaluations_and_wire_bytes(build_dir):
+    """--ddp under murmur-run (how bench/experiments/example_vs_ddp.py starts
+    it in namespaces): the evaluations come at the steps asked for, and lo's
+    transmitted bytes during training hold at least gloo's ring all-reduce
+    payload (lo carries other traffic too, so only a lower bound holds)."""
+    murmur_run = os.path.join(build_dir, "src", "peer", "launcher", "murmur-run")
+    env = dict(job_env(), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port(1)))
+    result, out = run([murmur_run, "-np", "4", "--", PYTHON, EXAMPLE, "--ddp", "--evals-per-epoch", "3",
+                       "--wire-interface", "lo", *ARGS], env)
+    assert result["launcher"] == "murmur-run" and result["ranks"] == 4, out
+    assert result["averaged_accuracy"] > 0.75, out
+    steps = result["steps_per_epoch"]
+    assert [e["step"] for e in result["evals"]] == [s + epoch * steps for epoch in range(2)
+                                                   for s in (round(steps / 3), round(2 * steps / 3), steps)], out
+    assert result["evals"][-1]["accuracy"] == result["averaged_accuracy"], out
+    model_bytes = 4 * (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10)
+    ring_payload = 2 * 3 / 4 * model_bytes * 4 * 2 * steps
+    assert result["wire_bytes_all_ranks"] >= ring_payload, out
+
+
 def test_torchrun_4_ranks_dpsgd():
     port = free_port(2)  # torchrun's store, and murmur's rendezvous on the next port
     # --redirects 1 --tee 1: Debian's torch 1.13 on Python 3.11 fails to
