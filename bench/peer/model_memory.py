@@ -39,13 +39,13 @@ def default_cases():
     return cases
 
 
-def run_case(build, algorithm, compressor, floats, steps, ranks):
+def run_case(build, algorithm, compressor, floats, steps, ranks, transport):
     murmur_run = os.path.join(build, "src", "peer", "launcher", "murmur-run")
     peer = os.path.join(build, "bench", "peer", "model_memory_peer")
     env = dict(os.environ, MURMUR_LOG_LEVEL="warn", OMP_NUM_THREADS="1")
     start = time.monotonic()
     proc = subprocess.run([murmur_run, "-np", str(ranks), "--", peer, "--floats", str(floats), "--algorithm",
-                           algorithm, "--compressor", compressor, "--steps", str(steps)],
+                           algorithm, "--compressor", compressor, "--steps", str(steps), *transport],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
     seconds = time.monotonic() - start
     rows = []
@@ -63,13 +63,17 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--ranks", type=int, default=3)
     parser.add_argument("--build", default="build")
+    parser.add_argument("--backend", help="libfabric or asio (default: murmur's)")
+    parser.add_argument("--provider", help="libfabric provider (default: murmur's choice; shm on one host)")
     parser.add_argument("--cases", help="comma-separated algorithm:compressor (default: every algorithm, "
                         "choco with every compressor)")
     args = parser.parse_args()
     cases = default_cases()
     if args.cases:
         cases = [tuple(c.split(":", 1)) if ":" in c else (c, "identity") for c in args.cases.split(",")]
-    print(f"{args.ranks} ranks, ring, {args.floats:,} floats ({args.floats * 4 / 2**20:.0f} MiB), "
+    transport = (["--backend", args.backend] if args.backend else []) + \
+        (["--provider", args.provider] if args.provider else [])
+    print(f"{' '.join(transport) or 'default transport'}; {args.ranks} ranks, ring, {args.floats:,} floats ({args.floats * 4 / 2**20:.0f} MiB), "
           f"{args.steps} steps; state = peak RSS - RSS with the model and buffers allocated, largest rank")
     print()
     print("| algorithm | compressor | model MiB | gradient MiB | state MiB | state / model | peak RSS MiB | "
@@ -77,7 +81,8 @@ def main():
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     failed = 0
     for algorithm, compressor in cases:
-        rows, ok, failure, seconds = run_case(args.build, algorithm, compressor, args.floats, args.steps, args.ranks)
+        rows, ok, failure, seconds = run_case(args.build, algorithm, compressor, args.floats, args.steps, args.ranks,
+                                                transport)
         if not rows:
             failed += 1
             print(f"| {algorithm} | {compressor} | | | | | | | {seconds:.0f} | FAILED: {failure} |", flush=True)

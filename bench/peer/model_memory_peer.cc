@@ -50,13 +50,15 @@ Resident resident() {
 int main(int argc, char** argv) {
   CLI::App app{"one rank of a model-memory job (bench/peer/model_memory.py)"};
   std::size_t floats = 100'000'000;
-  std::string algorithm = "choco", compressor = "none", topology = "ring";
+  std::string algorithm = "choco", compressor = "identity", topology = "ring", backend, provider;
   int steps = 4;
   app.add_option("--floats", floats, "the model's size in float32 values")->check(CLI::PositiveNumber);
   app.add_option("--algorithm", algorithm);
   app.add_option("--compressor", compressor);
   app.add_option("--topology", topology);
   app.add_option("--steps", steps)->check(CLI::PositiveNumber);
+  app.add_option("--backend", backend, "libfabric or asio (default: murmur's)");
+  app.add_option("--provider", provider, "libfabric provider: tcp, shm, ... (default: murmur's choice)");
   CLI11_PARSE(app, argc, argv);
   try {
     const Resident at_start = resident();
@@ -66,6 +68,8 @@ int main(int argc, char** argv) {
     config.algorithm = algorithm;
     config.compressor = compressor;
     config.topology = topology;
+    if (!backend.empty()) config.backend = backend;
+    if (!provider.empty()) config.provider = provider;
     config.timeout_s = 300;  // a step of 400 MB on two shared cores takes seconds
     murmur::Peer peer(config);
     for (std::size_t i = 0; i < floats; ++i) model[i] = static_cast<float>(peer.rank()) + (i % 1000) * 1e-3f;
