@@ -45,11 +45,26 @@ cmake --build "$build" -j "$jobs" --target "${test_targets[@]}" compress_cuda_be
 built=$(date +%s)
 
 status=0
-ctest --test-dir "$build" -L cuda --output-on-failure --timeout 300 | tee "$build/gpu-check-ctest.txt" || status=1
+# -V: a test that skipped (no usable device after all) says so; it must not
+# pass as a check that ran.
+ctest --test-dir "$build" -L cuda -V --timeout 300 > "$build/gpu-check-ctest.txt" 2>&1 || status=1
+grep -E '^[0-9]+/[0-9]+ Test|tests passed|SKIPPED' "$build/gpu-check-ctest.txt" || true
+if grep -q '\[  SKIPPED \]' "$build/gpu-check-ctest.txt"; then
+  echo "gpu-check: CUDA tests skipped: the GPU nvidia-smi lists is not usable by this build (driver, CUDA_VISIBLE_DEVICES?)" >&2
+  status=1
+fi
 tested=$(date +%s)
 
+bench_status=0
+rm -f "$build/gpu-check-compress.json" "$build/gpu-check-model.json"
 "$build/bench/kernels/compress_cuda_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_format=json --benchmark_out="$build/gpu-check-compress.json" > /dev/null || status=1
+  --benchmark_format=json --benchmark_out="$build/gpu-check-compress.json" > /dev/null || bench_status=$?
+case $bench_status in
+  0) ;;
+  3) echo "gpu-check: compress_cuda_bench found no usable CUDA device" >&2; exit 1 ;;
+  *) echo "gpu-check: compress_cuda_bench: a kernel failed or differs from the CPU reference (see the table)" >&2
+     status=1 ;;
+esac
 "$build/bench/peer/model_bench" --benchmark_filter='BM_TrainBatch/(mlp|cnn)' --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
   --benchmark_format=json --benchmark_out="$build/gpu-check-model.json" > /dev/null || status=1
 finished=$(date +%s)
@@ -58,8 +73,11 @@ python3 - "$build/gpu-check-compress.json" "$build/gpu-check-model.json" <<'PY'
 import json, sys
 
 def medians(path):
-    with open(path) as f:
-        runs = json.load(f)["benchmarks"]
+    try:
+        with open(path) as f:
+            runs = json.load(f)["benchmarks"]
+    except (OSError, ValueError, KeyError):
+        return {}
     out = {}
     for b in runs:
         if b.get("aggregate_name") == "median":
@@ -69,6 +87,10 @@ def medians(path):
     return out
 
 compress = medians(sys.argv[1])
+expected = ["BM_DeviceMemcpy", "BM_F16Encode", "BM_Bf16Encode", "BM_QsgdEncode", "BM_SignEncode",
+            "BM_TopkSelect", "BM_RandkIndices", "BM_PowerSgdFactor"]
+for name in expected:  # a case that stopped with an error reports no aggregate
+    compress.setdefault(name, {"error_occurred": True, "error_message": "no result (failed; see its output)"})
 memcpy = compress.get("BM_DeviceMemcpy", {}).get("GBps")
 print("\n| kernel (16 M floats on the GPU) | GB/s of fp32 input | vs device memcpy |")
 print("|---|---:|---:|")
@@ -95,5 +117,6 @@ PY
 
 echo
 echo "gpu-check: build $((built - started)) s, tests $((tested - built)) s, benchmarks $((finished - tested)) s," \
-  "total $((finished - started)) s; ctest: $(grep -o '[0-9]*% tests passed.*' "$build/gpu-check-ctest.txt" || echo '?')"
+  "total $((finished - started)) s; ctest: $(grep -o '[0-9]*% tests passed.*' "$build/gpu-check-ctest.txt" || echo '?');" \
+  "$([ $status = 0 ] && echo PASSED || echo FAILED)"
 exit $status

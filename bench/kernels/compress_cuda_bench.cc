@@ -1,17 +1,17 @@
 // Throughput of each CUDA compression kernel in GB/s of fp32 input, next to a
 // device-to-device cudaMemcpy of the same bytes measured in the same run
 // (docs/compressors.md, "On the GPU"). Built only with CUDA; without a usable
-// device it prints why and exits 0, so scripts/gpu-check.sh can run it
-// anywhere.
+// device it prints why and exits 3; a case whose result differs from the
+// CPU reference, or that fails, makes it exit 1 (google-benchmark reports
+// no aggregate for a case that stopped with an error, so the exit status is
+// where scripts/gpu-check.sh learns of it).
 //
 //   compress_cuda_bench [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true]
 //
-// Timing: CUDA events around `iterations` back-to-back launches on one
-// stream (manual time), so launch overhead is included as a trainer pays
-// it. Before timing, each kernel's output is copied back once and compared
-// with the CPU reference body on the same input (kernels/cpu): equal bit
-// for bit where kernels/compress.h promises it, within 1e-3 for PowerSGD
-// (float sums in another order); a mismatch skips the case with the error.
+// Timing: CUDA events around each launch on the default stream (manual
+// time), so launch overhead is included as a trainer pays it. Before timing, each kernel's output is copied back once
+// and compared with the CPU reference body on the same input (kernels/cpu): equal bit for bit where kernels/compress.h
+// promises it, within 1e-3 for PowerSGD (float sums in another order); a mismatch skips the case with the error.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -29,6 +29,13 @@
 namespace mk = murmur::kernels;
 
 namespace {
+
+bool g_any_case_failed = false;  // main's exit status; set by fail()
+
+void fail(benchmark::State& state, const std::string& why) {
+  g_any_case_failed = true;
+  state.SkipWithError(why.c_str());
+}
 
 constexpr std::size_t kElements = std::size_t(1) << 24;  // 64 MiB of fp32: a 16 M-parameter model
 constexpr std::size_t kTopK = kElements / 100;           // top-1%, as in the main job
@@ -101,7 +108,7 @@ void time_device(benchmark::State& state, const KernelCall& device, const std::f
     if (device(scratch.as<void>(), bytes) != mk::Status::kOk) throw std::runtime_error("kernel failed");
     CUDA_OK(cudaDeviceSynchronize());
     if (const std::string wrong = check(); !wrong.empty()) {
-      state.SkipWithError(wrong.c_str());
+      fail(state, wrong);
       return;
     }
     cudaEvent_t start, stop;
@@ -109,8 +116,9 @@ void time_device(benchmark::State& state, const KernelCall& device, const std::f
     CUDA_OK(cudaEventCreate(&stop));
     for (auto _ : state) {
       CUDA_OK(cudaEventRecord(start, nullptr));
-      device(scratch.as<void>(), bytes);
+      const mk::Status status = device(scratch.as<void>(), bytes);
       CUDA_OK(cudaEventRecord(stop, nullptr));
+      if (status != mk::Status::kOk) throw std::runtime_error("kernel failed in the timed loop");
       CUDA_OK(cudaEventSynchronize(stop));
       float ms = 0;
       CUDA_OK(cudaEventElapsedTime(&ms, start, stop));
@@ -121,7 +129,7 @@ void time_device(benchmark::State& state, const KernelCall& device, const std::f
     state.counters["GBps"] =
         benchmark::Counter(double(input_bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
+    fail(state, e.what());
   }
 }
 
@@ -233,6 +241,9 @@ void BM_SignEncode(benchmark::State& state) {
         run_cpu([&](void* s, std::size_t& b) {
           return mk::cpu::sign_encode(s, b, input().data(), kElements, &ref_scale, ref.data());
         });
+        const float scale_here = to_host(scale.as<float>(), 1)[0];
+        if (std::fabs(scale_here - ref_scale) > 1e-5f * std::fabs(ref_scale))
+          return "sign encode: scale " + std::to_string(scale_here) + ", CPU " + std::to_string(ref_scale);
         return compare_exact("sign encode", to_host(bits.as<std::uint8_t>(), kElements / 8).data(), ref.data(),
                              kElements / 8);
       },
@@ -254,7 +265,11 @@ void BM_TopkSelect(benchmark::State& state) {
         run_cpu([&](void* s, std::size_t& b) {
           return mk::cpu::topk_select(s, b, input().data(), kElements, kTopK, kSeed, ref_idx.data(), ref_vals.data());
         });
-        return compare_exact("topk indices", to_host(idx.as<std::uint32_t>(), kTopK).data(), ref_idx.data(), kTopK * 4);
+        if (std::string wrong = compare_exact("topk indices", to_host(idx.as<std::uint32_t>(), kTopK).data(),
+                                              ref_idx.data(), kTopK * 4);
+            !wrong.empty())
+          return wrong;
+        return compare_exact("topk values", to_host(vals.as<float>(), kTopK).data(), ref_vals.data(), kTopK * 4);
       },
       kElements * 4);
 }
@@ -313,8 +328,8 @@ void BM_PowerSgdFactor(benchmark::State& state) {
 
 int main(int argc, char** argv) {
   if (!mk::cuda_device_available()) {
-    std::printf("compress_cuda_bench: no usable CUDA device here; nothing to measure\n");
-    return 0;
+    std::fprintf(stderr, "compress_cuda_bench: no usable CUDA device here; nothing to measure\n");
+    return 3;
   }
   for (auto* b : {benchmark::RegisterBenchmark("BM_DeviceMemcpy", BM_DeviceMemcpy),
                   benchmark::RegisterBenchmark("BM_F16Encode", BM_F16Encode),
@@ -329,5 +344,5 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return 0;
+  return g_any_case_failed ? 1 : 0;
 }
