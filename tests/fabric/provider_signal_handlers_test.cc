@@ -6,8 +6,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdlib>
 
 namespace murmur::fabric::libfabric {
 namespace {
@@ -21,18 +23,14 @@ bool libinfinipath_is_loaded() {
 TEST(ProviderSignalHandlers, NoSignalIsHeldByAProviderLibraryAfterLoad) {
   if (!libinfinipath_is_loaded()) GTEST_SKIP() << "this libfabric does not load libinfinipath";
   EXPECT_TRUE(signals_held_by_provider_libraries().empty());
-  struct sigaction action {};
-  ASSERT_EQ(::sigaction(SIGINT, nullptr, &action), 0);
-  EXPECT_EQ(action.sa_handler, SIG_DFL) << "SIGINT's handler was left to a library";
-}
-
-TEST(ProviderSignalHandlers, LoadingTheLibraryAgainTakesNothingOnceReleased) {
-  if (!libinfinipath_is_loaded()) GTEST_SKIP() << "this libfabric does not load libinfinipath";
-  // A dlopen of a library already loaded runs no constructor again.
-  void* handle = ::dlopen("libfabric.so.1", RTLD_NOW);
-  ASSERT_NE(handle, nullptr) << ::dlerror();
-  EXPECT_TRUE(signals_held_by_provider_libraries().empty());
-  ::dlclose(handle);
+  // With the library's switch set it took nothing, and SIGINT is what this
+  // process inherited (SIG_IGN in a job started with `&`); otherwise the
+  // release put the default back.
+  if (std::getenv("IPATH_NO_BACKTRACE") == nullptr) {
+    struct sigaction action {};
+    ASSERT_EQ(::sigaction(SIGINT, nullptr, &action), 0);
+    EXPECT_EQ(action.sa_handler, SIG_DFL) << "SIGINT's handler was left to a library";
+  }
 }
 
 // What the release prevents: with libinfinipath's handler, SIGTERM made a

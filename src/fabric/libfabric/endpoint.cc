@@ -59,8 +59,13 @@ bool is_tcp(const std::string& prov_name) { return prov_name == "net" || prov_na
 InfoPtr get_info(const TransportOptions& options, const std::string& provider) {
   // Done once at load already (provider_signal_handlers.h); calling it here
   // also keeps its object file, and so that constructor, in every program
-  // that makes a libfabric endpoint from murmur's static libraries.
+  // that makes a libfabric endpoint from murmur's static libraries. Again
+  // after fi_getinfo, which loads the providers that a libfabric built with
+  // them as separate libraries (--enable-psm=dl) keeps apart.
   release_signals_held_by_provider_libraries();
+  struct ReleaseAfterwards {
+    ~ReleaseAfterwards() { release_signals_held_by_provider_libraries(); }
+  } release_afterwards;
   InfoPtr hints = make_hints(provider);
   fi_info* info = nullptr;
   const std::string host = is_tcp(provider) ? bind_host(options) : std::string();

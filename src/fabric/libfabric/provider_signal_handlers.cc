@@ -60,7 +60,14 @@ std::vector<int> release_signals_held_by_provider_libraries() {
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;
     sigemptyset(&default_action.sa_mask);
-    if (::sigaction(signo, &default_action, nullptr) == 0) released.push_back(signo);
+    struct sigaction replaced {};
+    if (::sigaction(signo, &default_action, &replaced) != 0) continue;
+    if (!handler_lies_in_signal_taking_library(replaced)) {
+      // Another thread installed its own in between: that one stays.
+      ::sigaction(signo, &replaced, nullptr);
+      continue;
+    }
+    released.push_back(signo);
   }
   return released;
 }

@@ -28,8 +28,10 @@
 // does this for its interpreter's handlers, and sets IPATH_NO_BACKTRACE
 // before it loads murmur so that nothing is taken at all).
 //
-// Thread safety: both functions may be called from any thread at any time;
-// they read and set process-wide dispositions with sigaction.
+// Thread safety: both functions may be called from any thread; they read
+// and set process-wide dispositions with sigaction. The release reads a
+// disposition and then sets it: a handler another thread installs between
+// the two for the same signal is put back (sigaction's old value tells).
 #pragma once
 
 #include <vector>
