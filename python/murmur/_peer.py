@@ -198,7 +198,7 @@ class Peer:
         # An exception leaving the block (KeyboardInterrupt from Ctrl-C, or
         # the trainer's own) means this rank will not take another step:
         # the others must not wait for it at the leave barrier.
-        if exc_type is not None:
+        if exc_type is not None and not _is_clean_exit(exc):
             self.leave_now(f"{exc_type.__name__} in the trainer")
         self.close()
 
@@ -209,6 +209,23 @@ class Peer:
 
 
 _default: Optional[Peer] = None
+# The exception that ended the program, recorded by the hook init()
+# installs: Python calls sys.excepthook for an uncaught exception (not for
+# SystemExit) before the atexit handlers run. sys.last_value would not do:
+# the REPL, IPython and pytest set it for errors already handled.
+_uncaught: Optional[BaseException] = None
+_previous_excepthook: Optional[Callable[..., Any]] = None
+
+
+def _is_clean_exit(exc: Optional[BaseException]) -> bool:
+    return isinstance(exc, SystemExit) and exc.code in (0, None)
+
+
+def _record_uncaught(exc_type: Any, exc: BaseException, traceback: Any) -> None:
+    global _uncaught
+    _uncaught = exc
+    assert _previous_excepthook is not None
+    _previous_excepthook(exc_type, exc, traceback)
 
 
 def init(**options: Any) -> Peer:
@@ -220,9 +237,12 @@ def init(**options: Any) -> Peer:
     are Peer's. Blocks until every rank has joined. The Peer is also kept as
     ``murmur.peer()`` and closed when the interpreter exits.
     """
-    global _default
+    global _default, _previous_excepthook
     peer = Peer(**options)
     _default = peer
+    if _previous_excepthook is None:
+        _previous_excepthook = sys.excepthook
+        sys.excepthook = _record_uncaught
     return peer
 
 
@@ -237,9 +257,9 @@ def _close_default() -> None:
     if _default is None:
         return
     # At exit after an uncaught exception (Ctrl-C's KeyboardInterrupt
-    # included) the interpreter has set sys.last_value: leave at once, as
-    # __exit__ does, rather than wait at the barrier for ranks still training.
-    uncaught = getattr(sys, "last_value", None)
-    if uncaught is not None:
-        _default.leave_now(f"{type(uncaught).__name__} in the trainer")
+    # included): leave at once, as __exit__ does, rather than wait at the
+    # barrier for ranks still training. A sys.exit(1) is not seen here (no
+    # hook runs for SystemExit): call leave_now() before it.
+    if _uncaught is not None:
+        _default.leave_now(f"{type(_uncaught).__name__} in the trainer")
     _default.close()

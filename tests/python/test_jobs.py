@@ -123,6 +123,15 @@ def test_mpirun_hostfile_4_murmur_peers_rank_0_serves_the_rendezvous(build_dir, 
     assert len(averaged) == 1 and averaged.pop() > 0.70, results
 
 
+def rank_pid(pids, rank):
+    """The pid among `pids` whose environment has MURMUR_RANK=rank (murmur-run sets it)."""
+    for pid in pids:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            if f"MURMUR_RANK={rank}".encode() in f.read().split(b"\0"):
+                return int(pid)
+    raise AssertionError(f"no process with MURMUR_RANK={rank} among {pids}")
+
+
 def test_ctrl_c_in_one_rank_of_a_murmur_run_job_lets_the_others_finish(build_dir):
     """SIGINT to one worker (as Ctrl-C in its own terminal would): it raises
     KeyboardInterrupt, leaves the job at once (murmur.Peer.leave_now, from
@@ -144,10 +153,9 @@ def test_ctrl_c_in_one_rank_of_a_murmur_run_job_lets_the_others_finish(build_dir
                 break
         workers = subprocess.run(["pgrep", "-P", str(job.pid)], capture_output=True, text=True).stdout.split()
         assert len(workers) == 3, "".join(lines)
-        # murmur-run starts the ranks in order; the last pid is rank 2's.
-        os.kill(int(sorted(workers, key=int)[-1]), 2)
-        lines.extend(job.stdout)
-        job.wait(timeout=180)
+        os.kill(rank_pid(workers, 2), 2)
+        rest, _ = job.communicate(timeout=180)
+        lines.extend(rest.splitlines(keepends=True))
     finally:
         if job.poll() is None:
             job.kill()
