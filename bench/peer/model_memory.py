@@ -6,7 +6,7 @@ Each case is a murmur-run job of 3 ranks of bench/peer/model_memory_peer on
 a ring (two neighbours each), --steps steps; a rank's "state" is its peak
 resident memory minus its resident memory once the model (and, for the
 gradient-averaging methods, the gradient buffer) was allocated and the Peer
-joined, given in MB and in multiples of the model's size, read after the
+joined, given in MiB and in multiples of the model's size, read after the
 steps and before the collectives that check the result (consensus
 distance; its own model-sized buffers are the last column). The table takes
 the largest rank. A case that fails (a rank exits non-zero, or a value is
@@ -44,15 +44,19 @@ def run_case(build, algorithm, compressor, floats, steps, ranks, transport):
     peer = os.path.join(build, "bench", "peer", "model_memory_peer")
     env = dict(os.environ, MURMUR_LOG_LEVEL="warn", OMP_NUM_THREADS="1")
     start = time.monotonic()
-    proc = subprocess.run([murmur_run, "-np", str(ranks), "--", peer, "--floats", str(floats), "--algorithm",
-                           algorithm, "--compressor", compressor, "--steps", str(steps), *transport],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    try:
+        proc = subprocess.run([murmur_run, "-np", str(ranks), "--", peer, "--floats", str(floats), "--algorithm",
+                               algorithm, "--compressor", compressor, "--steps", str(steps), *transport],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return [], False, "no result within 30 minutes", time.monotonic() - start
     seconds = time.monotonic() - start
     rows = []
     for line in proc.stdout.splitlines():
-        if '"peak_rss_mb"' in line:
+        if '"peak_rss_mib"' in line:
             rows.append(json.loads(line[line.index("{"):]))
-    ok = proc.returncode == 0 and len(rows) == ranks and all(r["finite"] for r in rows)
+    # Every rank sent something and kept finite values (the peer checks).
+    ok = proc.returncode == 0 and len(rows) == ranks and all(r["finite"] and r["bytes_sent"] > 0 for r in rows)
     failure = "" if ok else (proc.stdout.strip().splitlines() or ["no output"])[-1][:200]
     return rows, ok, failure, seconds
 
@@ -87,12 +91,12 @@ def main():
             failed += 1
             print(f"| {algorithm} | {compressor} | | | | | | | {seconds:.0f} | FAILED: {failure} |", flush=True)
             continue
-        worst = max(rows, key=lambda r: r["state_mb"])
+        worst = max(rows, key=lambda r: r["state_mib"])
         note = "" if ok else f"FAILED: {failure}"
         failed += not ok
-        print(f"| {algorithm} | {compressor} | {worst['model_mb']:.0f} | {worst['gradient_mb']:.0f} | "
-              f"{worst['state_mb']:.0f} | {worst['state_per_model']:.2f} | {worst['peak_rss_mb']:.0f} | "
-              f"{worst['peak_with_collectives_mb']:.0f} | {seconds:.0f} | {note} |", flush=True)
+        print(f"| {algorithm} | {compressor} | {worst['model_mib']:.0f} | {worst['gradient_mib']:.0f} | "
+              f"{worst['state_mib']:.0f} | {worst['state_per_model']:.2f} | {worst['peak_rss_mib']:.0f} | "
+              f"{worst['peak_with_collectives_mib']:.0f} | {seconds:.0f} | {note} |", flush=True)
     return 1 if failed else 0
 
 

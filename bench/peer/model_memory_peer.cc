@@ -6,14 +6,14 @@
 // multiples of the model (docs/models.md, "Memory per algorithm"). The
 // peak is read after the steps (and flush), before the collectives that
 // check the result, which allocate model-sized buffers of their own
-// (peak_with_collectives_mb).
+// (peak_with_collectives_mib).
 //
 //   murmur-run -np 3 -- model_memory_peer --floats 100000000 --algorithm choco --compressor topk:0.01
 //
 // Gradient-averaging methods (bsp-a2a, the -ps ones, ...) get the tensor as
 // their gradient buffer too, handed over as one layer per step, as a
-// trainer's backward pass would. The check that the step did something: the
-// consensus distance after the steps, and every value finite.
+// trainer's backward pass would. It exits 2 if a value is not finite;
+// bench/peer/model_memory.py also requires bytes sent by every rank.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -27,10 +27,10 @@
 
 namespace {
 
-// This process's resident memory now and at its peak (/proc/self/status), MB.
+// This process's resident memory now and at its peak (/proc/self/status), MiB.
 struct Resident {
-  double now_mb = 0;
-  double peak_mb = 0;
+  double now_mib = 0;
+  double peak_mib = 0;
 };
 
 Resident resident() {
@@ -39,8 +39,8 @@ Resident resident() {
   std::string key;
   while (status >> key) {
     double kib = 0;
-    if (key == "VmRSS:" && status >> kib) r.now_mb = kib / 1024;
-    if (key == "VmHWM:" && status >> kib) r.peak_mb = kib / 1024;
+    if (key == "VmRSS:" && status >> kib) r.now_mib = kib / 1024;
+    if (key == "VmHWM:" && status >> kib) r.peak_mib = kib / 1024;
   }
   return r;
 }
@@ -97,17 +97,17 @@ int main(int argc, char** argv) {
     const double distance = peer.consensus_distance();
     const auto stats = peer.stats();
     const Resident at_end = resident();
-    const double model_mb = floats * 4.0 / (1024 * 1024);
-    const double gradient_mb = gradient.size() * 4.0 / (1024 * 1024);
+    const double model_mib = floats * 4.0 / (1024 * 1024);
+    const double gradient_mib = gradient.size() * 4.0 / (1024 * 1024);
     std::printf(
-        "{\"rank\": %d, \"algorithm\": \"%s\", \"compressor\": \"%s\", \"floats\": %zu, \"model_mb\": %.1f, "
-        "\"gradient_mb\": %.1f, \"rss_start_mb\": %.1f, \"rss_with_model_mb\": %.1f, \"peak_rss_mb\": %.1f, "
-        "\"state_mb\": %.1f, \"state_per_model\": %.2f, \"peak_with_collectives_mb\": %.1f, \"bytes_sent\": %llu, "
+        "{\"rank\": %d, \"algorithm\": \"%s\", \"compressor\": \"%s\", \"floats\": %zu, \"model_mib\": %.1f, "
+        "\"gradient_mib\": %.1f, \"rss_start_mib\": %.1f, \"rss_with_model_mib\": %.1f, \"peak_rss_mib\": %.1f, "
+        "\"state_mib\": %.1f, \"state_per_model\": %.2f, \"peak_with_collectives_mib\": %.1f, \"bytes_sent\": %llu, "
         "\"steps\": %llu, "
         "\"consensus_distance\": %.6g, \"finite\": %s}\n",
-        peer.rank(), algorithm.c_str(), compressor.c_str(), floats, model_mb, gradient_mb, at_start.now_mb,
-        with_model.now_mb, after_steps.peak_mb, after_steps.peak_mb - with_model.now_mb,
-        (after_steps.peak_mb - with_model.now_mb) / model_mb, at_end.peak_mb,
+        peer.rank(), algorithm.c_str(), compressor.c_str(), floats, model_mib, gradient_mib, at_start.now_mib,
+        with_model.now_mib, after_steps.peak_mib, after_steps.peak_mib - with_model.now_mib,
+        (after_steps.peak_mib - with_model.now_mib) / model_mib, at_end.peak_mib,
         static_cast<unsigned long long>(stats.bytes_sent), static_cast<unsigned long long>(stats.steps), distance,
         finite ? "true" : "false");
     std::fflush(stdout);
