@@ -240,8 +240,9 @@ class Peer final {
   // once, without finishing and without the barrier where ranks otherwise
   // wait for each other to leave. The others drop it from their view
   // straight away (a departure, as for a failed peer) and go on; they do
-  // not wait for it to time out. Every later call throws std::logic_error
-  // naming `why`. Never blocks; idempotent (the first `why` stays). A rank
+  // not wait for it to time out. Every later call that talks to the other
+  // ranks throws std::logic_error naming `why`. From the thread that drives
+  // the Peer; never blocks; idempotent (the first `why` stays). A rank
   // that hosts the rendezvous still waits, in the destructor, for the
   // others to leave it (bounded by timeout_s).
   void leave_now(const std::string& why);
