@@ -47,9 +47,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
+from namespaces import namespaces_tx_bytes, netns  # noqa: E402
 from common import Event, Key  # noqa: E402
 
-NETNS = os.path.join(HERE, "netns.sh")
 DDP = os.path.join(HERE, "ddp_mlp.py")
 BRIDGE_ADDR = "10.77.0.254"
 SSH_TEMPLATE = "ip netns exec {host} sh -c {command}"
@@ -79,17 +79,6 @@ def parse_args():
     return p.parse_args()
 
 
-def netns(*args, check=True):
-    return subprocess.run([NETNS, *args], check=check, text=True, capture_output=True)
-
-
-def wire_bytes(n):
-    """Bytes each namespace has transmitted: rx of its bridge-side veth."""
-    total = 0
-    for i in range(n):
-        with open(f"/sys/class/net/murmur-v{i}/statistics/rx_bytes") as f:
-            total += int(f.read())
-    return total
 
 
 def murmur_curve(metrics_glob):
@@ -135,11 +124,11 @@ def run_one(args, rate, system, out_dir, port):
                "--ssh", SSH_TEMPLATE, "--summary", summary_path, "--timeout", str(args.timeout), "--", *program]
     log_path = os.path.join(out_dir, f"{tag}.log")
     print(f"[{rate}] {label}: {' '.join(command[:1] + ['...'] + program[1:])}", flush=True)
-    before = wire_bytes(args.np)
+    before = namespaces_tx_bytes(args.np)
     started = time.monotonic()
     rc = common.run_logged(command, log_path, env=env)
     elapsed = time.monotonic() - started
-    wire = wire_bytes(args.np) - before
+    wire = namespaces_tx_bytes(args.np) - before
     row = {"rate": rate, "system": system, "label": label, "rc": rc, "log": log_path, "wire_bytes": wire,
            "command": command}
     if rc != 0:

@@ -41,8 +41,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
+from namespaces import namespaces_tx_bytes, netns  # noqa: E402
 
-NETNS = os.path.join(HERE, "netns.sh")
 EXAMPLE = os.path.join(common.REPO, "examples", "pytorch", "train_fashion_mnist.py")
 BRIDGE_ADDR = "10.77.0.254"
 SSH_TEMPLATE = "ip netns exec {host} sh -c {command}"
@@ -77,17 +77,6 @@ def parse_args():
     return p.parse_args()
 
 
-def netns(*args, check=True):
-    return subprocess.run([NETNS, *args], check=check, text=True, capture_output=True)
-
-
-def bridge_rx_bytes(n):
-    """What the namespaces transmitted: rx of each bridge-side veth end."""
-    total = 0
-    for i in range(n):
-        with open(f"/sys/class/net/murmur-v{i}/statistics/rx_bytes") as f:
-            total += int(f.read())
-    return total
 
 
 def run_one(args, name, repeat, port):
@@ -104,11 +93,11 @@ def run_one(args, name, repeat, port):
                "--ssh", SSH_TEMPLATE, "--timeout", str(args.timeout), "--", *program]
     log = os.path.join(args.out, f"{tag}.log")
     print(f"{label} #{repeat}: {' '.join(program[1:])}", flush=True)
-    before = bridge_rx_bytes(args.np)
+    before = namespaces_tx_bytes(args.np)
     started = time.monotonic()
     rc = common.run_logged(command, log, env=env)
     row = {"run": name, "label": label, "repeat": repeat, "rc": rc, "log": log, "command": command,
-           "job_seconds": time.monotonic() - started, "bridge_rx_bytes": bridge_rx_bytes(args.np) - before}
+           "job_seconds": time.monotonic() - started, "bridge_rx_bytes": namespaces_tx_bytes(args.np) - before}
     if rc != 0 or not os.path.exists(summary):
         print(f"  FAILED (exit {rc}); see {log}", flush=True)
         row["rc"] = rc or 1
