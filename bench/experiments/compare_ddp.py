@@ -40,7 +40,6 @@ import argparse
 import glob
 import json
 import os
-import subprocess
 import sys
 import time
 
