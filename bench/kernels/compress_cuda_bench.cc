@@ -160,40 +160,32 @@ void BM_DeviceMemcpy(benchmark::State& state) {
       kElements * 4);
 }
 
-void BM_F16Encode(benchmark::State& state) {
+// fp32 -> 16-bit encodings (fp16, bf16): the same shape, one body.
+using HalfEncodeOnDevice = mk::Status (*)(void*, std::size_t&, const float*, std::uint16_t*, std::size_t, mk::Stream);
+using HalfEncodeOnHost = mk::Status (*)(void*, std::size_t&, const float*, std::uint16_t*, std::size_t);
+
+void time_half_encode(benchmark::State& state, const char* what, HalfEncodeOnDevice device, HalfEncodeOnHost host) {
   Inputs in;
   DeviceBytes out(kElements * 2);
   time_device(
       state,
       [&](void* s, std::size_t& b) {
-        return mk::cuda::f32_to_f16(s, b, in.x.as<float>(), out.as<std::uint16_t>(), kElements, nullptr);
+        return device(s, b, in.x.as<float>(), out.as<std::uint16_t>(), kElements, nullptr);
       },
       [&] {
         std::vector<std::uint16_t> ref(kElements);
-        run_cpu(
-            [&](void* s, std::size_t& b) { return mk::cpu::f32_to_f16(s, b, input().data(), ref.data(), kElements); });
-        return compare_exact("f16 encode", to_host(out.as<std::uint16_t>(), kElements).data(), ref.data(),
-                             kElements * 2);
+        run_cpu([&](void* s, std::size_t& b) { return host(s, b, input().data(), ref.data(), kElements); });
+        return compare_exact(what, to_host(out.as<std::uint16_t>(), kElements).data(), ref.data(), kElements * 2);
       },
       kElements * 4);
 }
 
+void BM_F16Encode(benchmark::State& state) {
+  time_half_encode(state, "f16 encode", mk::cuda::f32_to_f16, mk::cpu::f32_to_f16);
+}
+
 void BM_Bf16Encode(benchmark::State& state) {
-  Inputs in;
-  DeviceBytes out(kElements * 2);
-  time_device(
-      state,
-      [&](void* s, std::size_t& b) {
-        return mk::cuda::f32_to_bf16(s, b, in.x.as<float>(), out.as<std::uint16_t>(), kElements, nullptr);
-      },
-      [&] {
-        std::vector<std::uint16_t> ref(kElements);
-        run_cpu(
-            [&](void* s, std::size_t& b) { return mk::cpu::f32_to_bf16(s, b, input().data(), ref.data(), kElements); });
-        return compare_exact("bf16 encode", to_host(out.as<std::uint16_t>(), kElements).data(), ref.data(),
-                             kElements * 2);
-      },
-      kElements * 4);
+  time_half_encode(state, "bf16 encode", mk::cuda::f32_to_bf16, mk::cpu::f32_to_bf16);
 }
 
 void BM_QsgdEncode(benchmark::State& state) {

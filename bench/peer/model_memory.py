@@ -22,6 +22,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
+
 ALGORITHMS = ["dpsgd", "choco", "sgp", "adpsgd", "allreduce", "topk-allreduce", "local-sgd", "bsp-a2a", "wfbp-a2a",
               "mg-wfbp", "bytescheduler-a2a", "bsp-ps", "wfbp-ps", "bytescheduler-ps", "signsgd", "topk-sgd"]
 CHOCO_COMPRESSORS = ["identity", "fp16", "bf16", "sign", "qsgd:16", "topk:0.01", "randk:0.01", "powersgd:4"]
@@ -66,7 +69,7 @@ def main():
     parser.add_argument("--floats", type=int, default=100_000_000)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--ranks", type=int, default=3)
-    parser.add_argument("--build", default="build")
+    parser.add_argument("--build", default=common.DEFAULT_BUILD, help="murmur build directory")
     parser.add_argument("--backend", help="libfabric or asio (default: murmur's)")
     parser.add_argument("--provider", help="libfabric provider (default: murmur's choice; shm on one host)")
     parser.add_argument("--cases", help="comma-separated algorithm:compressor (default: every algorithm, "
