@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   app.add_option("--compute-ms", compute_ms, "sleep this long per step, as a trainer computes");
   app.add_option("--provider", provider);
   app.add_option("--decisions-file", decisions_file, "append the scheduler's decisions here (debugging)");
+  double gamma = murmur::GossipOptions{}.gamma;
+  app.add_option("--gamma", gamma, "choco's consensus step size");
   CLI11_PARSE(app, argc, argv);
   try {
     murmur::PeerConfig config;
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
     config.algorithm = algorithm;
     config.topology = topology;
     config.compressor = compressor;
+    config.gamma = gamma;
     config.timeout_s = 30;
     config.schedule = schedule;
     config.provider = provider;
