@@ -16,6 +16,9 @@
 # (docs/testing.md, "Fuzzing"). Exit status: 0 when no harness crashed.
 # MURMUR_JOBS: build parallelism (default: all cores). MURMUR_FUZZ_NO_BUILD=1:
 # run what build-fuzz holds (while another harness is being built there).
+# MURMUR_FUZZ_RUNS=N: stop each harness after N executions instead (SECONDS
+# then only caps the time), e.g. the million issue 20 asks of every harness:
+#   MURMUR_FUZZ_RUNS=1000000 scripts/fuzz.sh rendezvous_server 86400
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${MURMUR_FUZZ_BUILD_DIR:-$root/build-fuzz}
@@ -74,7 +77,8 @@ for h in $selected; do
   mkdir -p "$build/corpus/$h" "$build/crashes/$h" "$build/logs"
   log=$build/logs/$h.log
   rc=0
-  "$build/tests/fuzz/fuzz_$h" -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
+  "$build/tests/fuzz/fuzz_$h" -max_total_time="$seconds" ${MURMUR_FUZZ_RUNS:+-runs="$MURMUR_FUZZ_RUNS"} \
+    -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$build/crashes/$h/" "$build/corpus/$h" "$root/tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
   # (A run that crashes at once prints no coverage line: `|| true`.)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
