@@ -112,6 +112,37 @@ class Peer:
         """The number of floats registered."""
         return self._peer.parameter_count()
 
+    # -- the gradient hand-off (the survey's gradient methods) --------------
+    @property
+    def averages_gradients(self) -> bool:
+        """Whether the algorithm averages gradients before the optimizer step
+        (bsp-a2a, wfbp-a2a, mg-wfbp, bytescheduler-*, *-ps, signsgd, topk-sgd)
+        rather than models after it; the other algorithms ignore the
+        gradient calls below."""
+        return self._peer.averages_gradients()
+
+    def set_gradients(self, tensor: Any, layer_sizes: List[int]) -> None:
+        """Hands over the gradient buffer once, before the first step():
+        ``tensor`` (float32, contiguous, CPU) holds every layer's gradient,
+        ``layer_sizes`` values each, front layer first, the same on every rank."""
+        data, count, kind = tensor_address(tensor, "murmur.Peer.set_gradients()")
+        if kind != _murmur.MemoryKind.HOST:
+            raise ValueError("murmur.Peer.set_gradients(): the gradient buffer must be CPU memory "
+                             "(the gradient methods average host buffers)")
+        self._peer.set_gradients(data, count, [int(n) for n in layer_sizes])
+        self._tensors.append(tensor)
+
+    def gradient_ready(self, layer: int) -> None:
+        """From the backward pass: ``layer``'s gradient is final for this step
+        and may be averaged in place from now on. Does not block (its first
+        call in a job runs the layout check across ranks)."""
+        self._peer.gradient_ready(layer)
+
+    def average_gradients(self) -> None:
+        """After backward, before the optimizer step: blocks until every
+        layer's gradient is the mean over the members."""
+        self._peer.average_gradients()
+
     def step(self) -> None:
         """After each local update: every period-th call takes part in a gossip round."""
         self._peer.step()

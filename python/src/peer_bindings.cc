@@ -146,6 +146,24 @@ void bind_peer(nb::module_& m) {
           nb::arg("name"), nb::arg("data"), nb::arg("count"), nb::arg("kind") = MemoryKind::kAuto,
           "Registers `count` float32 values at address `data`; before the first step() only.")
       .def("parameter_count", [](PeerHandle& h) { return h.get("parameter_count").parameter_count(); })
+      .def("averages_gradients", [](PeerHandle& h) { return h.get("averages_gradients").averages_gradients(); },
+           "Whether the algorithm averages gradients before the optimizer step (the gradient hand-off).")
+      .def(
+          "set_gradients",
+          [](PeerHandle& h, std::uintptr_t data, std::size_t count, const std::vector<std::size_t>& layer_sizes) {
+            h.get("set_gradients").set_gradients(address(data), count, layer_sizes);
+          },
+          nb::arg("data"), nb::arg("count"), nb::arg("layer_sizes"),
+          "The gradient buffer: `count` float32 host values at `data`, layers of `layer_sizes` floats, front "
+          "layer first; before the first step() only.")
+      .def(
+          "gradient_ready", [](PeerHandle& h, std::size_t layer) { h.get("gradient_ready").gradient_ready(layer); },
+          nb::arg("layer"), Release(),
+          "From the backward pass: `layer`'s gradient is final for this step (its first call runs the layout "
+          "check, a collective).")
+      .def(
+          "average_gradients", [](PeerHandle& h) { h.get("average_gradients").average_gradients(); }, Release(),
+          "Hands over the layers not handed over yet and blocks until every gradient is the mean over the members.")
       .def(
           "step", [](PeerHandle& h) { h.get("step").step(); }, Release())
       .def(

@@ -159,3 +159,79 @@ def test_shard_sampler_matches_the_cxx_partition_and_checks_input():
         murmur.partition("iid", bytes(range(20)), 10, 2, 1)
     with pytest.raises(ValueError, match="rank 3 is outside 0..2"):
         mt.ShardSampler(labels, rank=3, world_size=3)
+
+
+def batches(rank, steps):
+    generator = torch.Generator().manual_seed(50 + rank)
+    return [torch.randn(8, 6, generator=generator) for _ in range(steps)]
+
+
+def replay_on_mean_gradients(size, steps, lr, momentum):
+    """The reference: one model stepped on the mean of every rank's gradient,
+    in one process."""
+    model = make_model()
+    sgd = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    data = [batches(r, steps) for r in range(size)]
+    for k in range(steps):
+        grads = []
+        for r in range(size):
+            model.zero_grad()
+            model(data[r][k]).pow(2).mean().backward()
+            grads.append([p.grad.clone() for p in model.parameters()])
+        for i, p in enumerate(model.parameters()):
+            p.grad = sum(g[i] for g in grads) / size
+        sgd.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("algorithm", ["bsp-a2a", "wfbp-a2a", "mg-wfbp"])
+def test_gradient_methods_step_on_the_mean_gradient(algorithm):
+    """The gradient hand-off from Python: each rank trains on its own data;
+    GossipOptimizer hands every layer's gradient to murmur from the backward
+    pass and averages before the local step, so every rank's model is the
+    one-process replay on the mean gradient (to float rounding: sums in
+    another order). Rank 1 zeroes with set_to_none=True through the model,
+    which replaces murmur's views: the hook copies the new gradient back."""
+    size, steps, lr, momentum = 4, 6, 0.1, 0.9
+
+    def body(peer):
+        model = make_model()
+        opt = mt.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum), model, peer=peer)
+        assert peer.averages_gradients and opt.gradients is not None
+        buffer = opt.gradients.flat
+        for x in batches(peer.rank, steps):
+            if peer.rank == 1:
+                model.zero_grad(set_to_none=True)
+            else:
+                opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+        in_buffer = all(p.grad.data_ptr() - buffer.data_ptr() in range(buffer.numel() * 4)
+                        for p in model.parameters())
+        return [p.detach().clone() for p in model.parameters()], in_buffer, peer.stats().algorithm
+
+    expected = replay_on_mean_gradients(size, steps, lr, momentum)
+    for params, in_buffer, name in run_ranks(size, body, algorithm=algorithm):
+        assert name == algorithm and in_buffer
+        for got, want in zip(params, expected):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_methods_refuse_two_backwards_per_step():
+    """Accumulating two micro-batches would write a gradient that may already
+    be on the wire: refused, naming why."""
+    def body(peer):
+        model = make_model()
+        opt = mt.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), model, peer=peer)
+        model(torch.ones(2, 6)).sum().backward()
+        try:
+            model(torch.ones(2, 6)).sum().backward()
+        except RuntimeError as e:
+            message = str(e)
+        else:
+            message = ""
+        opt.step()  # every rank still makes the step's collective
+        return message
+
+    for message in run_ranks(2, body, algorithm="bsp-a2a"):
+        assert "written twice before step()" in message and "one backward per step" in message

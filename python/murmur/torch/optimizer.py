@@ -22,17 +22,12 @@ def flatten_parameters(model: torch.nn.Module) -> torch.Tensor:
     Parameter objects, which stay the same, so an optimizer made before or
     after this call works. A parameter shared by two modules is laid out once.
     """
-    params: List[torch.nn.Parameter] = []
-    seen = set()
+    params = unique_parameters(model)
     for name, p in model.named_parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
         # The checks of a registered tensor, on each parameter so that the
         # error names it; contiguity does not matter, the copy fixes it.
         if p.layout != torch.strided or p.dtype != torch.float32:
             tensor_address(p.data, f"parameter '{name}'")
-        params.append(p)
     if not params:
         raise ValueError("murmur.torch.GossipOptimizer: the model has no parameters")
     devices = {p.device for p in params}
@@ -49,6 +44,92 @@ def flatten_parameters(model: torch.nn.Module) -> torch.Tensor:
     return flat
 
 
+def unique_parameters(model: torch.nn.Module) -> List[torch.nn.Parameter]:
+    """model.parameters() in order, a parameter shared by two modules once:
+    the layout of the flat parameter and gradient tensors."""
+    params: List[torch.nn.Parameter] = []
+    seen = set()
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            params.append(p)
+    return params
+
+
+class GradientHandOff:
+    """The gradient methods' side of GossipOptimizer (include/murmur/peer.h,
+    "Gradient hand-off"): every parameter's ``.grad`` is a view of one flat
+    tensor handed to the Peer once (set_gradients), each parameter is a
+    layer, and a hook on its gradient accumulator tells the Peer as soon as
+    backward has written it (gradient_ready), so wfbp-a2a, mg-wfbp and
+    bytescheduler-* communicate while backward goes on.
+
+    The accumulator's hook (``p.expand_as(p).grad_fn.next_functions``, as
+    DDP and Horovod do) runs after the gradient is in ``.grad``; a tensor
+    hook would run before. One backward per step: a layer reported twice
+    before average_gradients() (gradient accumulation over micro-batches)
+    raises, since its first value may already be on the wire. A ``.grad``
+    that is not the view any more (``zero_grad(set_to_none=True)``, which
+    autograd answers with a new tensor) is copied into it and the view put
+    back, in the hook, before the Peer reads it: one copy, only then.
+    """
+
+    def __init__(self, peer: Any, params: List[torch.nn.Parameter]) -> None:
+        if params[0].device.type != "cpu":
+            raise ValueError(f"murmur.torch.GossipOptimizer: the gradient methods take CPU parameters, not "
+                             f"{params[0].device} (their buffers are host memory)")
+        self.peer = peer
+        self.params = params
+        self.flat = torch.zeros(sum(p.numel() for p in params), dtype=torch.float32)
+        self.views: List[torch.Tensor] = []
+        offset = 0
+        for p in params:
+            n = p.numel()
+            view = self.flat[offset:offset + n].view_as(p)
+            if p.grad is not None:
+                view.copy_(p.grad)
+            p.grad = view
+            self.views.append(view)
+            offset += n
+        peer.set_gradients(self.flat, [p.numel() for p in params])
+        self.reported: set = set()
+        self.accumulators = []  # kept alive: a hook lives as long as its node
+        with torch.enable_grad():
+            for layer, p in enumerate(params):
+                accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+                accumulator.register_hook(self._hook(layer))
+                self.accumulators.append(accumulator)
+
+    def _hook(self, layer: int) -> Callable[..., None]:
+        def ready(*_: Any) -> None:
+            self.reclaim(layer)
+            if layer in self.reported:
+                raise RuntimeError(f"murmur.torch.GossipOptimizer: parameter {layer}'s gradient was written twice "
+                                   f"before step() ({self.peer.stats().algorithm} averages each step's gradient as "
+                                   "backward writes it: one backward per step, no accumulation over micro-batches)")
+            self.reported.add(layer)
+            self.peer.gradient_ready(layer)
+        return ready
+
+    def reclaim(self, layer: int) -> None:
+        p, view = self.params[layer], self.views[layer]
+        if p.grad is None or p.grad.data_ptr() != view.data_ptr():
+            with torch.no_grad():
+                if p.grad is None:
+                    view.zero_()
+                else:
+                    view.copy_(p.grad)
+            p.grad = view
+
+    def average(self) -> None:
+        """Before the optimizer step: every gradient becomes the mean over the ranks."""
+        for layer in range(len(self.params)):
+            if layer not in self.reported:
+                self.reclaim(layer)  # no backward reached it, or its .grad was replaced since
+        self.peer.average_gradients()
+        self.reported.clear()
+
+
 class GossipOptimizer(torch.optim.Optimizer):
     """Wraps ``optimizer``: ``step()`` runs its local step, then murmur's
     (gossip every ``period``-th step, in the background where the algorithm
@@ -56,7 +137,9 @@ class GossipOptimizer(torch.optim.Optimizer):
 
     The gossip settings take murmur-peer's names and spec strings:
     ``algorithm`` (dpsgd, choco, sgp, adpsgd, allreduce, topk-allreduce,
-    local-sgd), ``compress`` ("topk:0.01", "randk:0.1", "qsgd:8", ...),
+    local-sgd; or a gradient method of the survey, bsp-a2a, wfbp-a2a, mg-wfbp,
+    bytescheduler-a2a, signsgd, topk-sgd, ..., which averages the gradients
+    before the local step instead: GradientHandOff), ``compress`` ("topk:0.01", "randk:0.1", "qsgd:8", ...),
     ``topology`` (a generator name or a .topo file), ``period`` and
     ``schedule`` ("fixed", "adaptive[:...]"). More PeerConfig fields go in
     ``options`` (gamma, overlap, warmup_steps, timeout_s, ...). Without
@@ -84,6 +167,8 @@ class GossipOptimizer(torch.optim.Optimizer):
                               schedule=schedule, **options)
         self.peer = peer
         self.peer.add_tensor("parameters", self.flat_parameters)
+        # The gradient methods average gradients before the local step, not models after it.
+        self.gradients = GradientHandOff(peer, unique_parameters(model)) if peer.averages_gradients else None
 
     # The wrapped optimizer's groups, state and defaults are this one's.
     @property
@@ -111,13 +196,25 @@ class GossipOptimizer(torch.optim.Optimizer):
         self.optimizer.defaults = value
 
     def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:  # type: ignore[override]
-        """The local step, then murmur's step (which may block for the previous round)."""
-        loss = self.optimizer.step(closure)
+        """The local step, then murmur's step (which may block for the previous round).
+        With a gradient method, the gradients are averaged over the ranks first
+        (a closure then runs here, before the averaging, not inside the local step)."""
+        if self.gradients is None:
+            loss = self.optimizer.step(closure)
+        else:
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            self.gradients.average()
+            self.optimizer.step()
         self.peer.step()
         return loss
 
     def zero_grad(self, set_to_none: bool = False) -> None:
-        self.optimizer.zero_grad(set_to_none)
+        """As torch's; with a gradient method the gradients are zeroed in
+        place whatever ``set_to_none`` says (they are views of murmur's buffer)."""
+        self.optimizer.zero_grad(set_to_none and self.gradients is None)
 
     def flush(self) -> None:
         """Waits for the gossip round in flight and folds it into the model."""
