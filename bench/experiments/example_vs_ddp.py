@@ -12,7 +12,15 @@ prints one Markdown table:
     sudo bench/experiments/example_vs_ddp.py --rate 470480kbit --runs choco,ddp --repeats 3
 
 --rate 470480kbit is the scaled-10gbe profile's bandwidth (docs/experiments.md,
-"Scaled profiles"); its 25 us latency is not emulated (no netem here).
+"Scaled profiles"), calibrated on murmur-peer's compute time per step
+(2.4 ms); its 25 us latency is not emulated (no netem here). --calibrate
+PROFILE applies the same rule to this example's own compute time instead:
+an unshaped one-epoch allreduce run of the example measures it (its
+compute_ms_per_step), and the rate becomes the one that gives the MLP that
+profile's communication-to-compute ratio R (BERT-Large on the seed link),
+bw = 940,584 B / (R x c), as matrix.py --calibrate does for murmur-peer:
+
+    sudo bench/experiments/example_vs_ddp.py --calibrate scaled-10gbe --runs choco,ddp --repeats 3
 
 Columns (each run's own numbers; a range over repeats where there are >1):
 - accuracy: the averaged model's test accuracy after the last epoch (DDP:
@@ -40,6 +48,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
+from matrix import scaled_profile  # noqa: E402
 from namespaces import namespaces_tx_bytes, netns  # noqa: E402
 
 EXAMPLE = os.path.join(common.REPO, "examples", "pytorch", "train_fashion_mnist.py")
@@ -63,6 +72,8 @@ RUNS = {
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rate", default="470480kbit", help="tc rate per link, or 'none'")
+    p.add_argument("--calibrate", choices=["scaled-10gbe", "scaled-ib"], default=None,
+                   help="set --rate from this example's own compute time (an unshaped allreduce epoch first)")
     p.add_argument("--np", type=int, default=8, help="ranks, one namespace each")
     p.add_argument("--runs", default=",".join(RUNS), help=f"comma list of {', '.join(RUNS)}")
     p.add_argument("--repeats", type=int, default=1, help="runs of each entry, one after the other")
@@ -110,6 +121,27 @@ def run_one(args, name, repeat, port):
           f"training {r['train_seconds']:.1f} s, to {args.target:g}: "
           f"{'%.1f s' % reach['train_seconds'] if reach else 'not reached'}", flush=True)
     return row
+
+
+def calibrate(args, profile, port):
+    """--rate for `profile` from the example's compute time per step: one
+    unshaped epoch of allreduce (mean over ranks of compute_ms_per_step)."""
+    up = netns("up", str(args.np), "none", check=False)
+    if up.returncode != 0:
+        sys.exit(f"example_vs_ddp: netns.sh up failed: {up.stderr.strip()}")
+    try:
+        one_epoch = argparse.Namespace(**{**vars(args), "epochs": 1, "evals_per_epoch": 1})
+        row = run_one(one_epoch, "allreduce", "calibrate", port)
+    finally:
+        netns("down", check=False)
+    if row["rc"] != 0:
+        sys.exit(f"example_vs_ddp: the calibration run failed; see {row['log']}")
+    compute_s = row["result"]["compute_ms_per_step"] / 1e3
+    spec, derivation = scaled_profile(profile, "bert-large", compute_s)
+    rate = spec.split("bw=")[1]
+    print(f"calibrated: {compute_s * 1e3:.2f} ms compute per step; {profile} (R = {derivation['ratio']:.3f}): "
+          f"--rate {rate}", flush=True)
+    return rate, {"profile": profile, "compute_s_per_step": compute_s, "run": row, **derivation}
 
 
 def spread(values, fmt):
@@ -164,7 +196,10 @@ def main():
         f.write(netns("hostfile", str(args.np)).stdout)
     common.stop_on_signals()
 
-    rows, port = [], 29700
+    rows, port, calibration = [], 29700, None
+    if args.calibrate:
+        port += 1
+        args.rate, calibration = calibrate(args, args.calibrate, port)
     up = netns("up", str(args.np), args.rate, check=False)
     if up.returncode != 0:
         sys.exit(f"example_vs_ddp: netns.sh up failed: {up.stderr.strip()}")
@@ -179,7 +214,7 @@ def main():
         netns("down", check=False)
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump({"rate": args.rate, "np": args.np, "epochs": args.epochs, "target": args.target,
-                       "rows": rows}, f, indent=1)
+                       "calibration": calibration, "rows": rows}, f, indent=1)
         text = table(rows, args.target)
         with open(os.path.join(args.out, "table.md"), "w") as f:
             f.write(text + "\n")

@@ -157,6 +157,11 @@ def main() -> int:
               # per step, mean over ranks: time step() blocked, and murmur's background time in rounds
               "wait_ms_per_step": 1e3 * peer.average(stats.wait_seconds / max(stats.steps, 1)),
               "comm_ms_per_step": 1e3 * peer.average(stats.comm_seconds / max(stats.steps, 1)),
+              # per step, mean over ranks: training time outside step()'s waits (forward, backward,
+              # the optimizer's update and the hand-off): what a round can hide behind; scaled
+              # profiles are calibrated on it (bench/experiments/example_vs_ddp.py --calibrate)
+              "compute_ms_per_step": 1e3 * peer.average((record.train_seconds - stats.wait_seconds) /
+                                                        max(stats.steps, 1)),
               # the slowest rank's: the job trains until its last rank has
               "train_seconds": max_over_ranks(peer, record.train_seconds),
               "seconds": time.monotonic() - record.started, "evals": record.evals}
