@@ -146,8 +146,9 @@ void bind_peer(nb::module_& m) {
           nb::arg("name"), nb::arg("data"), nb::arg("count"), nb::arg("kind") = MemoryKind::kAuto,
           "Registers `count` float32 values at address `data`; before the first step() only.")
       .def("parameter_count", [](PeerHandle& h) { return h.get("parameter_count").parameter_count(); })
-      .def("averages_gradients", [](PeerHandle& h) { return h.get("averages_gradients").averages_gradients(); },
-           "Whether the algorithm averages gradients before the optimizer step (the gradient hand-off).")
+      .def(
+          "averages_gradients", [](PeerHandle& h) { return h.get("averages_gradients").averages_gradients(); },
+          "Whether the algorithm averages gradients before the optimizer step (the gradient hand-off).")
       .def(
           "set_gradients",
           [](PeerHandle& h, std::uintptr_t data, std::size_t count, const std::vector<std::size_t>& layer_sizes) {

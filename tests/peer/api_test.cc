@@ -271,10 +271,10 @@ TEST(PeerJob, AdaptiveScheduleCompressesOnlyWhereTheLinkIsSlow) {
   std::filesystem::create_directories(dir);
   const auto profile = (dir / "links.txt").string();
   std::ofstream(profile) << "default lat=20us,bw=10gbit\nedge 0 1 lat=20us,bw=250kbit\n";
-  testing::LocalJob job(
-      "tests/peer/api_test_peer", kPeers,
-      {"--algorithm", "choco", "--compressor", "topk:0.5", "--topology", "ring", "--steps", "400", "--schedule",
-       "adaptive:min_ratio=0.0625,max_period=2", "--link-profile", "@" + profile, "--compute-ms", "4", "--provider", "tcp"});
+  testing::LocalJob job("tests/peer/api_test_peer", kPeers,
+                        {"--algorithm", "choco", "--compressor", "topk:0.5", "--topology", "ring", "--steps", "400",
+                         "--schedule", "adaptive:min_ratio=0.0625,max_period=2", "--link-profile", "@" + profile,
+                         "--compute-ms", "4", "--provider", "tcp"});
   auto statuses = job.wait_all(180s);
   std::filesystem::remove_all(dir);
   std::vector<std::map<std::string, std::string>> f(kPeers);
