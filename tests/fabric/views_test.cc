@@ -107,7 +107,8 @@ std::vector<int> ranks_of(const View& v) {
 // A member that joins over a raw socket and can vanish without a leave.
 class RawMember {
  public:
-  RawMember(std::uint16_t port, int rank, int size) {
+  // `rejoin_view` not empty: a failover rejoin naming view 0 of those ranks.
+  RawMember(std::uint16_t port, int rank, int size, const std::vector<int>& rejoin_view = {}) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -119,6 +120,8 @@ class RawMember {
     hello.rank = rank;
     hello.size = size;
     hello.host = "raw" + std::to_string(rank);
+    hello.rejoin = !rejoin_view.empty();
+    for (int r : rejoin_view) hello.members.push_back({r, "raw" + std::to_string(r)});
     const auto frame = wire::encode(wire::ClientMessage{hello});
     EXPECT_EQ(::write(fd_, frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
   }
@@ -415,6 +418,32 @@ TEST(Failover, APartitionAsTheServerDiesLeavesOneSideGoingOn) {
     EXPECT_THROW(job.clients[r]->set("k", "w"), FabricError);
   }
   EXPECT_EQ(job.clients[0]->get("k"), "v");
+}
+
+// A member whose connection to a standby closes during the failover grace
+// and that rejoins before it ends counts as rejoined. (A client whose
+// heartbeats go unanswered for 600 ms closes its connection and reconnects:
+// on a loaded host both members of the larger side of
+// APartitionAsTheServerDiesLeavesOneSideGoingOn did, their standby held
+// their rejoins to be from ranks the view had lost, counted 0 of 4 and
+// stood down.)
+TEST(Failover, AMemberThatReconnectsDuringTheGraceStillCounts) {
+  ServerOptions o = server_options();
+  o.failover_grace = 1500ms;
+  Server standby(o);
+  const std::vector<int> view{0, 1, 2, 3};
+  RawMember rank0(standby.port(), 0, 4, view);
+  auto rank1 = std::make_unique<RawMember>(standby.port(), 1, 4, view);
+  ASSERT_TRUE(testing::wait_for([&] { return standby.member_count() == 2; }, 10s));
+  rank1->vanish();
+  ASSERT_TRUE(testing::wait_for([&] { return standby.member_count() == 1; }, 10s));
+  rank1 = std::make_unique<RawMember>(standby.port(), 1, 4, view);
+  EXPECT_TRUE(testing::wait_for([&] { return standby.member_count() == 2; }, 10s))
+      << "rank 1's rejoin was not taken back into the view";
+  // The grace ends with half the view and its lowest rank: the side goes on
+  // without ranks 2 and 3 (view 1) instead of standing down.
+  EXPECT_TRUE(testing::wait_for([&] { return standby.generation() == std::optional<std::uint64_t>(1); }, 10s));
+  EXPECT_EQ(standby.member_count(), 2u);
 }
 
 }  // namespace

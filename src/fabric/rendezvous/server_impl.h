@@ -132,6 +132,10 @@ class Server::Impl {
   // Publishes the unconfirmed losses if a quorum of quorum_base_ has been
   // heard since they began; returns whether it did.
   bool confirm_losses();
+  // A rejoin from a member whose loss still waits for a quorum, naming the
+  // view it was lost from: the loss is withdrawn and the member is back in
+  // the view (nobody was told of it). Returns whether it was.
+  bool withdraw_unconfirmed_loss(int rank, const std::string& host, std::uint64_t generation);
   void on_quorum_deadline();
   // Tells every member held here that it is out and ends the job here;
   // later rejoining or joining Hellos of that job are refused.

@@ -118,7 +118,10 @@ void Server::Impl::admit(const SessionPtr& s, const wire::Hello& hello) {
   for (const auto& m : hello.members) note_id(m.rank);
   if (job_signature_.empty()) job_signature_ = hello.signature;
   s->watchdog.cancel();  // re-arm with the heartbeat timeout
-  if (hello.rejoin) adopt(hello);
+  if (hello.rejoin) {
+    adopt(hello);
+    withdraw_unconfirmed_loss(s->rank, s->host, hello.generation);
+  }
   bool grew = false;
   if (view_started_ && view_.count(s->rank) == 0 && !hello.rejoin) {
     // A fresh Hello from a rank the view lost: it joins again, as before views.

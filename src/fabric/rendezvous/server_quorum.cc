@@ -146,6 +146,28 @@ bool Server::Impl::confirm_losses() {
   return true;
 }
 
+bool Server::Impl::withdraw_unconfirmed_loss(int rank, const std::string& host, std::uint64_t generation) {
+  // Only a loss nobody was told of: its view is still the current one. A
+  // connection that closed (a client's heartbeat time-out on a loaded host
+  // closes it and reconnects) is not a partition, and the rejoin proves the
+  // member is on this side; without this a failover standby whose members
+  // reconnect during the grace counted none of them and stood down.
+  if (generation != generation_) return false;
+  const auto it = std::find_if(unconfirmed_losses_.begin(), unconfirmed_losses_.end(),
+                               [&](const MemberLost& m) { return m.rank == rank && !m.left_cleanly; });
+  if (it == unconfirmed_losses_.end()) return false;
+  unconfirmed_losses_.erase(it);
+  view_[rank] = host;
+  rendezvous_log().info("rendezvous server: rank {} ({}) is back before its loss was confirmed; the loss is withdrawn",
+                        rank, host);
+  if (unconfirmed_losses_.empty()) {
+    if (quorum_timer_) quorum_timer_->cancel();
+    quorum_timer_.reset();
+    quorum_base_.clear();
+  }
+  return true;
+}
+
 void Server::Impl::on_quorum_deadline() {
   if (unconfirmed_losses_.empty() || confirm_losses()) return;
   // After a failover, the members still rejoining cannot have been heard
