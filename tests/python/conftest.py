@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import threading
 from typing import Any, Callable, List
@@ -16,31 +17,42 @@ import murmur
 
 
 def free_port(count: int = 1) -> int:
-    """A port p such that p .. p+count-1 were free a moment ago on loopback.
+    """A port p such that p .. p+count-1 were free a moment ago, for a server
+    that the code under test binds later (on every address, as murmur's
+    rendezvous and torchrun's store do).
 
-    The sockets probed stay open until the end, so that the kernel does not
-    hand back the same port, whose neighbour is taken, again and again."""
-    held: List[socket.socket] = []
+    Chosen below the kernel's ephemeral range (ip_local_port_range), from
+    which every outgoing connection on the host takes its local port: a
+    port picked from that range can be handed to someone's connect() before
+    the server binds it. That happened under load (fuzzers and other tests
+    making thousands of loopback connections): torchrun's job failed with
+    "rendezvous server cannot bind 0.0.0.0:42060: Address already in use".
+    Below the range only an explicit bind takes a port, and the start is
+    random, so two tests rarely probe the same one."""
     try:
-        for _ in range(200):
-            first = socket.socket()
-            held.append(first)
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            if port + count > 65536:
-                continue
-            try:
-                for extra in range(1, count):
-                    s = socket.socket()
-                    held.append(s)
-                    s.bind(("127.0.0.1", port + extra))
-            except OSError:
-                continue
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    low = 10000
+    if ephemeral_low - low < 1000:
+        raise RuntimeError(f"free_port: the ephemeral range starts at {ephemeral_low}; no room below it")
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(low, ephemeral_low - count)
+        held: List[socket.socket] = []
+        try:
+            for p in range(port, port + count):
+                s = socket.socket()
+                held.append(s)
+                s.bind(("0.0.0.0", p))
             return port
-    finally:
-        for s in held:
-            s.close()
-    raise RuntimeError(f"no {count} consecutive free ports on loopback in 200 tries")
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free ports below {ephemeral_low} in 200 tries")
 
 
 def run_ranks(size: int, body: Callable[[murmur.Peer], Any], **options: Any) -> List[Any]:

@@ -193,9 +193,13 @@ def test_gradient_methods_step_on_the_mean_gradient(algorithm):
     another order). Rank 1 zeroes with set_to_none=True through the model,
     which replaces murmur's views: the hook copies the new gradient back."""
     size, steps, lr, momentum = 4, 6, 0.1, 0.9
+    # Made here, not in the ranks' threads: torch's global generator is
+    # shared, and ranks seeding it at once would start from different models.
+    initial = make_model().state_dict()
 
     def body(peer):
         model = make_model()
+        model.load_state_dict(initial)
         opt = mt.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum), model, peer=peer)
         assert peer.averages_gradients and opt.gradients is not None
         buffer = opt.gradients.flat
