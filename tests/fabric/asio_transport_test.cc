@@ -327,6 +327,27 @@ TEST(AsioTransport, TooSmallReceiveFailsNamingBothSizesAndConsumesMessage) {
   expect_peer_error([&] { r3->wait_for(kWait); });
 }
 
+// A message too large for its receive, in chunks far larger than the
+// 64 KiB the link reads a dropped chunk in (src/fabric/asio/link.cc,
+// discard_payload), several of them: it is consumed to its last byte, and
+// the message after it on the same tag arrives whole.
+TEST(AsioTransport, ATooLargeMessageInLargeChunksIsDroppedPieceByPiece) {
+  auto group = make_group(2, 1 << 20);  // 1 MiB chunks
+  const auto big = pattern((3 << 20) + 12345, 3), after = pattern(300000, 4);
+  std::vector<unsigned char> small(1000), next(after.size());
+  auto r1 = group[1]->irecv(0, 9, small.data(), small.size());
+  auto r2 = group[1]->irecv(0, 9, next.data(), next.size());
+  auto s1 = group[0]->isend(1, 9, big.data(), big.size());
+  auto s2 = group[0]->isend(1, 9, after.data(), after.size());
+  const auto e = expect_peer_error([&] { r1->wait_for(kWait); });
+  EXPECT_NE(std::string(e.what()).find(std::to_string(big.size()) + " bytes"), std::string::npos) << e.what();
+  ASSERT_TRUE(r2->wait_for(kWait));
+  ASSERT_TRUE(s1->wait_for(kWait));
+  ASSERT_TRUE(s2->wait_for(kWait));
+  EXPECT_EQ(r2->bytes(), after.size());
+  EXPECT_EQ(next, after);
+}
+
 int raw_connect(const std::string& address) {
   const auto colon = address.rfind(':');
   sockaddr_in addr{};

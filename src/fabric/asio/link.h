@@ -99,6 +99,9 @@ class Link final {
   void start_read_header();
   void on_header(const boost::system::error_code& ec);
   void start_read_payload(std::uint64_t chunk, std::uint64_t payload_hash);
+  // Reads and drops the `left` bytes still to come of a discarded
+  // message's chunk of `chunk` bytes, through scratch_.
+  void discard_payload(std::uint64_t chunk, std::uint64_t left);
   void on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
                   unsigned char* where);
   void finish_incoming();
@@ -132,7 +135,8 @@ class Link final {
   wire::FrameBytes recv_header_{};
   bool have_incoming_ = false;
   Incoming incoming_;
-  std::vector<unsigned char> scratch_;  // payload of discarded messages
+  static constexpr std::size_t kDiscardPieceBytes = 64 * 1024;
+  std::vector<unsigned char> scratch_;  // payload of discarded messages, a piece at a time
 };
 
 }  // namespace murmur::fabric::asio
