@@ -50,7 +50,8 @@ rm -rf "$reports" && mkdir -p "$reports"
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:log_path=$reports/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 # die_after_fork=0: the launcher and LocalJob fork peers from threaded processes.
-export TSAN_OPTIONS="halt_on_error=1:die_after_fork=0:log_path=$reports/tsan${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+# suppressions: reports that are not races in murmur, each with its reason.
+export TSAN_OPTIONS="halt_on_error=1:die_after_fork=0:log_path=$reports/tsan:suppressions=$root/scripts/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
 status=0
 cd "$build"

@@ -48,6 +48,19 @@
 #include "fabric/libfabric/waiter.h"
 #include "fabric/peer_list.h"
 
+// Built with -fsanitize=thread: gcc says so with __SANITIZE_THREAD__, clang
+// with __has_feature (see try_take_role()).
+#if defined(__SANITIZE_THREAD__)
+#define MURMUR_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MURMUR_THREAD_SANITIZER 1
+#endif
+#endif
+#ifndef MURMUR_THREAD_SANITIZER
+#define MURMUR_THREAD_SANITIZER 0
+#endif
+
 namespace murmur::fabric::libfabric {
 namespace {
 
@@ -284,7 +297,7 @@ class LibfabricTransport final : public Transport,
     // The progress thread holds the role only for a turn (microseconds);
     // longer means another caller drives, or a provider holds the thread
     // (see shutdown()): then block on the request as before.
-    std::unique_lock<std::timed_mutex> role(role_mutex_, kRoleWait);
+    std::unique_lock<std::timed_mutex> role = try_take_role();
     if (!role) return;
     const RoleHolder holder(role_owner_);
     const auto start = SpinPolicy::Clock::now();
@@ -477,6 +490,24 @@ class LibfabricTransport final : public Transport,
   }
 
   static constexpr auto kRoleWait = std::chrono::microseconds(200);
+
+  // The role if it comes free within kRoleWait. libstdc++ waits for a
+  // timed_mutex on the steady clock with pthread_mutex_clocklock, which
+  // ThreadSanitizer runtimes before LLVM 18 do not intercept (gcc 12's among
+  // them; llvm/llvm-project#62623): TSan then never sees drive() take the
+  // role, takes its unlock for "unlock of an unlocked mutex" and, missing
+  // the hand-over's happens-before, reports races on everything the role
+  // guards (docs/testing.md, sanitizer lanes). Under TSan the wait is on the
+  // system clock instead: pthread_mutex_timedlock, which every TSan runtime
+  // intercepts. Normal builds keep the steady clock, which a clock step
+  // cannot stretch while a provider holds the progress thread (shutdown()).
+  std::unique_lock<std::timed_mutex> try_take_role() {
+#if MURMUR_THREAD_SANITIZER
+    return std::unique_lock<std::timed_mutex>(role_mutex_, std::chrono::system_clock::now() + kRoleWait);
+#else
+    return std::unique_lock<std::timed_mutex>(role_mutex_, kRoleWait);
+#endif
+  }
   static constexpr auto kMinDriveSpin = std::chrono::microseconds(10);
   // The progress thread leaves the spinning to callers that drove this
   // recently.
