@@ -15,7 +15,8 @@ bench/experiments/matrix.py's choco-adaptive), links shaped to the
 scaled-10gbe profile of docs/experiments.md.
 
 Every --interval-s, per peer (found as murmur-run's descendants carrying
-MURMUR_RANK), from /proc: VmRSS, VmHWM, threads, open descriptors by kind
+MURMUR_RANK) and for murmur-run itself (rank -1 in the samples: it hosts
+the rendezvous server every peer's collectives write keys to), from /proc: VmRSS, VmHWM, threads, open descriptors by kind
 (sockets and anonymous inodes are libfabric's endpoints, connections and
 wait objects) and memory mappings (all, and /dev/shm or fi_*). The run fails
 (exit 1) when any series grows after --warmup-min beyond verdict.py's
@@ -68,6 +69,9 @@ def parse_args():
                    help="epochs for this many times --minutes at the reference pace (the soak must not end early)")
     p.add_argument("--accuracy-drop", type=float, default=0.01,
                    help="the soak's averaged-model accuracy may be this far below the short run's")
+    p.add_argument("--launcher-nice", type=int, default=None,
+                   help="renice murmur-run (its rendezvous server) to this after start; below 0 needs root")
+    p.add_argument("--log-level", default=None, help="MURMUR_LOG_LEVEL for the jobs (e.g. warn: no per-round lines)")
     p.add_argument("--build", default=common.DEFAULT_BUILD)
     p.add_argument("--out", default=None, help="output directory (default /tmp/soak-<time>)")
     p.add_argument("--plot", default=None, help="also write the plot here, e.g. docs/img/soak-resources.png")
@@ -89,11 +93,18 @@ def job_command(args, name, epochs, timeout_s):
             "--epochs", str(epochs), "--metrics", os.path.join(args.out, f"{name}.metrics-{{rank}}.jsonl")]
 
 
+def job_environment(args):
+    env = dict(os.environ)
+    if args.log_level:
+        env["MURMUR_LOG_LEVEL"] = args.log_level
+    return env
+
+
 def reference_run(args):
     """The short job: (seconds per epoch, its summary). Exits if it fails."""
     command = job_command(args, "reference", args.short_epochs, 1800)
     print(f"reference: {shlex.join(command)}", flush=True)
-    rc = common.run_logged(command, os.path.join(args.out, "reference.log"))
+    rc = common.run_logged(command, os.path.join(args.out, "reference.log"), env=job_environment(args))
     if rc != 0:
         sys.exit(f"soak: the reference run failed (exit {rc}); see {args.out}/reference.log")
     summary = common.read_summary(os.path.join(args.out, "reference.summary.json"))
@@ -119,6 +130,16 @@ def wait_for_peers(launcher, np_, deadline_s=120):
     sys.exit(f"soak: only {len(proc_sample.peers_of(launcher.pid))} of {np_} peers after {deadline_s} s")
 
 
+def renice_threads(pid, nice):
+    """Sets every thread of `pid` to `nice`. On an overloaded host a starved
+    rendezvous server misses the peers' 3 s heartbeat deadline and the job
+    loses every peer at once (docs/testing.md, "Soak"). Linux's priority is
+    per thread and only new threads inherit it: hence each task, once the
+    peers run (murmur-run's server thread exists by then)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        os.setpriority(os.PRIO_PROCESS, int(task), nice)
+
+
 def load_average():
     with open("/proc/loadavg") as f:
         return [float(x) for x in f.read().split()[:3]]
@@ -133,17 +154,19 @@ def soak_run(args, epochs, writer, csv_file):
     log = open(os.path.join(args.out, "soak.log"), "w")
     log.write(shlex.join(command) + "\n")
     log.flush()
-    launcher = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    launcher = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=job_environment(args))
     samples, exited = [], []
     try:
         peers = wait_for_peers(launcher, args.peers)
+        if args.launcher_nice is not None:
+            renice_threads(launcher.pid, args.launcher_nice)
         t0, k = time.time(), 0
         while True:
             minute = (time.time() - t0) / 60
-            for rank, pid in sorted(peers.items()):
+            for rank, pid in sorted({**peers, verdict.LAUNCHER: launcher.pid}.items()):
                 values = proc_sample.sample(pid)
                 if values is None:
-                    if (rank, pid) not in exited:
+                    if rank != verdict.LAUNCHER and (rank, pid) not in exited:
                         exited.append((rank, pid))
                         print(f"  minute {minute:.1f}: rank {rank} (pid {pid}) exited", flush=True)
                     continue
@@ -152,7 +175,7 @@ def soak_run(args, epochs, writer, csv_file):
                 writer.writerow(row)
             csv_file.flush()
             if samples:
-                last = [s for s in samples if s["minute"] == round(minute, 3)]
+                last = [s for s in samples if s["minute"] == round(minute, 3) and s["rank"] != verdict.LAUNCHER]
                 if last:
                     print(f"  minute {minute:5.1f}: rss {min(s['rss_mib'] for s in last):.0f}-"
                           f"{max(s['rss_mib'] for s in last):.0f} MiB, fds {max(s['fds'] for s in last)}, "
@@ -190,7 +213,8 @@ def main():
     epochs = args.epochs or max(1, math.ceil(args.minutes * 60 * args.margin / per_epoch))
     result.update(reference_seconds_per_epoch=per_epoch, epochs=epochs,
                   reference_accuracy=reference[Key.AVERAGE_MODEL_TEST_ACCURACY])
-    print(f"soak: {epochs} epochs for {args.minutes:g} min x {args.margin:g}", flush=True)
+    how = "as given" if args.epochs else f"for {args.minutes:g} min x {args.margin:g} at the reference pace"
+    print(f"soak: {epochs} epochs ({how})", flush=True)
     with open(os.path.join(args.out, "samples.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=["minute", "rank", "pid", *proc_sample.SERIES])
         writer.writeheader()
@@ -236,7 +260,8 @@ def main():
         title = (f"soak: {args.peers} peers, choco top-1% adaptive, {args.profile}, "
                  f"{samples[-1]['minute']:.0f} min")
         for path in filter(None, [os.path.join(args.out, "soak-resources.png"), args.plot]):
-            plot(samples, args.warmup_min, path, title)
+            # murmur-run's 20 MiB would squash the peers' curves: it is in the table only.
+            plot([s for s in samples if s["rank"] != verdict.LAUNCHER], args.warmup_min, path, title)
             print(f"plot: {path}")
     if failures:
         print("\nFAILED:\n  " + "\n  ".join(failures), file=sys.stderr)

@@ -29,6 +29,15 @@ TOLERANCES = {
     "shm_maps": (0.0, 2),
 }
 
+# The rank soak.py gives murmur-run's own samples: it hosts the rendezvous
+# server, whose key-value store every peer's collectives write to.
+LAUNCHER = -1
+
+
+def label(rank):
+    return "murmur-run" if rank == LAUNCHER else f"rank {rank}"
+
+
 # Fewer samples after warm-up than this cannot show a trend: the run fails.
 MIN_SAMPLES_AFTER_WARMUP = 2
 
@@ -83,7 +92,7 @@ def judge(samples, warmup_min, tolerances=TOLERANCES):
             r = judge_series(points, warmup_min, relative, absolute)
             results[(rank, series)] = r
             if not r["ok"]:
-                failures.append(f"rank {rank} {series}: {r['reason']}")
+                failures.append(f"{label(rank)} {series}: {r['reason']}")
     return results, failures
 
 
@@ -94,7 +103,7 @@ def pids_changed(samples):
     for s in sorted(samples, key=lambda s: s["minute"]):
         pid = first.setdefault(s["rank"], s["pid"])
         if s["pid"] != pid:
-            messages.append(f"rank {s['rank']}: pid {pid} became {s['pid']} at minute {s['minute']:.1f} "
+            messages.append(f"{label(s['rank'])}: pid {pid} became {s['pid']} at minute {s['minute']:.1f} "
                             "(restarted: not one continuous process)")
             first[s["rank"]] = s["pid"]
     return messages
