@@ -1,0 +1,103 @@
+// A member whose own process stalls (stopped, or a host that froze for
+// seconds) must not take the time it did not run for the server's silence:
+// waking, it would fail over, close its connection, and be declared lost by a
+// server that was answering all along. The soak (docs/testing.md, "Soak")
+// lost whole jobs to this on an overloaded VM: every peer stalled ~3 s at
+// once, every client "found" the server silent, every member was dropped.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabric/rendezvous/client.h"
+#include "fabric/rendezvous/server.h"
+#include "tests/support/wait.h"
+
+namespace murmur::fabric::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+
+ClientOptions options(std::uint16_t port, int rank) {
+  ClientOptions o;
+  o.server_port = port;
+  o.token = "secret";
+  o.rank = rank;
+  o.size = 2;
+  o.self_host = "host" + std::to_string(rank);
+  o.heartbeat_interval = 100ms;  // server counted silent after 6 x: 600 ms
+  return o;
+}
+
+TEST(RendezvousStall, AMemberStoppedLongerThanItsServerDeadlineStaysAMember) {
+  // Forked before any thread starts (see Rendezvous.KilledChildProcessIsReported);
+  // the port comes through a pipe.
+  int port_pipe[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(port_pipe[1]);
+    std::uint16_t port = 0;
+    if (::read(port_pipe[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
+    try {
+      Client c(options(port, 1));
+      c.set("child/up", "1");
+      c.wait("parent/resumed", 30s);  // stopped and continued in here
+      c.set("child/awake", "1");
+      c.leave();
+    } catch (...) {
+      ::_exit(3);  // "not a member": it was declared lost
+    }
+    ::_exit(0);
+  }
+  ::close(port_pipe[0]);
+  ServerOptions so;
+  so.bind_host = "127.0.0.1";
+  so.token = "secret";
+  so.heartbeat_timeout = 5000ms;  // the stop below stays well inside it
+  Server server(so);
+  std::mutex mu;
+  std::vector<MemberLost> lost;
+  Client parent(options(server.port(), 0));
+  parent.on_member_lost([&](const MemberLost& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    lost.push_back(m);
+  });
+  const std::uint16_t port = server.port();
+  ASSERT_EQ(::write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(port_pipe[1]);
+  ASSERT_EQ(parent.wait("child/up", 30s), "1");
+  // 1.5 s: more than twice the child's 600 ms deadline for the server's
+  // answers, a third of the server's 5 s for the child's heartbeats.
+  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_EQ(::kill(child, SIGCONT), 0);
+  parent.set("parent/resumed", "1");
+  EXPECT_EQ(parent.wait("child/awake", 30s), "1");
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  // Its clean leave is reported; nothing else may be.
+  ASSERT_TRUE(murmur::testing::wait_for(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !lost.empty();
+      },
+      10s))
+      << "no report of the child's leave";
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].rank, 1);
+  EXPECT_TRUE(lost[0].left_cleanly) << "declared lost: " << lost[0].reason;
+}
+
+}  // namespace
+}  // namespace murmur::fabric::rendezvous
