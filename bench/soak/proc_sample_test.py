@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,10 +59,16 @@ class Sampler(unittest.TestCase):
         self.assertIsNone(proc_sample.sample(pid))
 
     def test_peers_are_the_children_carrying_murmur_rank(self):
-        # Popen returns only once the child has exec'd, so its environ is
-        # already the new one (a bare fork would race with execve).
+        # Popen returns once the kernel has replaced the child's memory, but
+        # (vfork) before execve has written the new environment's bounds:
+        # for a moment /proc/PID/environ reads empty (seen once in a loaded
+        # run of the suite). Wait for it with a deadline, as soak.py does by
+        # sampling every interval.
         child = subprocess.Popen(["/bin/sleep", "10"], env={"MURMUR_RANK": "5"})
         try:
+            deadline = time.monotonic() + 10
+            while proc_sample.peers_of(os.getpid()) != {5: child.pid} and time.monotonic() < deadline:
+                time.sleep(0.01)
             self.assertEqual(proc_sample.peers_of(os.getpid()), {5: child.pid})
         finally:
             child.kill()
