@@ -259,12 +259,8 @@ class GossipOptimizer(torch.optim.Optimizer):
 
 def _copy_flat_into(model: torch.nn.Module, flat: torch.Tensor) -> None:
     offset = 0
-    seen = set()
     with torch.no_grad():
-        for p in model.parameters():
-            if id(p) in seen:
-                continue
-            seen.add(id(p))
+        for p in unique_parameters(model):
             n = p.numel()
             p.copy_(flat[offset:offset + n].view_as(p))
             offset += n
