@@ -298,6 +298,47 @@ TEST(Rendezvous, GatherAnswersOnceEveryKeyIsSet) {
   EXPECT_EQ(server.rejected_count(), 0u);
 }
 
+// A gather may retire a prefix: once it is answered, the server erases the
+// keys under it (the previous collective's, under any view's generation)
+// and nothing else, whether the gather completed at once or while it waited;
+// a retire that covers the gather's own keys is refused.
+TEST(Rendezvous, AnsweredGatherErasesTheKeysItRetires) {
+  Server server(server_options());
+  Client a(client_options(server, 0, 2));
+  Client b(client_options(server, 1, 2));
+  const std::size_t empty = server.store_bytes();
+  a.set("c/0/0/0", "a0");
+  b.set("c/0/0/1", "b0");
+  b.set("c/0/1/1", "b0 again, in a later view");
+  a.set("c/01/0/0", "not under c/0/");
+  const std::size_t unrelated = std::string("c/01/0/0").size() + std::string("not under c/0/").size();
+  EXPECT_EQ(a.gather("c/0/0/", 2, kDeadline), (std::vector<std::string>{"a0", "b0"}));
+  a.set("c/1/0/0", "a1");
+  b.set("c/1/0/1", "b1");
+  // Complete at once: answered, then c/0/ erased.
+  EXPECT_EQ(a.gather("c/1/0/", 2, kDeadline, "c/0/"), (std::vector<std::string>{"a1", "b1"}));
+  EXPECT_FALSE(b.get("c/0/0/0").has_value());
+  EXPECT_FALSE(b.get("c/0/1/1").has_value());
+  EXPECT_EQ(b.get("c/01/0/0"), "not under c/0/");
+  EXPECT_EQ(b.gather("c/1/0/", 2, kDeadline, "c/0/"), (std::vector<std::string>{"a1", "b1"}));
+  EXPECT_EQ(server.store_bytes(), empty + unrelated + 2 * (std::string("c/1/0/0").size() + 2));
+
+  // Completed by a later set while it waits: the same.
+  a.set("c/2/0/0", "a2");
+  std::vector<std::string> waited;
+  std::thread waiting([&] { waited = a.gather("c/2/0/", 2, kDeadline, "c/1/"); });
+  b.set("c/2/0/1", "b2");
+  waiting.join();
+  EXPECT_EQ(waited, (std::vector<std::string>{"a2", "b2"}));
+  EXPECT_FALSE(b.get("c/1/0/0").has_value());
+  EXPECT_EQ(server.store_bytes(), empty + unrelated + 2 * (std::string("c/2/0/0").size() + 2));
+
+  const auto covering = message_of([&] { a.gather("c/2/0/", 2, kDeadline, "c/2/"); });
+  EXPECT_NE(covering.find("its retire prefix 'c/2/' covers the gather's own keys"), std::string::npos) << covering;
+  EXPECT_EQ(b.get("c/2/0/0"), "a2");
+  EXPECT_EQ(server.rejected_count(), 0u);
+}
+
 TEST(RendezvousWire, GatherRequestAndValuesRoundTrip) {
   wire::Request q;
   q.id = 9;
@@ -305,6 +346,7 @@ TEST(RendezvousWire, GatherRequestAndValuesRoundTrip) {
   q.key = "murmur/peer/schedule/12/";
   q.count = 8;
   q.timeout_ms = 250;
+  q.retire = "murmur/peer/schedule/11/";
   const auto frame = wire::encode(wire::ClientMessage{q});
   std::vector<std::uint64_t> body((frame.size() - wire::kPrefixBytes) / 8);
   std::memcpy(body.data(), frame.data() + wire::kPrefixBytes, body.size() * 8);
@@ -313,6 +355,7 @@ TEST(RendezvousWire, GatherRequestAndValuesRoundTrip) {
   EXPECT_EQ(back.key, q.key);
   EXPECT_EQ(back.count, 8u);
   EXPECT_EQ(back.timeout_ms, 250u);
+  EXPECT_EQ(back.retire, q.retire);
 
   wire::Response r;
   r.id = 9;

@@ -16,3 +16,7 @@ target_link_libraries(resilience_test_peer PRIVATE murmur::peer CLI11::CLI11 $<B
 murmur_add_test(peer_resilience_test SOURCES resilience_test.cc LIBS murmur::test_job LABELS multiprocess)
 target_include_directories(peer_resilience_test PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 add_dependencies(peer_resilience_test resilience_test_peer)
+
+# ScalarGather with an in-process rendezvous server and asio Groups.
+murmur_add_test(peer_scalar_gather_test SOURCES scalar_gather_test.cc LIBS murmur::peer murmur::fabric)
+target_include_directories(peer_scalar_gather_test PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)

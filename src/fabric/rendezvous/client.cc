@@ -191,6 +191,12 @@ void Client::Impl::remember_set(const std::string& key, const std::string& value
   if (recent_sets_.size() > kRecentSets) recent_sets_.pop_front();
 }
 
+void Client::Impl::forget_sets_under(const std::string& prefix) {
+  if (prefix.empty()) return;
+  std::lock_guard lock(mutex_);
+  std::erase_if(recent_sets_, [&](const auto& kv) { return kv.first.compare(0, prefix.size(), prefix) == 0; });
+}
+
 void Client::Impl::on_member_lost(std::function<void(const MemberLost&)> callback) {
   std::lock_guard lock(mutex_);
   callback_ = std::move(callback);
@@ -280,17 +286,20 @@ std::string Client::wait(const std::string& key, std::chrono::milliseconds timeo
 }
 
 std::vector<std::string> Client::gather(const std::string& prefix, std::uint32_t count,
-                                        std::chrono::milliseconds timeout) {
+                                        std::chrono::milliseconds timeout, const std::string& retire) {
   wire::Request q;
   q.op = wire::Op::gather;
   q.key = prefix;
   q.count = count;
   q.timeout_ms = static_cast<std::uint64_t>(std::max<std::int64_t>(timeout.count(), 0));
+  q.retire = retire;
   auto r = impl_->call(std::move(q), timeout + impl_->options().request_timeout, "gather '" + prefix + "'");
   if (r.values.size() != count) {
     throw FabricError("gather '" + prefix + "': the server answered " + std::to_string(r.values.size()) +
                       " values for " + std::to_string(count) + " keys");
   }
+  // A standby must not be given back what the server erased.
+  impl_->forget_sets_under(retire);
   return std::move(r.values);
 }
 

@@ -132,7 +132,13 @@ class Client final {
   // one reply once all are set: a collective's one key per rank without a
   // round trip per key. Throws FabricError on timeout (naming the missing
   // indices) or for a count past 16 x the world size.
-  std::vector<std::string> gather(const std::string& prefix, std::uint32_t count, std::chrono::milliseconds timeout);
+  // `retire` (non-empty): once the gather is answered, the server erases
+  // every key under that prefix, so that a long run's collectives do not
+  // grow its store. A caller passes its previous collective's prefix: every
+  // member has finished that one once all wrote this one. It must not cover
+  // `prefix` itself (FabricError).
+  std::vector<std::string> gather(const std::string& prefix, std::uint32_t count, std::chrono::milliseconds timeout,
+                                  const std::string& retire = {});
   // Blocks until all `size` ranks reached the barrier `name`. Throws
   // FabricError on timeout (naming the ranks still missing) or when a member
   // is lost or leaves while waiting.

@@ -48,6 +48,8 @@ class Client::Impl {
   wire::Response call(wire::Request q, Clock::duration wait_for, const std::string& what);
   SuspectVerdict suspect(int rank, Evidence evidence, const std::string& reason);
   void remember_set(const std::string& key, const std::string& value);
+  // Drops the remembered sets under `prefix` (a gather retired them).
+  void forget_sets_under(const std::string& prefix);
   void on_member_lost(std::function<void(const MemberLost&)> callback);
   void on_view(std::function<void(const View&, const std::vector<MemberLost>&)> callback);
   View view() const;

@@ -92,6 +92,12 @@ struct Gather {
   prefix @0 :Text;
   count @1 :UInt32;
   timeoutMs @2 :UInt64;
+  # Non-empty: once this gather is answered, the server erases every key
+  # that starts with it (the caller's previous collective, which every
+  # member has finished once all wrote this one), so that a job's
+  # collectives do not grow the store for as long as it runs. It must not
+  # be a prefix of `prefix` (the gather's own keys): such a gather is refused.
+  retire @3 :Text;
 }
 
 struct KeyValue {

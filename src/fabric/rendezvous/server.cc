@@ -330,6 +330,9 @@ std::optional<std::vector<std::string>> Server::Impl::gathered(const std::string
 }
 
 void Server::Impl::complete_gathers(const std::string& key) {
+  // Retired after the loop: a retire must not take keys from under a
+  // gather answered later in it.
+  std::vector<std::string> retired;
   for (auto it = gathers_.begin(); it != gathers_.end();) {
     if (key.compare(0, it->first.size(), it->first) != 0) {
       ++it;
@@ -340,9 +343,21 @@ void Server::Impl::complete_gathers(const std::string& key) {
       if (!values) return false;
       g.pending.timer->cancel();
       send_values(g.pending.session, g.pending.id, std::move(*values));
+      if (!g.retire.empty()) retired.push_back(g.retire);
       return true;
     });
     it = it->second.empty() ? gathers_.erase(it) : std::next(it);
+  }
+  for (const auto& prefix : retired) erase_keys_under(prefix);
+}
+
+void Server::Impl::erase_keys_under(const std::string& prefix) {
+  if (prefix.empty()) return;
+  // The store is ordered: the keys under a prefix are one run from its
+  // lower bound.
+  for (auto it = store_.lower_bound(prefix); it != store_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    store_bytes_ -= it->first.size() + it->second.size();
+    it = store_.erase(it);
   }
 }
 
@@ -362,8 +377,16 @@ void Server::Impl::do_gather(const SessionPtr& s, const wire::Request& q) {
                                      " out of range for world size " + std::to_string(world_size_)));
     return;
   }
+  // A retire covering the gather's own keys would erase what the other
+  // members are about to read.
+  if (!q.retire.empty() && q.key.compare(0, q.retire.size(), q.retire) == 0) {
+    send(s, error_response(
+                q.id, "gather '" + q.key + "': its retire prefix '" + q.retire + "' covers the gather's own keys"));
+    return;
+  }
   if (auto values = gathered(q.key, q.count)) {
     send_values(s, q.id, std::move(*values));
+    erase_keys_under(q.retire);
     return;
   }
   auto timer = std::make_shared<TimerPtr>();
@@ -383,7 +406,7 @@ void Server::Impl::do_gather(const SessionPtr& s, const wire::Request& q) {
     send(s, error_response(id, "gather '" + prefix + "' (" + std::to_string(count) + " keys) timed out after " +
                                    std::to_string(ms) + " ms; still missing: " + missing));
   });
-  gathers_[q.key].push_back(Gathering{Pending{s, q.id, *timer}, q.count});
+  gathers_[q.key].push_back(Gathering{Pending{s, q.id, *timer}, q.count, q.retire});
 }
 
 void Server::Impl::do_wait(const SessionPtr& s, const wire::Request& q) {
@@ -497,5 +520,6 @@ std::uint16_t Server::port() const { return impl_->port(); }
 std::size_t Server::rejected_count() const { return impl_->rejected_count(); }
 std::size_t Server::member_count() const { return impl_->member_count(); }
 std::optional<std::uint64_t> Server::generation() const { return impl_->generation(); }
+std::size_t Server::store_bytes() const { return impl_->store_bytes(); }
 
 }  // namespace murmur::fabric::rendezvous

@@ -104,6 +104,9 @@ class Server final {
   std::size_t member_count() const;
   // The current view's generation, or nullopt before all ranks joined.
   std::optional<std::uint64_t> generation() const;
+  // Bytes of keys and values the key/value store holds now (what
+  // ServerOptions::max_store_bytes bounds).
+  std::size_t store_bytes() const;
 
  private:
   class Impl;

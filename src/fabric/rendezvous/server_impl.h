@@ -49,6 +49,7 @@ class Server::Impl {
   std::uint16_t port() const { return port_; }
   std::size_t rejected_count() const { return rejected_.load(); }
   std::size_t member_count() const { return member_count_.load(); }
+  std::size_t store_bytes() const { return store_bytes_.load(); }
   std::optional<std::uint64_t> generation() const {
     const auto g = published_generation_.load();
     if (g < 0) return std::nullopt;
@@ -78,8 +79,10 @@ class Server::Impl {
   // The values of prefix + "0" .. prefix + (count - 1); nullopt while one
   // is missing.
   std::optional<std::vector<std::string>> gathered(const std::string& prefix, std::uint32_t count) const;
-  // Answers the gathers that `key` completes.
+  // Answers the gathers that `key` completes, then erases what they retire.
   void complete_gathers(const std::string& key);
+  // Erases every key of the store that starts with `prefix` (none when empty).
+  void erase_keys_under(const std::string& prefix);
   void send_values(const SessionPtr& s, std::uint64_t id, std::vector<std::string> values);
   void members_response(const SessionPtr& s, std::uint64_t id);
 
@@ -180,11 +183,12 @@ class Server::Impl {
   std::map<int, wire::Request> waiting_admits_;
   std::string job_signature_;  // the first member's Hello's; "" while none said one
   std::map<std::string, std::string> store_;
-  std::size_t store_bytes_ = 0;                          // keys and values in store_
+  std::atomic<std::size_t> store_bytes_{0};              // keys and values in store_; read by any thread
   std::map<std::string, std::vector<Pending>> waiters_;  // key -> clients in wait()
   struct Gathering {
     Pending pending;
     std::uint32_t count;
+    std::string retire;  // Request.gather.retire
   };
   std::map<std::string, std::vector<Gathering>> gathers_;   // prefix -> clients in gather()
   std::map<std::string, std::map<int, Pending>> barriers_;  // name -> rank -> arrival

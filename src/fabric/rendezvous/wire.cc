@@ -98,6 +98,7 @@ Request read_request(cw::Request::Reader r) {
       out.key = to_string(r.getGather().getPrefix());
       out.count = r.getGather().getCount();
       out.timeout_ms = r.getGather().getTimeoutMs();
+      out.retire = to_string(r.getGather().getRetire());
       break;
     case cw::Request::MEMBERS:
       out.op = Op::members;
@@ -238,6 +239,7 @@ std::vector<std::byte> encode(const ClientMessage& message) {
         g.setPrefix(q.key);
         g.setCount(q.count);
         g.setTimeoutMs(q.timeout_ms);
+        if (!q.retire.empty()) g.setRetire(q.retire);
         break;
       }
       case Op::members:

@@ -47,6 +47,7 @@ struct Request {
   std::string value;                              // set
   std::uint64_t timeout_ms = 0;                   // wait, barrier, gather
   std::uint32_t count = 0;                        // gather
+  std::string retire;                             // gather: keys under it erased once answered (rendezvous.capnp)
   int rank = -1;                                  // suspect: whom
   Evidence evidence = Evidence::kTransportError;  // suspect; `key` holds the reason
 };

@@ -54,6 +54,15 @@ std::string ScalarGather::key_prefix(std::uint64_t sequence, const gossip::View&
   return prefix_ + std::to_string(sequence) + "/" + std::to_string(view.generation) + "/";
 }
 
+// Every member of a view that published `sequence` has its answer to
+// `sequence - 1` (it publishes only after), and a member that joins goes on
+// from its sponsor's count: so once this gather is answered, nobody reads
+// the previous collective's keys (under any view's generation) again.
+std::string ScalarGather::retired_prefix(std::uint64_t sequence) const {
+  if (sequence == 0) return {};
+  return prefix_ + std::to_string(sequence - 1) + "/";
+}
+
 void ScalarGather::publish(std::uint64_t sequence, const gossip::View& view, std::span<const double> values) {
   std::string text;
   for (double v : values) {
@@ -85,8 +94,8 @@ ScalarGather::Gathered ScalarGather::gather(std::span<const double> values, cons
   const auto attempt = membership_ != nullptr ? std::chrono::milliseconds(200) : timeout_;
   for (;;) {
     try {
-      const auto replies =
-          group_.control().gather(key_prefix(sequence, view), static_cast<std::uint32_t>(view.size()), attempt);
+      const auto replies = group_.control().gather(key_prefix(sequence, view), static_cast<std::uint32_t>(view.size()),
+                                                   attempt, retired_prefix(sequence));
       return {parse(replies, view, values.size(), what), view};
     } catch (const fabric::FabricError& e) {
       if (membership_ == nullptr) throw;

@@ -7,7 +7,8 @@
 //
 // Each call uses fresh keys ("<prefix><sequence>/<generation>/<position>"),
 // so all ranks must call it the same number of times in the same order (a
-// collective). Values
+// collective); the call's gather retires the previous call's keys
+// (Client::gather), so a long run keeps two collectives' keys, not all. Values
 // arrive from the network: anything but a finite number is refused, naming
 // the rank and host that sent it.
 //
@@ -72,6 +73,9 @@ class ScalarGather {
 
  private:
   std::string key_prefix(std::uint64_t sequence, const gossip::View& view) const;
+  // The keys of every view of collective `sequence - 1` ("" for the first):
+  // the store erases them once collective `sequence` is answered.
+  std::string retired_prefix(std::uint64_t sequence) const;
   void publish(std::uint64_t sequence, const gossip::View& view, std::span<const double> values);
   // Whether a member of `view` that has not published is outside `next`.
   bool blocked_by_lost(std::uint64_t sequence, const gossip::View& view, const gossip::View& next) const;
