@@ -130,6 +130,8 @@ std::vector<rdv::ClientMessage> client_messages() {
   m.push_back(rdv::Request{.id = 4, .op = Op::barrier, .key = "start", .timeout_ms = 1000});
   m.push_back(rdv::Request{.id = 5, .op = Op::members});
   m.push_back(rdv::Request{.id = 6, .op = Op::gather, .key = "eval/", .timeout_ms = 1000, .count = 1});
+  m.push_back(
+      rdv::Request{.id = 10, .op = Op::gather, .key = "eval/1/", .timeout_ms = 1000, .count = 1, .retire = "eval/0/"});
   m.push_back(rdv::Request{.id = 7, .op = Op::suspect, .key = "timed out", .rank = 0});
   m.push_back(rdv::Request{.id = rdv::kHeartbeatEchoId, .op = Op::heartbeat});
   m.push_back(rdv::Request{.id = 8, .op = Op::admit});
