@@ -129,7 +129,43 @@ std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peer
 
 std::string read_address(rendezvous::Client& control, int rank, const std::string& host,
                          std::chrono::milliseconds timeout) {
-  const std::string value = control.wait(kAddressKeyPrefix + std::to_string(rank), timeout);
+  // Waited for in slices: a rank that left or was lost before it published
+  // (killed during start-up, or its host stalled past the server's
+  // deadline) is out of the next view, and the wait ends then, naming it,
+  // instead of at the join timeout.
+  constexpr std::chrono::milliseconds kSlice{500};
+  const std::string key = kAddressKeyPrefix + std::to_string(rank);
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  std::string value;
+  for (;;) {
+    const auto started = std::chrono::steady_clock::now();
+    const auto slice = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(give_up - started),
+                                  std::chrono::milliseconds(0), kSlice);
+    try {
+      value = control.wait(key, slice);
+      break;
+    } catch (const FabricError& e) {
+      // A wait that ended before half its slice did not time out (the
+      // server's timer runs the slice less the request's transit): the
+      // error (the client broken, the server gone without a standby) is
+      // the caller's. One that ends later for such a reason ends the next
+      // wait at once, and lands here.
+      const auto now = std::chrono::steady_clock::now();
+      if (now - started < slice / 2) throw;
+      if (now >= give_up) {
+        throw FabricError("rank " + std::to_string(rank) + " (" + host + ") did not publish its fabric address ('" +
+                          key + "') within " + std::to_string(timeout.count()) + " ms (last wait: " + e.what() + ")");
+      }
+    }
+    const auto view = control.view();
+    const bool in_view = std::any_of(view.members.begin(), view.members.end(),
+                                     [&](const rendezvous::Member& m) { return m.rank == rank; });
+    if (!view.members.empty() && !in_view) {
+      throw PeerError(rank, host,
+                      "left or was lost before it published its fabric address (membership view " +
+                          std::to_string(view.generation) + " does not include it)");
+    }
+  }
   if (value.empty() || (value[0] != kAddressFollows && value[0] != kOpenFailed)) {
     throw PeerError(rank, host, "published a malformed fabric address (" + std::to_string(value.size()) + " bytes)");
   }

@@ -165,7 +165,8 @@ std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peer
 std::unique_ptr<Transport> open_and_publish(rendezvous::Client& control, const GroupOptions& options,
                                             bool peers_on_this_host);
 // `rank`'s published address; PeerError naming it when it could not open its
-// transport or published something malformed; FabricError on timeout.
+// transport, published something malformed, or is out of the client's view
+// (left or lost) while the address is missing; FabricError on timeout.
 std::string read_address(rendezvous::Client& control, int rank, const std::string& host,
                          std::chrono::milliseconds timeout);
 
