@@ -93,9 +93,10 @@ TEST(AddressWait, ARankThatStaysButNeverPublishesTimesOut) {
   } catch (const PeerError& e) {
     FAIL() << "a rank in the view was reported: " << e.what();
   } catch (const FabricError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 1 (host1) did not publish its fabric address ('murmur/fabric-address/1') "
-                                         "within 1300 ms"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("rank 1 (host1) did not publish its fabric address ('murmur/fabric-address/1') "
+                                   "within 1300 ms"),
+        std::string::npos)
         << e.what();
   }
   EXPECT_GE(Clock::now() - start, 1300ms);

@@ -4,13 +4,17 @@
 // server that was answering all along. The soak (docs/testing.md, "Soak")
 // lost whole jobs to this on an overloaded VM: every peer stalled ~3 s at
 // once, every client "found" the server silent, every member was dropped.
+// The same holds for a server whose process stalls: waking, it must read
+// the heartbeats waiting in its sockets before it judges anyone silent.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -97,6 +101,74 @@ TEST(RendezvousStall, AMemberStoppedLongerThanItsServerDeadlineStaysAMember) {
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_EQ(lost[0].rank, 1);
   EXPECT_TRUE(lost[0].left_cleanly) << "declared lost: " << lost[0].reason;
+}
+
+TEST(RendezvousStall, AServerStoppedLongerThanItsHeartbeatTimeoutKeepsItsMembers) {
+  // The server runs in a child forked before any thread starts; its port
+  // comes back through a pipe.
+  int port_pipe[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a parent that crashed or timed out
+    ::close(port_pipe[0]);
+    ServerOptions so;
+    so.bind_host = "127.0.0.1";
+    so.token = "secret";
+    so.heartbeat_timeout = 1000ms;  // the stop below is twice as long
+    Server server(so);
+    const std::uint16_t port = server.port();
+    if (::write(port_pipe[1], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
+    for (;;) ::pause();  // until the parent kills it
+  }
+  ::close(port_pipe[1]);
+  struct KillAtExit {
+    pid_t pid;
+    ~KillAtExit() {
+      if (::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+    }
+  } guard{child};
+  std::uint16_t port = 0;
+  ASSERT_EQ(::read(port_pipe[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(port_pipe[0]);
+
+  // The members heartbeat every 100 ms and give the server 20 s before
+  // they fail over: any loss below is the server's verdict.
+  std::vector<std::unique_ptr<Client>> members;
+  std::mutex mu;
+  std::vector<MemberLost> lost;
+  for (int rank = 0; rank < 2; ++rank) {
+    ClientOptions o = options(port, rank);
+    o.heartbeat_stale = 20s;
+    members.push_back(std::make_unique<Client>(o));
+    members.back()->on_member_lost([&](const MemberLost& m) {
+      std::lock_guard<std::mutex> lock(mu);
+      lost.push_back(m);
+    });
+  }
+  ASSERT_TRUE(murmur::testing::wait_for(
+      [&] { return members[0]->view().members.size() == 2 && members[1]->view().members.size() == 2; }, 30s));
+
+  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  std::this_thread::sleep_for(2000ms);  // twice the server's heartbeat_timeout
+  ASSERT_EQ(::kill(child, SIGCONT), 0);
+
+  // Both are still members: they meet at a barrier, in view 0.
+  std::string other_error;
+  std::thread other([&] {
+    try {
+      members[1]->barrier("after the stop", 30s);
+    } catch (const std::exception& e) {
+      other_error = e.what();
+    }
+  });
+  EXPECT_NO_THROW(members[0]->barrier("after the stop", 30s));
+  other.join();
+  EXPECT_EQ(other_error, "");
+  EXPECT_EQ(members[0]->view().generation, 0u);
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& m : lost) ADD_FAILURE() << "rank " << m.rank << " reported lost: " << m.reason;
 }
 
 }  // namespace

@@ -155,10 +155,25 @@ asio::awaitable<void> Server::Impl::serve(SessionPtr s) {
 }
 
 asio::awaitable<void> Server::Impl::watch(SessionPtr s) {
+  auto due = Session::Clock::now();  // when this check was meant to run
   while (!s->gone && s->conn->is_open()) {
     const auto limit = s->joined ? options_.heartbeat_timeout : options_.hello_timeout;
     const auto deadline = s->last_seen + limit;
-    if (Session::Clock::now() >= deadline) {
+    const auto now = Session::Clock::now();
+    if (now >= deadline && now - due > limit / 4) {
+      // Run well after it was due: this server (its process, or the whole
+      // host) did not run for a while, so the member's frames may be waiting
+      // unread in its socket, and the read loop runs after this handler. It
+      // gets a quarter of the limit before the member is judged: a stall of
+      // the server's host must not read as every member's silence (the
+      // soak's lost jobs, docs/testing.md; the client does the same).
+      due = now + limit / 4;
+      s->watchdog.expires_at(due);
+      boost::system::error_code ec;
+      co_await s->watchdog.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    if (now >= deadline) {
       if (s->joined) {
         // Told before its connection closes: a stopped process reads, when it
         // wakes, that it is out, instead of failing over (client_failover.cc).
@@ -170,6 +185,7 @@ asio::awaitable<void> Server::Impl::watch(SessionPtr s) {
       finish(s);
       co_return;
     }
+    due = deadline;
     s->watchdog.expires_at(deadline);
     boost::system::error_code ec;
     co_await s->watchdog.async_wait(asio::redirect_error(asio::use_awaitable, ec));

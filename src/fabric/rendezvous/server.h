@@ -62,6 +62,9 @@ struct ServerOptions {
   // source address), so idle or slow connections cannot keep a member out:
   // a member says Hello right after connecting.
   std::size_t max_connections_before_hello = 64;
+  // A joined member silent this long is lost. Judged when the server runs on
+  // time: one that wakes from a stall of its own (its host froze) first
+  // gives the members' waiting frames a quarter of this to be read.
   std::chrono::milliseconds heartbeat_timeout{5000};
   std::size_t max_message_bytes = 1 << 20;
   // Keys and values the key/value store may hold in all; a set past it is
