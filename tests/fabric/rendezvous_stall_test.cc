@@ -8,7 +8,6 @@
 // the heartbeats waiting in its sockets before it judges anyone silent.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
+#include "tests/support/forked_child.h"
 #include "tests/support/wait.h"
 
 namespace murmur::fabric::rendezvous {
@@ -41,28 +41,22 @@ ClientOptions options(std::uint16_t port, int rank) {
 }
 
 TEST(RendezvousStall, AMemberStoppedLongerThanItsServerDeadlineStaysAMember) {
-  // Forked before any thread starts (see Rendezvous.KilledChildProcessIsReported);
-  // the port comes through a pipe.
-  int port_pipe[2];
-  ASSERT_EQ(::pipe(port_pipe), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(port_pipe[1]);
-    std::uint16_t port = 0;
-    if (::read(port_pipe[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
+  // Forked before any thread starts (tests/support/forked_child.h); the
+  // port comes through the socket pair.
+  murmur::testing::ForkedChild child([](int fd) {
+    const auto port = murmur::testing::receive_port(fd);
+    if (!port) return 4;
     try {
-      Client c(options(port, 1));
+      Client c(options(*port, 1));
       c.set("child/up", "1");
       c.wait("parent/resumed", 30s);  // stopped and continued in here
       c.set("child/awake", "1");
       c.leave();
     } catch (...) {
-      ::_exit(3);  // "not a member": it was declared lost
+      return 3;  // "not a member": it was declared lost
     }
-    ::_exit(0);
-  }
-  ::close(port_pipe[0]);
+    return 0;
+  });
   ServerOptions so;
   so.bind_host = "127.0.0.1";
   so.token = "secret";
@@ -75,19 +69,16 @@ TEST(RendezvousStall, AMemberStoppedLongerThanItsServerDeadlineStaysAMember) {
     std::lock_guard<std::mutex> lock(mu);
     lost.push_back(m);
   });
-  const std::uint16_t port = server.port();
-  ASSERT_EQ(::write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  ::close(port_pipe[1]);
+  ASSERT_TRUE(murmur::testing::send_port(child.fd(), server.port()));
   ASSERT_EQ(parent.wait("child/up", 30s), "1");
   // 1.5 s: more than twice the child's 600 ms deadline for the server's
   // answers, a third of the server's 5 s for the child's heartbeats.
-  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  ASSERT_EQ(::kill(child.pid(), SIGSTOP), 0);
   std::this_thread::sleep_for(1500ms);
-  ASSERT_EQ(::kill(child, SIGCONT), 0);
+  ASSERT_EQ(::kill(child.pid(), SIGCONT), 0);
   parent.set("parent/resumed", "1");
   EXPECT_EQ(parent.wait("child/awake", 30s), "1");
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  const int status = child.wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   // Its clean leave is reported; nothing else may be.
   ASSERT_TRUE(murmur::testing::wait_for(
@@ -104,34 +95,19 @@ TEST(RendezvousStall, AMemberStoppedLongerThanItsServerDeadlineStaysAMember) {
 }
 
 TEST(RendezvousStall, AServerStoppedLongerThanItsHeartbeatTimeoutKeepsItsMembers) {
-  // The server runs in a child forked before any thread starts; its port
-  // comes back through a pipe.
-  int port_pipe[2];
-  ASSERT_EQ(::pipe(port_pipe), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a parent that crashed or timed out
-    ::close(port_pipe[0]);
+  // The server runs in a child forked before any thread starts
+  // (tests/support/forked_child.h); its port comes back through the pair.
+  murmur::testing::ForkedChild child([](int fd) {
     ServerOptions so;
     so.bind_host = "127.0.0.1";
     so.token = "secret";
     so.heartbeat_timeout = 1000ms;  // the stop below is twice as long
     Server server(so);
-    const std::uint16_t port = server.port();
-    if (::write(port_pipe[1], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
+    if (!murmur::testing::send_port(fd, server.port())) return 4;
     for (;;) ::pause();  // until the parent kills it
-  }
-  ::close(port_pipe[1]);
-  struct KillAtExit {
-    pid_t pid;
-    ~KillAtExit() {
-      if (::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
-    }
-  } guard{child};
-  std::uint16_t port = 0;
-  ASSERT_EQ(::read(port_pipe[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  ::close(port_pipe[0]);
+  });
+  const auto port = murmur::testing::receive_port(child.fd());
+  ASSERT_TRUE(port.has_value());
 
   // The members heartbeat every 100 ms and give the server 20 s before
   // they fail over: any loss below is the server's verdict.
@@ -139,7 +115,7 @@ TEST(RendezvousStall, AServerStoppedLongerThanItsHeartbeatTimeoutKeepsItsMembers
   std::mutex mu;
   std::vector<MemberLost> lost;
   for (int rank = 0; rank < 2; ++rank) {
-    ClientOptions o = options(port, rank);
+    ClientOptions o = options(*port, rank);
     o.heartbeat_stale = 20s;
     members.push_back(std::make_unique<Client>(o));
     members.back()->on_member_lost([&](const MemberLost& m) {
@@ -150,9 +126,9 @@ TEST(RendezvousStall, AServerStoppedLongerThanItsHeartbeatTimeoutKeepsItsMembers
   ASSERT_TRUE(murmur::testing::wait_for(
       [&] { return members[0]->view().members.size() == 2 && members[1]->view().members.size() == 2; }, 30s));
 
-  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  ASSERT_EQ(::kill(child.pid(), SIGSTOP), 0);
   std::this_thread::sleep_for(2000ms);  // twice the server's heartbeat_timeout
-  ASSERT_EQ(::kill(child, SIGCONT), 0);
+  ASSERT_EQ(::kill(child.pid(), SIGCONT), 0);
 
   // Both are still members: they meet at a barrier, in view 0.
   std::string other_error;

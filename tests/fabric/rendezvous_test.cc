@@ -25,6 +25,7 @@
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
 #include "fabric/rendezvous/wire.h"
+#include "tests/support/forked_child.h"
 #include "tests/support/wait.h"
 
 namespace murmur::fabric::rendezvous {
@@ -506,43 +507,27 @@ TEST(Rendezvous, KilledMemberIsReportedAndFailsPendingBarrier) {
 
 TEST(Rendezvous, KilledChildProcessIsReported) {
   // The child is forked before this process starts any thread (the server's,
-  // the client's): forked while another thread holds a lock (a logger's, say),
-  // a child can deadlock before it joins. (Forked after them, it once never
-  // set its key within 5 s in a parallel ctest run.) It learns the server's
-  // port through a pipe.
-  int port_pipe[2];
-  ASSERT_EQ(::pipe(port_pipe), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(port_pipe[1]);
-    std::uint16_t port = 0;
-    if (::read(port_pipe[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
-    // The child only joins and dies; no leave, no destructor.
-    try {
-      auto* c = new Client(client_options(port, 1, 2));  // never destroyed: no leave()
-      c->set("child/up", "1");
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::_exit(0);
-  }
-  ::close(port_pipe[0]);
+  // the client's: tests/support/forked_child.h) and learns the server's port
+  // from it. It only joins and dies: no leave, no destructor.
+  murmur::testing::ForkedChild child([](int fd) {
+    const auto port = murmur::testing::receive_port(fd);
+    if (!port) return 4;
+    auto* c = new Client(client_options(*port, 1, 2));  // never destroyed: no leave()
+    c->set("child/up", "1");
+    return 0;
+  });
   Server server(server_options(1000ms));
   LostLog lost;
   Client survivor(client_options(server, 0, 2));
   survivor.on_member_lost(lost.callback());
-  const std::uint16_t port = server.port();
-  ASSERT_EQ(::write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  ::close(port_pipe[1]);
+  ASSERT_TRUE(murmur::testing::send_port(child.fd(), server.port()));
   const auto up = survivor.wait("child/up", kDeadline);
   EXPECT_EQ(up, "1");
   const auto event = lost.wait_for(1, kDeadline);
   ASSERT_TRUE(event.has_value()) << "no MemberLost for the killed child";
   EXPECT_FALSE(event->left_cleanly);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const int status = child.wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 // The live member heartbeats every 50 ms against a timeout of 2 s, 40

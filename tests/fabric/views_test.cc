@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
 #include "fabric/rendezvous/wire.h"
+#include "tests/support/forked_child.h"
 #include "tests/support/wait.h"
 
 namespace murmur::fabric::rendezvous {
@@ -170,29 +170,17 @@ TEST(Views, GenerationsCountChangesAndNameTheLost) {
 }
 
 TEST(Views, SuspicionVerdicts) {
-  // Rank 2 is a child process, forked before any thread exists (see
-  // rendezvous_test.cc, KilledChildProcessIsReported), so it can be stopped.
-  int port_pipe[2];
-  ASSERT_EQ(::pipe(port_pipe), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a failed test
-    ::close(port_pipe[1]);
-    std::uint16_t port = 0;
-    if (::read(port_pipe[0], &port, sizeof(port)) != static_cast<ssize_t>(sizeof(port))) ::_exit(4);
-    try {
-      new Client(client_options(port, 2, 4));  // heartbeats until stopped; never destroyed
-    } catch (...) {
-      ::_exit(3);
-    }
+  // Rank 2 is a child process (forked before any thread exists:
+  // tests/support/forked_child.h), so it can be stopped.
+  murmur::testing::ForkedChild child([](int fd) {
+    const auto port = murmur::testing::receive_port(fd);
+    if (!port) return 4;
+    new Client(client_options(*port, 2, 4));  // heartbeats until stopped; never destroyed
     for (;;) ::pause();
-  }
-  ::close(port_pipe[0]);
+  });
   Server server(server_options());
   const std::uint16_t port = server.port();
-  ASSERT_EQ(::write(port_pipe[1], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
-  ::close(port_pipe[1]);
+  ASSERT_TRUE(murmur::testing::send_port(child.fd(), port));
   Client c0(client_options(port, 0, 4));
   ViewLog log0(c0);
   Client c1(client_options(port, 1, 4));
@@ -210,7 +198,7 @@ TEST(Views, SuspicionVerdicts) {
   EXPECT_NE(after3->second.at(0).reason.find("suspected by rank 0"), std::string::npos) << after3->second.at(0).reason;
 
   // Stopped: its heartbeats age past heartbeat_stale and silence declares it.
-  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  ASSERT_EQ(::kill(child.pid(), SIGSTOP), 0);
   EXPECT_TRUE(testing::wait_for(
       [&] { return c1.suspect(2, Evidence::kSilent, "no completion") == SuspectVerdict::kDeclared; }, 30s, 50ms));
   const auto after2 = log0.wait_for(2);
@@ -226,9 +214,6 @@ TEST(Views, SuspicionVerdicts) {
   EXPECT_THROW(expelled.set("k", "v"), FabricError);
   EXPECT_EQ(server.generation(), 2u);
   EXPECT_EQ(c0.view().members.size(), 2u);
-
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
 }
 
 // A job of four clients, each with its standby server, whose server dies.
