@@ -63,6 +63,10 @@ def parse_args():
     p.add_argument("--profile", default=SCALED_10GBE, help="murmur-run --profile (default: scaled-10gbe)")
     p.add_argument("--provider", default="tcp", help="murmur-peer --provider")
     p.add_argument("--backend", default="libfabric", help="murmur-peer --backend")
+    p.add_argument("--schedule", default="adaptive:min_ratio=0.0625",
+                   help="murmur-peer --schedule. The floor keeps choco (gamma 0.1) above its stability bound "
+                        "of about gamma/2 (docs/scheduler-results.md): with the default floor (0.001) a "
+                        "1300-epoch soak diverged at epoch ~600 (docs/testing.md, 'Soak')")
     p.add_argument("--short-epochs", type=int, default=5, help="epochs of the reference run (README's main job)")
     p.add_argument("--epochs", type=int, default=None, help="soak epochs (default: from the reference run's pace)")
     p.add_argument("--margin", type=float, default=1.15,
@@ -89,7 +93,7 @@ def job_command(args, name, epochs, timeout_s):
     return [launcher, "-np", str(args.peers), "--profile", args.profile,
             "--summary", os.path.join(args.out, f"{name}.summary.json"), "--timeout", str(int(timeout_s)), "--",
             peer, "--model", "mlp", "--algorithm", "choco", "--compress", "topk:0.01", "--topology", "exponential",
-            "--schedule", "adaptive", "--provider", args.provider, "--backend", args.backend,
+            "--schedule", args.schedule, "--provider", args.provider, "--backend", args.backend,
             "--epochs", str(epochs), "--metrics", os.path.join(args.out, f"{name}.metrics-{{rank}}.jsonl")]
 
 
