@@ -31,7 +31,8 @@ constexpr bool in_ratio(double v) { return v > 0 && v <= 1; }
 // clang-format off
 const Knob kKnobs[] = {
   {"min_ratio", false, "(0, 1]", in_ratio,
-   "most aggressive compression: the smallest fraction of values a message may keep",
+   "most aggressive compression: the smallest fraction of values a message may keep "
+   "(choco: keep it >= gamma / 2 on long runs, docs/scheduler.md)",
    [](const ScheduleConfig& c) { return c.bounds.min_ratio; },
    [](ScheduleConfig& c, double v) { c.bounds.min_ratio = v; }},
   {"max_ratio", false, "(0, 1]", in_ratio,
