@@ -61,9 +61,20 @@ else
   # Under TSan the `slow` tests (64 MiB exchanges among up to 8 peers) need
   # about 2.5 GB of memory per peer: eight of them were OOM-killed on a
   # 23 GB machine (docs/testing.md). That lane leaves them out.
+  # The Python tests run under asan with the runtimes preloaded
+  # (tests/python/CMakeLists.txt). Under TSan they are left out: the
+  # extension is dlopen'd, and TSan does not see a finished thread's
+  # thread-local block of a dlopen'd library being freed by glibc after the
+  # thread's last use of it. With the runtime preloaded, its first report on
+  # test_peer.py is exactly that (glibc's _dl_deallocate_tls against asio's
+  # thread-local call stack in a finished rendezvous client thread).
+  unit=(-L unit)
   rest=(-LE unit)
-  [[ $lane == tsan ]] && rest=(-LE 'unit|slow')
-  ctest --output-on-failure --timeout 900 -L unit -j2 || status=$?
+  if [[ $lane == tsan ]]; then
+    unit=(-L unit -LE python)
+    rest=(-LE 'unit|slow|python')
+  fi
+  ctest --output-on-failure --timeout 900 "${unit[@]}" -j2 || status=$?
   ctest --output-on-failure --timeout 900 "${rest[@]}" || status=$?
 fi
 ran=$(date +%s)
