@@ -293,7 +293,9 @@ TEST_P(LibfabricTransportTest, FailedReceiveKeepsItsRetainedBufferUntilTheBacken
       failed = true;
     }
     EXPECT_TRUE(arrived || failed) << "the receive neither failed nor completed in time";
-    if (arrived) EXPECT_TRUE(*buffer == sent);
+    if (arrived) {
+      EXPECT_TRUE(*buffer == sent);
+    }
   }  // the caller's references are gone; the backend's may not be
   // The sender goes on pushing the rest of the message meanwhile (its send
   // may never complete: rank 1 no longer takes it).
@@ -441,6 +443,31 @@ TEST(LibfabricProviders, UnknownProviderIsAClearError) {
   } catch (const FabricError& e) {
     EXPECT_NE(std::string(e.what()).find("carrier-pigeon"), std::string::npos);
   }
+}
+
+// A message that arrived before any receive was posted for it, still
+// unclaimed when the transport closes. tcp's rxm keeps it in a buffer of its
+// own, which libfabric 1.17 frees only when a receive claims it: the engine
+// claims and drops such messages before closing (engine_held_messages.cc).
+// Under AddressSanitizer a buffer left behind fails the test at exit
+// (LeakSanitizer: 16 blocks of 64 KiB here without the claim).
+TEST_P(LibfabricTransportTest, AMessageNobodyReceivedIsFreedWhenTheTransportCloses) {
+  constexpr std::size_t kChunk = 64 << 10;
+  auto group = make(2, kChunk);
+  exchange(group, 0, 1, 1, 4096);  // connections up
+  const auto sent = pattern(std::size_t{1} << 20, 9);
+  auto send = group[0].isend(1, 7, sent.data(), sent.size());
+  // Sent (every chunk handed over) or not, the receiver may hold some.
+  // (shm's send completes only once received: it waits out the 2 s.)
+  try {
+    send->wait_for(2s);
+  } catch (const PeerError&) {
+  }
+  // Rank 1's progress thread reads what arrives; give it the chunks. Not a
+  // wait for a condition: how many are held when it closes does not matter.
+  std::this_thread::sleep_for(200ms);
+  group.transports[1].reset();
+  group.transports[0].reset();
 }
 
 }  // namespace

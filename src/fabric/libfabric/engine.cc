@@ -281,6 +281,7 @@ bool Engine::read_cq() {
       return true;
     }
     for (ssize_t i = 0; i < n; ++i) {
+      if (is_held_message_claim(entries[i].op_context)) continue;
       on_completion(*static_cast<ChunkContext*>(entries[i].op_context), entries[i].len, entries[i].flags,
                     entries[i].data);
     }
@@ -332,6 +333,7 @@ void Engine::start_next_receive(int peer, Tag tag) {
 }
 
 void Engine::on_error(const fi_cq_err_entry& entry) {
+  if (is_held_message_claim(entry.op_context)) return;
   auto& ctx = *static_cast<ChunkContext*>(entry.op_context);
   Operation& op = *ctx.op;
   ctx.posted = false;
@@ -483,6 +485,7 @@ void Engine::fail_everything(std::exception_ptr error) {
 void Engine::close() {
   // Closing the endpoint first: libfabric then holds no buffer of ours, and
   // every request can be failed at once.
+  claim_held_messages();
   endpoint_.ep.reset();
   pending_.clear();
   receive_queues_.clear();

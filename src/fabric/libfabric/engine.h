@@ -92,6 +92,11 @@ class Engine {
   void lose_link(Operation& op, std::exception_ptr error);
   void maybe_retire(Operation& op);
   char* scratch();
+  // Before the endpoint closes: receives, into scratch space, every message
+  // the provider holds because no receive was posted for it
+  // (engine_held_messages.cc: libfabric 1.17's rxm leaks them on close).
+  void claim_held_messages();
+  bool is_held_message_claim(const void* op_context);
 
   Endpoint& endpoint_;
   const std::size_t chunk_bytes_;
@@ -109,6 +114,8 @@ class Engine {
   std::unique_ptr<char[]> scratch_;  // overflow chunks land here
   Fid<fid_mr> scratch_mr_;
   void* scratch_desc_ = nullptr;
+  fi_context2 held_message_context_{};  // the one receive claim_held_messages() posts at a time
+  bool held_message_claimed_ = false;   // its completion (or error) was read
 };
 
 }  // namespace murmur::fabric::libfabric
