@@ -110,10 +110,12 @@ TEST(RendezvousStall, AServerStoppedLongerThanItsHeartbeatTimeoutKeepsItsMembers
   ASSERT_TRUE(port.has_value());
 
   // The members heartbeat every 100 ms and give the server 20 s before
-  // they fail over: any loss below is the server's verdict.
-  std::vector<std::unique_ptr<Client>> members;
+  // they fail over: any loss below is the server's verdict. `lost` and its
+  // mutex are declared first so that they outlive the clients, whose
+  // threads may still report a loss while they are destroyed.
   std::mutex mu;
   std::vector<MemberLost> lost;
+  std::vector<std::unique_ptr<Client>> members;
   for (int rank = 0; rank < 2; ++rank) {
     ClientOptions o = options(*port, rank);
     o.heartbeat_stale = 20s;

@@ -37,6 +37,9 @@ class FuzzInput {
   T take() {
     T v{};
     const std::size_t n = sizeof(T) < size_ ? sizeof(T) : size_;
+    // An empty input may come as a null pointer (the replay's empty file),
+    // which memcpy must never be given, even for 0 bytes.
+    if (n == 0) return v;
     std::memcpy(&v, data_, n);
     data_ += n;
     size_ -= n;
