@@ -65,11 +65,17 @@ if(MURMUR_SANITIZE AND MURMUR_SANITIZE_THREAD)
   message(FATAL_ERROR "MURMUR_SANITIZE and MURMUR_SANITIZE_THREAD cannot be combined: "
                       "AddressSanitizer and ThreadSanitizer exclude each other")
 endif()
+# MURMUR_SANITIZER_LINK_FLAGS also goes into the installed package
+# (murmurConfig.cmake, murmur.pc): a program that links a sanitized murmur
+# must link the runtime itself, first.
+set(MURMUR_SANITIZER_LINK_FLAGS "")
 if(MURMUR_SANITIZE)
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
-  add_link_options(-fsanitize=address,undefined)
+  set(MURMUR_SANITIZER_LINK_FLAGS -fsanitize=address,undefined)
 endif()
 if(MURMUR_SANITIZE_THREAD)
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
-  add_link_options(-fsanitize=thread)
+  set(MURMUR_SANITIZER_LINK_FLAGS -fsanitize=thread)
+endif()
+if(MURMUR_SANITIZER_LINK_FLAGS)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${MURMUR_SANITIZER_LINK_FLAGS}> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(${MURMUR_SANITIZER_LINK_FLAGS})
 endif()
