@@ -13,9 +13,14 @@
 //   - isend / irecv post their operation at once from the calling thread
 //     when the role is free and nothing else is queued ahead of it (posting
 //     never reads the CQ, so no other request completes there).
-// Callers drive only while no peer has failed: libfabric 1.17's shm can
-// spin for ever inside a call once a peer died holding its lock, and only
-// the progress thread may get stuck like that (see shutdown()).
+// Callers never enter shm: libfabric 1.17's shm can spin for ever inside a
+// call once a peer died holding its lock, and only the progress thread may
+// get stuck like that (see shutdown()). Keeping callers out only once a peer
+// has failed is not enough: a peer is known to have died some hundreds of
+// milliseconds after it did, and a caller that posted to it in between spun
+// in fi_tsend for ever (Loopback/PeerDeath...LibfabricShm under ASan, 3 Dec
+// 2026: two survivors never exited). On the other providers callers drive
+// only while no peer has failed.
 //
 // Lock order: add_mutex_, then role_mutex_, then mutex_, then Request's own
 // (leaf) mutex; Request's mutex is never held while taking mutex_.
@@ -290,7 +295,7 @@ class LibfabricTransport final : public Transport,
   // allows (see the top of this file).
   void drive(const Request& request, Clock::time_point deadline) noexcept override {
     note_drive();  // even when done already: a caller is about
-    if (request.test() || any_failed_.load() || !connected_.load()) return;
+    if (!callers_enter_provider_ || request.test() || any_failed_.load() || !connected_.load()) return;
     // A callback that this thread runs as the role's holder and that waits
     // on another request: it blocks on that request instead.
     if (role_owner_.load() == std::this_thread::get_id()) return;
@@ -446,7 +451,7 @@ class LibfabricTransport final : public Transport,
     // Posted from this thread when the role is free; not by a thread that
     // holds it already (a callback run by drive() that sends again).
     std::unique_lock<std::timed_mutex> role;
-    if (!any_failed_.load() && role_owner_.load() != std::this_thread::get_id()) {
+    if (callers_enter_provider_ && !any_failed_.load() && role_owner_.load() != std::this_thread::get_id()) {
       role = std::unique_lock<std::timed_mutex>(role_mutex_, std::try_to_lock);
     }
     std::exception_ptr failed;
@@ -632,6 +637,8 @@ class LibfabricTransport final : public Transport,
   std::atomic<std::int64_t> last_drive_ns_{0};
   std::atomic<std::thread::id> role_owner_{};
   std::atomic<bool> any_failed_{false};  // a peer failed: callers drive no more
+  // Whether callers may drive and post (the top of this file): not on shm.
+  const bool callers_enter_provider_ = endpoint_.provider != "shm";
 
   std::mutex mutex_;  // guards below; taken before no other lock but Request's
   bool stopping_ = false;
