@@ -52,6 +52,12 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan
 # die_after_fork=0: the launcher and LocalJob fork peers from threaded processes.
 # suppressions: reports that are not races in murmur, each with its reason.
 export TSAN_OPTIONS="halt_on_error=1:die_after_fork=0:log_path=$reports/tsan:suppressions=$root/scripts/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+# OpenBLAS with one thread, as murmur-peer runs it (MURMUR_BLAS_THREADS):
+# its own thread pool is not built with TSan, which cannot see it hand a
+# matrix from the caller to its workers, and reported each model test that
+# multiplies (`sgemm_beta` in an OpenBLAS thread against the caller's
+# write; docs/testing.md).
+[[ $lane == tsan ]] && export OPENBLAS_NUM_THREADS=1
 
 status=0
 cd "$build"
