@@ -65,17 +65,17 @@ if(MURMUR_SANITIZE AND MURMUR_SANITIZE_THREAD)
   message(FATAL_ERROR "MURMUR_SANITIZE and MURMUR_SANITIZE_THREAD cannot be combined: "
                       "AddressSanitizer and ThreadSanitizer exclude each other")
 endif()
-# MURMUR_SANITIZER_LINK_FLAGS also goes into the installed package
+# MURMUR_SANITIZER_FLAGS (compile and link) also goes into the installed package
 # (murmurConfig.cmake, murmur.pc): a program that links a sanitized murmur
 # must link the runtime itself, first.
-set(MURMUR_SANITIZER_LINK_FLAGS "")
+set(MURMUR_SANITIZER_FLAGS "")
 if(MURMUR_SANITIZE)
-  set(MURMUR_SANITIZER_LINK_FLAGS -fsanitize=address,undefined)
+  set(MURMUR_SANITIZER_FLAGS -fsanitize=address,undefined)
 endif()
 if(MURMUR_SANITIZE_THREAD)
-  set(MURMUR_SANITIZER_LINK_FLAGS -fsanitize=thread)
+  set(MURMUR_SANITIZER_FLAGS -fsanitize=thread)
 endif()
-if(MURMUR_SANITIZER_LINK_FLAGS)
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${MURMUR_SANITIZER_LINK_FLAGS}> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
-  add_link_options(${MURMUR_SANITIZER_LINK_FLAGS})
+if(MURMUR_SANITIZER_FLAGS)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${MURMUR_SANITIZER_FLAGS}> $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  add_link_options(${MURMUR_SANITIZER_FLAGS})
 endif()
