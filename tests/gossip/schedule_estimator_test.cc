@@ -183,6 +183,30 @@ TEST(LinkEstimator, OneSizeFitTakesASecondSizeAsItsSecondPoint) {
   EXPECT_NEAR(est.estimate().bandwidth_Bps, k10Gbit, 1e-3 * k10Gbit);
 }
 
+TEST(LinkEstimator, AWindowOfOneSizeKeepsTheLatencyItsLineFound) {
+  // 5 ms per message on 10 Gbit/s (a loaded host's thread wake-ups on every
+  // send): once two sizes identified the line, a window that turns over to
+  // one size still knows that most of a message's time is per message. Put
+  // on the bytes instead (latency 0), 4 KB would look like 0.8 MB/s, a 16x
+  // smaller message would be predicted 16x faster, and the scheduler would
+  // compress a link where compressing buys nothing.
+  const TrueLink link{5e-3, k10Gbit};
+  LinkEstimator est;
+  double now = 0;
+  for (int i = 0; i < 8; ++i) {
+    est.observe(4e3, link.seconds(4e3), now += 0.01);
+    est.observe(64e3, link.seconds(64e3), now += 0.01);
+  }
+  ASSERT_TRUE(est.estimate().line_identified);
+  for (int i = 0; i < 20; ++i) est.observe(4e3, link.seconds(4e3), now += 0.01);
+  const LinkEstimate e = est.estimate();
+  EXPECT_FALSE(e.line_identified);
+  // At most 0.9 of the typical message's time is latency (4.5 ms here).
+  EXPECT_NEAR(e.latency_s, 4.5e-3, 0.01e-3);
+  EXPECT_NEAR(est.predict(4e3), link.seconds(4e3), 0.01 * link.seconds(4e3));
+  EXPECT_NEAR(est.predict(250), link.seconds(250), 0.1 * link.seconds(250));
+}
+
 TEST(LinkEstimator, SingleSlowTransferIsIgnored) {
   const TrueLink link{25e-6, k10Gbit};
   Noise noise(0.05, 4);

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("--link-profile", link_profile);
   app.add_option("--compute-ms", compute_ms, "sleep this long per step, as a trainer computes");
   app.add_option("--provider", provider);
-  app.add_option("--decisions-file", decisions_file, "append the scheduler's decisions here (debugging)");
+  app.add_option("--decisions-file", decisions_file, "append the scheduler's decisions to FILE.<rank> (debugging)");
   double gamma = murmur::GossipOptions{}.gamma;
   app.add_option("--gamma", gamma, "choco's consensus step size");
   CLI11_PARSE(app, argc, argv);
@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     config.provider = provider;
     config.link_profile = link_profile;
     int decisions = 0, reactions = 0;  // agreed ones; between agreements
-    std::FILE* decisions_out = decisions_file.empty() ? nullptr : std::fopen(decisions_file.c_str(), "a");
+    std::FILE* decisions_out =
+        decisions_file.empty() ? nullptr : std::fopen((decisions_file + "." + std::to_string(rank)).c_str(), "a");
     config.on_schedule_decision = [&decisions, &reactions, decisions_out](const std::string& d) {
       ++(d.find("\"agreed\":false") != std::string::npos ? reactions : decisions);
       if (decisions_out != nullptr) std::fprintf(decisions_out, "%s\n", d.c_str());

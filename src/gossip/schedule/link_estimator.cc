@@ -213,7 +213,8 @@ void LinkEstimator::restart_from_run(double now) {
   window_.assign(merged.begin(), merged.end());
   while (window_.size() > options_.window) window_.pop_front();
   if (latency_moved) {
-    // Old probes measured the old latency.
+    // Old probes, and the old line, measured the old latency.
+    line_latency_.reset();
     small_.clear();
     for (const Sample& s : merged)
       if (s.bytes <= options_.small_message_bytes) small_.push_back(s);
@@ -279,16 +280,32 @@ void LinkEstimator::refit() {
         estimate_.latency_s = std::min(intercept, min_y);
         estimate_.bandwidth_Bps = max_x / slope;
         estimate_.line_identified = true;
+        line_latency_ = estimate_.latency_s;
         return;
       }
     }
   }
   // Sizes too alike (or a fit without a positive slope): latency from the
-  // probes, bandwidth from the large messages alone.
+  // probes, else from the last line that was identified, and the bandwidth
+  // from the large messages alone. A busy link is never probed, and its
+  // window holds one size whenever its ratio has held for `window`
+  // transfers: without the line's latency, the whole per-message cost (on a
+  // loaded host, milliseconds of thread wake-ups on every send) would be
+  // read as bytes, the smaller messages of a lower ratio would look slower
+  // still, and the ratio would slide to the floor (docs/scheduler.md,
+  // "Per-message cost").
   double latency = probe_latency.value_or(0.0);
+  std::vector<double> large_seconds;
   for (const Sample& s : window_)
+    if (s.bytes > small) large_seconds.push_back(s.seconds);
+  if (probe_latency) {
     // A stale probe latency must not make a large message look infinitely fast.
-    if (s.bytes > small) latency = std::min(latency, s.seconds / 2);
+    for (const double t : large_seconds) latency = std::min(latency, t / 2);
+  } else if (line_latency_) {
+    // Nor may the line's: the typical message keeps a tenth of its time for
+    // its bytes (a faster one is a message the line's latency overstates).
+    latency = std::min(*line_latency_, 0.9 * median(large_seconds));
+  }
   std::vector<double> rates;
   for (const Sample& s : window_)
     if (s.bytes > small) rates.push_back(s.bytes / std::max(s.seconds - latency, 1e-12));
@@ -367,6 +384,7 @@ void LinkEstimator::load(StateReader& r) {
   run_direction_ = static_cast<Verdict>(direction);
   next_seq_ = next_seq;
   last_sample_time_.reset();
+  line_latency_.reset();
   estimate_ = e;
 }
 

@@ -12,8 +12,9 @@
 // by weighted least squares over the last `window` transfers plus the last
 // `window` probes (at most small_message_bytes), the latency never below the
 // fastest recent probe; with one message size and no probe the line is not
-// identifiable (LinkEstimate::line_identified) and the bandwidth is a lower
-// bound. A transfer off its prediction by more than change_factor is held
+// identifiable (LinkEstimate::line_identified): the latency is then the last
+// identified line's, and without one the bandwidth is a lower bound. A
+// transfer off its prediction by more than change_factor is held
 // back as a suspect; change_run suspects in a row in one direction restart
 // the fit from them (a 100x drop or recovery shows after change_run
 // transfers, a single jittered one never moves the estimate); a transfer
@@ -59,8 +60,9 @@ struct LinkEstimate {
   double bandwidth_Bps = 0;  // bytes per second; 0 while unknown (only small messages seen)
   std::size_t samples = 0;   // samples in the current window
   // False while every message in the window has about one size and no
-  // probe pinned the latency: latency and bandwidth are then not separable
-  // and the bandwidth is a lower bound (bytes / whole time).
+  // probe pinned the latency: latency and bandwidth are then not separable.
+  // The latency is then the last identified line's (0 before there was one,
+  // which makes the bandwidth a lower bound: bytes / whole time).
   bool line_identified = false;
   std::uint64_t observed = 0;  // samples ever observed (suspects included)
   std::uint64_t changes = 0;   // changes detected so far
@@ -149,6 +151,10 @@ class LinkEstimator {
   Verdict run_direction_ = Verdict::kUnjudged;
   std::uint64_t next_seq_ = 0;
   std::optional<double> last_sample_time_;
+  // The latency of the last line the fit identified: the one-size fallback's
+  // latency when no probe has one (refit()). Dropped when a change moves the
+  // latency, and not saved (a loaded estimator learns it again).
+  std::optional<double> line_latency_;
   LinkEstimate estimate_;
 };
 
