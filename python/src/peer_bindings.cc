@@ -49,6 +49,53 @@ class PeerHandle final {
 
 float* address(std::uintptr_t data) { return reinterpret_cast<float*>(data); }
 
+nb::callable callable(nb::object f, const char* field) {
+  if (!PyCallable_Check(f.ptr()))
+    throw nb::type_error(
+        ("murmur: PeerConfig." + std::string(field) + " must be a callable or None, not " + nb::inst_name(f).c_str())
+            .c_str());
+  return nb::borrow<nb::callable>(f);
+}
+
+// A Python callable kept by a C++ PeerConfig (and the copy its Peer keeps).
+// The Peer calls it on the thread inside step(), which released the GIL,
+// and may drop it in close(), which releases the GIL too: both take it.
+using PythonCallable = std::shared_ptr<nb::object>;
+
+PythonCallable keep(nb::object f) {
+  return PythonCallable(new nb::object(std::move(f)), [](nb::object* o) {
+    nb::gil_scoped_acquire gil;
+    delete o;
+  });
+}
+
+// PeerConfig::join_state from Python: the sponsor's state for a joiner, as
+// bytes (a pickle, torch.save's output) or str.
+struct JoinStateSource {
+  PythonCallable f;
+  std::string operator()() const {
+    nb::gil_scoped_acquire gil;
+    nb::object state = (*f)();
+    if (nb::isinstance<nb::bytes>(state)) {
+      const auto b = nb::borrow<nb::bytes>(state);
+      return std::string(b.c_str(), b.size());
+    }
+    if (nb::isinstance<nb::str>(state)) return nb::cast<std::string>(state);
+    throw nb::type_error(
+        ("murmur: join_state() returned " + std::string(nb::inst_name(state).c_str()) + "; it must return bytes or str")
+            .c_str());
+  }
+};
+
+// PeerConfig::on_join_state from Python: the joiner receives it as bytes.
+struct JoinStateSink {
+  PythonCallable f;
+  void operator()(const std::string& state) const {
+    nb::gil_scoped_acquire gil;
+    (*f)(nb::bytes(state.data(), state.size()));
+  }
+};
+
 void bind_values(nb::module_& m) {
   nb::enum_<MemoryKind>(m, "MemoryKind", "Where a tensor's memory is: host, CUDA device, or asked of the CUDA runtime.")
       .value("AUTO", MemoryKind::kAuto)
@@ -83,7 +130,40 @@ void bind_values(nb::module_& m) {
       .def_rw("timeout_s", &PeerConfig::timeout_s)
       .def_rw("trace", &PeerConfig::trace, "Chrome trace-event file for this peer's timeline ({rank}: the rank)")
       .def_rw("survive_lost_peers", &PeerConfig::survive_lost_peers)
-      .def_rw("join", &PeerConfig::join);
+      .def_rw("join", &PeerConfig::join)
+      .def_prop_rw(
+          "join_state",
+          [](const PeerConfig& c) -> nb::object {
+            const auto* f = c.join_state.target<JoinStateSource>();
+            return f != nullptr ? *f->f : nb::none();
+          },
+          [](PeerConfig& c, nb::object f) {
+            if (f.is_none()) {
+              c.join_state = nullptr;
+            } else {
+              c.join_state = JoinStateSource{keep(callable(f, "join_state"))};
+            }
+          },
+          nb::for_getter(nb::sig("def join_state(self, /) -> typing.Callable[[], bytes | str] | None")),
+          nb::for_setter(nb::sig("def join_state(self, f: typing.Callable[[], bytes | str] | None, /) -> None")),
+          "A sponsor's state for a joiner (optimizer, step, epoch): a callable returning bytes or str, called on "
+          "the thread in the sponsor's step() of the step the joiner enters in (docs/resilience.md)")
+      .def_prop_rw(
+          "on_join_state",
+          [](const PeerConfig& c) -> nb::object {
+            const auto* f = c.on_join_state.target<JoinStateSink>();
+            return f != nullptr ? *f->f : nb::none();
+          },
+          [](PeerConfig& c, nb::object f) {
+            if (f.is_none()) {
+              c.on_join_state = nullptr;
+            } else {
+              c.on_join_state = JoinStateSink{keep(callable(f, "on_join_state"))};
+            }
+          },
+          nb::for_getter(nb::sig("def on_join_state(self, /) -> typing.Callable[[bytes], None] | None")),
+          nb::for_setter(nb::sig("def on_join_state(self, f: typing.Callable[[bytes], None] | None, /) -> None")),
+          "A joiner's receiver of its sponsor's join_state(), as bytes, inside its first step()");
 
   nb::class_<PeerView::Departure>(m, "Departure", "A peer that left the view: its rank, host and why.")
       .def_ro("rank", &PeerView::Departure::rank)

@@ -1,0 +1,93 @@
+"""Joining a running job from Python: three ranks gossip, a fourth Peer
+made with join=True enters while they run, takes a member's model and,
+through join_state / on_join_state, the step that member was in, and the
+four agree at the end. All in this process, one thread per rank."""
+
+import threading
+
+import pytest
+import torch
+
+import murmur
+from conftest import free_port, wait_until_gone
+
+STEPS = 200
+
+
+def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
+    port = free_port()
+    members = 3
+    options = dict(algorithm="dpsgd", topology="exponential", backend="asio", token="pytest-join",
+                   rendezvous=f"127.0.0.1:{port}", join_timeout_s=30, timeout_s=30)
+    reached = threading.Event()  # a member is far enough in for the joiner to start
+    results, errors = {}, []
+
+    def member(rank):
+        step = 0
+        # The state a sponsor hands over: the step in progress, as bytes.
+        with murmur.Peer(rank=rank, world_size=members, host_rendezvous=rank == 0,
+                         join_state=lambda: str(step).encode(), **options) as peer:
+            x = torch.full((1000,), float(rank))
+            peer.add_tensor("x", x)
+            views = []
+            peer.on_view_change(lambda v: views.append(list(v.ranks)))
+            for step in range(STEPS):  # noqa: B007 (join_state reads it)
+                if step == 40:
+                    reached.set()
+                peer.step()
+            peer.flush()
+            results[rank] = (x.clone(), views)
+
+    def joiner():
+        reached.wait(60)
+        received = []
+        with murmur.Peer(rank=0, world_size=1, join=True, on_join_state=received.append, **options) as peer:
+            assert peer.joining()
+            x = torch.full((1000,), -100.0)  # overwritten by the sponsor's model at entry
+            peer.add_tensor("x", x)
+            peer.step()  # admitted: this is the step the sponsor was in
+            entered = int(received[0].decode())
+            entered_with = x.clone()
+            for _ in range(entered + 1, STEPS):
+                peer.step()
+            peer.flush()
+            results["joiner"] = (x.clone(), peer.rank, entered, received, entered_with)
+
+    def run(f, *args):
+        try:
+            f(*args)
+        except BaseException as e:  # noqa: BLE001 (re-raised below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(member, r)) for r in range(members)]
+    threads.append(threading.Thread(target=run, args=(joiner,)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), "a rank did not finish within 120 s"
+        wait_until_gone(t)
+    if errors:
+        raise errors[0]
+
+    x, rank, entered, received, entered_with = results["joiner"]
+    assert rank == members  # the job gives the joiner the next rank
+    assert len(received) == 1 and isinstance(received[0], bytes)
+    assert 40 <= entered < STEPS
+    # It entered with a member's model, not its own -100s.
+    assert entered_with.min().item() >= 0 and entered_with.max().item() <= members - 1
+    for r in range(members):
+        assert members in results[r][1][-1], f"rank {r}'s last view {results[r][1][-1]} lacks the joiner"
+    final = [results[r][0] for r in range(members)] + [x]
+    spread = max((a - b).abs().max().item() for a in final for b in final)
+    assert spread < 1e-3, f"the ranks did not agree: spread {spread}"
+
+
+def test_join_state_callbacks_are_callables_or_none():
+    config = murmur._murmur.PeerConfig()
+    config.join_state = lambda: b"x"
+    assert config.join_state() == b"x"
+    config.join_state = None
+    assert config.join_state is None
+    with pytest.raises(TypeError, match="PeerConfig.on_join_state must be a callable or None, not int"):
+        config.on_join_state = 3
