@@ -146,6 +146,7 @@ void bind_values(nb::module_& m) {
           },
           nb::for_getter(nb::sig("def join_state(self, /) -> typing.Callable[[], bytes | str] | None")),
           nb::for_setter(nb::sig("def join_state(self, f: typing.Callable[[], bytes | str] | None, /) -> None")),
+          nb::for_setter(nb::arg("f").none()),
           "A sponsor's state for a joiner (optimizer, step, epoch): a callable returning bytes or str, called on "
           "the thread in the sponsor's step() of the step the joiner enters in (docs/resilience.md)")
       .def_prop_rw(
@@ -163,6 +164,7 @@ void bind_values(nb::module_& m) {
           },
           nb::for_getter(nb::sig("def on_join_state(self, /) -> typing.Callable[[bytes], None] | None")),
           nb::for_setter(nb::sig("def on_join_state(self, f: typing.Callable[[bytes], None] | None, /) -> None")),
+          nb::for_setter(nb::arg("f").none()),
           "A joiner's receiver of its sponsor's join_state(), as bytes, inside its first step()");
 
   nb::class_<PeerView::Departure>(m, "Departure", "A peer that left the view: its rank, host and why.")
