@@ -65,6 +65,17 @@ RUNS = {
     "allreduce": ("murmur allreduce", ["--algorithm", "allreduce"]),
     "topk-allreduce": ("murmur topk-allreduce top-1%", ["--algorithm", "topk-allreduce", "--compress", "topk:0.01"]),
     "local-sgd": ("murmur local-sgd, period 8", ["--algorithm", "local-sgd", "--period", "8"]),
+    # The survey's gradient methods (docs/seed-methods.md): the mean
+    # gradient before each step, through GossipOptimizer's gradient hand-off.
+    "bsp-a2a": ("murmur bsp-a2a", ["--algorithm", "bsp-a2a"]),
+    "wfbp-a2a": ("murmur wfbp-a2a", ["--algorithm", "wfbp-a2a"]),
+    "mg-wfbp": ("murmur mg-wfbp", ["--algorithm", "mg-wfbp"]),
+    "bytescheduler-a2a": ("murmur bytescheduler-a2a", ["--algorithm", "bytescheduler-a2a"]),
+    "bsp-ps": ("murmur bsp-ps, 8 servers", ["--algorithm", "bsp-ps"]),
+    "wfbp-ps": ("murmur wfbp-ps, 8 servers", ["--algorithm", "wfbp-ps"]),
+    "bytescheduler-ps": ("murmur bytescheduler-ps, 8 servers", ["--algorithm", "bytescheduler-ps"]),
+    "signsgd": ("murmur signsgd (majority vote)", ["--algorithm", "signsgd"]),
+    "topk-sgd": ("murmur topk-sgd, density 0.001", ["--algorithm", "topk-sgd"]),
     "ddp": ("DDP over gloo", ["--ddp"]),
 }
 

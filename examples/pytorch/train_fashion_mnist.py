@@ -65,7 +65,8 @@ def correct_count(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--algorithm", default="choco", help="dpsgd choco sgp adpsgd allreduce topk-allreduce local-sgd, "
-                   "or a gradient method: bsp-a2a wfbp-a2a mg-wfbp bytescheduler-a2a signsgd topk-sgd")
+                   "or a gradient method: bsp-a2a wfbp-a2a mg-wfbp bytescheduler-a2a bsp-ps wfbp-ps "
+                   "bytescheduler-ps signsgd topk-sgd")
     p.add_argument("--compress", default="topk:0.01", help="compressor spec (docs/compressors.md)")
     p.add_argument("--topology", default="exponential")
     p.add_argument("--period", type=int, default=1)
