@@ -74,7 +74,8 @@ RUNS = {
     "bsp-ps": ("murmur bsp-ps, 8 servers", ["--algorithm", "bsp-ps"]),
     "wfbp-ps": ("murmur wfbp-ps, 8 servers", ["--algorithm", "wfbp-ps"]),
     "bytescheduler-ps": ("murmur bytescheduler-ps, 8 servers", ["--algorithm", "bytescheduler-ps"]),
-    "signsgd": ("murmur signsgd (majority vote)", ["--algorithm", "signsgd"]),
+    # signSGD moves every weight by the learning rate each step: its own lr (docs/seed-methods.md).
+    "signsgd": ("murmur signsgd (majority vote), lr 0.001", ["--algorithm", "signsgd", "--lr", "0.001"]),
     "topk-sgd": ("murmur topk-sgd, density 0.001", ["--algorithm", "topk-sgd"]),
     "ddp": ("DDP over gloo", ["--ddp"]),
 }
