@@ -96,14 +96,34 @@ struct JoinStateSink {
   }
 };
 
+// Binds a std::function field of PeerConfig that Python sets to a callable
+// or None; `Wrapper` keeps the callable (`f`) and converts the arguments.
+// The getter returns the callable set from Python, None otherwise.
+template <typename Wrapper, typename Signature>
+void def_callback(nb::class_<PeerConfig>& config, const char* name, std::function<Signature> PeerConfig::*field,
+                  nb::sig getter, nb::sig setter, const char* doc) {
+  config.def_prop_rw(
+      name,
+      [field](const PeerConfig& c) -> nb::object {
+        const auto* w = (c.*field).template target<Wrapper>();
+        return w != nullptr ? *w->f : nb::none();
+      },
+      [field, name](PeerConfig& c, nb::object f) {
+        c.*field =
+            f.is_none() ? std::function<Signature>() : std::function<Signature>(Wrapper{keep(callable(f, name))});
+      },
+      nb::for_getter(getter), nb::for_setter(setter), nb::for_setter(nb::arg("f").none()), doc);
+}
+
 void bind_values(nb::module_& m) {
   nb::enum_<MemoryKind>(m, "MemoryKind", "Where a tensor's memory is: host, CUDA device, or asked of the CUDA runtime.")
       .value("AUTO", MemoryKind::kAuto)
       .value("HOST", MemoryKind::kHost)
       .value("DEVICE", MemoryKind::kDevice);
 
-  nb::class_<PeerConfig>(m, "PeerConfig", "murmur::PeerConfig: gossip settings, membership and data plane.")
-      .def(nb::init<>())
+  auto config =
+      nb::class_<PeerConfig>(m, "PeerConfig", "murmur::PeerConfig: gossip settings, membership and data plane.");
+  config.def(nb::init<>())
       .def_rw("algorithm", &PeerConfig::algorithm)
       .def_rw("topology", &PeerConfig::topology)
       .def_rw("topology_degree", &PeerConfig::topology_degree)
@@ -130,42 +150,17 @@ void bind_values(nb::module_& m) {
       .def_rw("timeout_s", &PeerConfig::timeout_s)
       .def_rw("trace", &PeerConfig::trace, "Chrome trace-event file for this peer's timeline ({rank}: the rank)")
       .def_rw("survive_lost_peers", &PeerConfig::survive_lost_peers)
-      .def_rw("join", &PeerConfig::join)
-      .def_prop_rw(
-          "join_state",
-          [](const PeerConfig& c) -> nb::object {
-            const auto* f = c.join_state.target<JoinStateSource>();
-            return f != nullptr ? *f->f : nb::none();
-          },
-          [](PeerConfig& c, nb::object f) {
-            if (f.is_none()) {
-              c.join_state = nullptr;
-            } else {
-              c.join_state = JoinStateSource{keep(callable(f, "join_state"))};
-            }
-          },
-          nb::for_getter(nb::sig("def join_state(self, /) -> typing.Callable[[], bytes | str] | None")),
-          nb::for_setter(nb::sig("def join_state(self, f: typing.Callable[[], bytes | str] | None, /) -> None")),
-          nb::for_setter(nb::arg("f").none()),
-          "A sponsor's state for a joiner (optimizer, step, epoch): a callable returning bytes or str, called on "
-          "the thread in the sponsor's step() of the step the joiner enters in (docs/resilience.md)")
-      .def_prop_rw(
-          "on_join_state",
-          [](const PeerConfig& c) -> nb::object {
-            const auto* f = c.on_join_state.target<JoinStateSink>();
-            return f != nullptr ? *f->f : nb::none();
-          },
-          [](PeerConfig& c, nb::object f) {
-            if (f.is_none()) {
-              c.on_join_state = nullptr;
-            } else {
-              c.on_join_state = JoinStateSink{keep(callable(f, "on_join_state"))};
-            }
-          },
-          nb::for_getter(nb::sig("def on_join_state(self, /) -> typing.Callable[[bytes], None] | None")),
-          nb::for_setter(nb::sig("def on_join_state(self, f: typing.Callable[[bytes], None] | None, /) -> None")),
-          nb::for_setter(nb::arg("f").none()),
-          "A joiner's receiver of its sponsor's join_state(), as bytes, inside its first step()");
+      .def_rw("join", &PeerConfig::join);
+  def_callback<JoinStateSource>(
+      config, "join_state", &PeerConfig::join_state,
+      nb::sig("def join_state(self, /) -> typing.Callable[[], bytes | str] | None"),
+      nb::sig("def join_state(self, f: typing.Callable[[], bytes | str] | None, /) -> None"),
+      "A sponsor's state for a joiner (optimizer, step, epoch): a callable returning bytes or str, called on "
+      "the thread in the sponsor's step() of the step the joiner enters in (docs/resilience.md)");
+  def_callback<JoinStateSink>(config, "on_join_state", &PeerConfig::on_join_state,
+                              nb::sig("def on_join_state(self, /) -> typing.Callable[[bytes], None] | None"),
+                              nb::sig("def on_join_state(self, f: typing.Callable[[bytes], None] | None, /) -> None"),
+                              "A joiner's receiver of its sponsor's join_state(), as bytes, inside its first step()");
 
   nb::class_<PeerView::Departure>(m, "Departure", "A peer that left the view: its rank, host and why.")
       .def_ro("rank", &PeerView::Departure::rank)
