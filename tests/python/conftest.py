@@ -70,36 +70,47 @@ def wait_until_gone(thread: threading.Thread, timeout_s: float = 10.0) -> None:
         time.sleep(0.001)
 
 
-def run_ranks(size: int, body: Callable[[murmur.Peer], Any], **options: Any) -> List[Any]:
-    """A job of `size` ranks in this process, one thread each (murmur's C++
-    Peer releases the GIL while it blocks); returns body(peer) of each rank,
-    re-raising the first rank's exception."""
-    port = free_port()
-    results: List[Any] = [None] * size
+def run_threads(targets: List[Callable[[], Any]]) -> List[Any]:
+    """Runs each target in a thread of its own (murmur's C++ Peer releases
+    the GIL while it blocks) and waits for all, each thread to its end
+    (wait_until_gone); returns their results, re-raising the first
+    exception one of them raised."""
+    results: List[Any] = [None] * len(targets)
     errors: List[BaseException] = []
-    options.setdefault("backend", "asio")
-    options.setdefault("token", "pytest")
-    options.setdefault("join_timeout_s", 30)
 
-    def rank(r: int) -> None:
+    def run(i: int) -> None:
         try:
-            with murmur.Peer(rank=r, world_size=size, rendezvous=f"127.0.0.1:{port}", host_rendezvous=r == 0,
-                             **options) as peer:
-                results[r] = body(peer)
+            results[i] = targets[i]()
         except BaseException as e:  # noqa: BLE001 (handed to the test thread)
             errors.append(e)
 
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(size)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(targets))]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=120)
-        assert not t.is_alive(), "a rank did not finish within 120 s"
+        assert not t.is_alive(), f"{t.name} did not finish within 120 s"
     for t in threads:
         wait_until_gone(t)
     if errors:
         raise errors[0]
     return results
+
+
+def run_ranks(size: int, body: Callable[[murmur.Peer], Any], **options: Any) -> List[Any]:
+    """A job of `size` ranks in this process, one thread each (run_threads);
+    returns body(peer) of each rank, re-raising the first rank's exception."""
+    port = free_port()
+    options.setdefault("backend", "asio")
+    options.setdefault("token", "pytest")
+    options.setdefault("join_timeout_s", 30)
+
+    def rank(r: int) -> Any:
+        with murmur.Peer(rank=r, world_size=size, rendezvous=f"127.0.0.1:{port}", host_rendezvous=r == 0,
+                         **options) as peer:
+            return body(peer)
+
+    return run_threads([lambda r=r: rank(r) for r in range(size)])
 
 
 @pytest.fixture

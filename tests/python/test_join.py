@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import murmur
-from conftest import free_port, wait_until_gone
+from conftest import free_port, run_threads
 
 STEPS = 200
 
@@ -20,7 +20,6 @@ def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
     options = dict(algorithm="dpsgd", topology="exponential", backend="asio", token="pytest-join",
                    rendezvous=f"127.0.0.1:{port}", join_timeout_s=30, timeout_s=30)
     reached = threading.Event()  # a member is far enough in for the joiner to start
-    results, errors = {}, []
 
     def member(rank):
         step = 0
@@ -36,7 +35,7 @@ def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
                     reached.set()
                 peer.step()
             peer.flush()
-            results[rank] = (x.clone(), views)
+            return x.clone(), views
 
     def joiner():
         reached.wait(60)
@@ -51,26 +50,10 @@ def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
             for _ in range(entered + 1, STEPS):
                 peer.step()
             peer.flush()
-            results["joiner"] = (x.clone(), peer.rank, entered, received, entered_with)
+            return x.clone(), peer.rank, entered, received, entered_with
 
-    def run(f, *args):
-        try:
-            f(*args)
-        except BaseException as e:  # noqa: BLE001 (re-raised below)
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(member, r)) for r in range(members)]
-    threads.append(threading.Thread(target=run, args=(joiner,)))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive(), "a rank did not finish within 120 s"
-        wait_until_gone(t)
-    if errors:
-        raise errors[0]
-
-    x, rank, entered, received, entered_with = results["joiner"]
+    *results, (x, rank, entered, received, entered_with) = run_threads(
+        [lambda r=r: member(r) for r in range(members)] + [joiner])
     assert rank == members  # the job gives the joiner the next rank
     assert len(received) == 1 and isinstance(received[0], bytes)
     assert 40 <= entered < STEPS
