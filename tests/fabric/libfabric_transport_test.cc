@@ -456,7 +456,10 @@ long long heap_in_use() {
   char* text = nullptr;
   std::size_t size = 0;
   std::FILE* out = open_memstream(&text, &size);
-  if (out == nullptr) return 0;
+  if (out == nullptr) {
+    ADD_FAILURE() << "open_memstream failed: the heap in use cannot be read";
+    return 0;
+  }
   malloc_info(0, out);
   std::fclose(out);
   const std::string xml(text, size);
