@@ -2,18 +2,32 @@
 """The Python path's overhead against murmur-peer: the same gossip setting
 (8 ranks, MLP 784-256-128-10, batch 64, choco top-1% on an exponential
 graph, 5 epochs) trained once by murmur-peer and once by the PyTorch
-example through the `murmur` package, one after the other. Prints, for
-each, the background communication time per step (PeerStats.comm_seconds
-/ steps: time inside rounds, mean over ranks), the time step() blocked per
-step (PeerStats.wait_seconds / steps), the training wall time and the averaged model's accuracy,
-then the ratio Python / murmur-peer.
+example through the `murmur` package, one after the other, each with a
+timeline (murmur-run --trace). Prints, for each, per training step and as
+the mean over ranks:
+
+  in rounds       the background thread's wall time inside gossip rounds
+                  (PeerStats.comm_seconds; murmur-peer's
+                  communication_thread_seconds), split into
+    CPU           that thread's CPU time in them (comm_cpu_seconds): the
+                  rounds' own work (encode, send, decode, mix)
+    messages      time blocked waiting for this round's messages (the
+                  trace's wait_messages spans on the gossip thread): how
+                  much later than this rank its neighbours finished their step
+    rest          neither: runnable but without a core, locks
+  blocked         the time step() blocked the trainer (wait_seconds)
+
+then the ratio Python / murmur-peer of each. What the Python path itself
+could add is CPU work in the round; the waits follow the neighbours'
+compute (PyTorch's step is longer and more uneven than murmur-peer's) and
+how many ranks share a core (docs/python.md, "Measured").
 
   bench/python/overhead.py --build build [--np 8] [--epochs 5]
 
-One run each: on a shared machine run it when nothing else does
-(docs/python.md, "Measured", says what the numbers mean on 2 cores).
+One run each: on a shared machine run it when nothing else does.
 """
 import argparse
+import collections
 import json
 import os
 import subprocess
@@ -24,31 +38,58 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GOSSIP = ["--algorithm", "choco", "--compress", "topk:0.01", "--topology", "exponential"]
 
 
-def murmur_peer(build, np, epochs):
-    with tempfile.TemporaryDirectory() as tmp:
-        summary = os.path.join(tmp, "summary.json")
-        subprocess.run([os.path.join(build, "src/peer/launcher/murmur-run"), "-np", str(np), "--summary", summary,
-                        "--", os.path.join(build, "src/peer/train/murmur-peer"), *GOSSIP, "--model", "mlp",
-                        "--epochs", str(epochs)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with open(summary) as f:
-            peers = json.load(f)["peers"]
-    wait = sum(p["communication_wait_seconds"] / p["steps"] for p in peers) / len(peers)
-    comm = sum(p["communication_thread_seconds"] / p["steps"] for p in peers) / len(peers)
-    wall = max(p["wall_seconds"] for p in peers)
-    return {"wait_ms_per_step": 1e3 * wait, "comm_ms_per_step": 1e3 * comm, "wall_s": wall,
-            "accuracy": peers[0]["average_model_test_accuracy"]}
+def message_wait_seconds(trace_path):
+    """{rank: seconds the gossip thread waited in wait_messages}."""
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    gossip = {(e["pid"], e["tid"]) for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"]["name"] == "gossip"}
+    waited = collections.defaultdict(float)
+    for e in events:
+        if e.get("ph") == "X" and e["name"] == "wait_messages" and (e["pid"], e["tid"]) in gossip:
+            waited[e["pid"]] += e["dur"] * 1e-6
+    return waited
 
 
-def python_example(build, np, epochs):
+def per_step(ranks, waited):
+    """Mean over ranks of each figure per step, in ms; ranks: [(rank, steps, wall, cpu, blocked)]."""
+    rows = [(wall / steps, cpu / steps, waited.get(rank, 0.0) / steps, blocked / steps)
+            for rank, steps, wall, cpu, blocked in ranks]
+    mean = [1e3 * sum(r[i] for r in rows) / len(rows) for i in range(4)]
+    return {"comm": mean[0], "cpu": mean[1], "messages": mean[2], "rest": mean[0] - mean[1] - mean[2],
+            "blocked": mean[3]}
+
+
+def murmur_peer(build, np, epochs, tmp):
+    summary = os.path.join(tmp, "summary.json")
+    subprocess.run([os.path.join(build, "src/peer/launcher/murmur-run"), "-np", str(np), "--summary", summary,
+                    "--trace", os.path.join(tmp, "peer"), "--", os.path.join(build, "src/peer/train/murmur-peer"),
+                    *GOSSIP, "--model", "mlp", "--epochs", str(epochs)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    with open(summary) as f:
+        peers = json.load(f)["peers"]
+    ranks = [(p["rank"], p["steps"], p["communication_thread_seconds"], p["communication_thread_cpu_seconds"],
+              p["communication_wait_seconds"]) for p in peers]
+    row = per_step(ranks, message_wait_seconds(os.path.join(tmp, "peer", "trace.json")))
+    row.update(wall_s=max(p["wall_seconds"] for p in peers), accuracy=peers[0]["average_model_test_accuracy"])
+    return row
+
+
+def python_example(build, np, epochs, tmp):
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), MURMUR_LOG_LEVEL="warn")
-    out = subprocess.run([os.path.join(build, "src/peer/launcher/murmur-run"), "-np", str(np), "--",
-                          "/usr/bin/python3", os.path.join(ROOT, "examples/pytorch/train_fashion_mnist.py"), *GOSSIP,
-                          "--epochs", str(epochs)], check=True, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True).stdout
-    line = [x for x in out.splitlines() if '"averaged_accuracy"' in x][-1]
-    result = json.loads(line[line.index("{"):])
-    return {"wait_ms_per_step": result["wait_ms_per_step"], "comm_ms_per_step": result["comm_ms_per_step"],
-            "wall_s": result["seconds"], "accuracy": result["averaged_accuracy"]}
+    summary = os.path.join(tmp, "python.json")
+    subprocess.run([os.path.join(build, "src/peer/launcher/murmur-run"), "-np", str(np), "--trace",
+                    os.path.join(tmp, "python"), "--", "/usr/bin/python3",
+                    os.path.join(ROOT, "examples/pytorch/train_fashion_mnist.py"), *GOSSIP, "--epochs", str(epochs),
+                    "--summary", summary], check=True, env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    with open(summary) as f:
+        result = json.load(f)
+    ranks = [(r["rank"], r["steps"], r["comm_seconds"], r["comm_cpu_seconds"], r["wait_seconds"])
+             for r in result["per_rank"]]
+    row = per_step(ranks, message_wait_seconds(os.path.join(tmp, "python", "trace.json")))
+    row.update(wall_s=result["seconds"], accuracy=result["averaged_accuracy"])
+    return row
 
 
 def main():
@@ -57,17 +98,21 @@ def main():
     parser.add_argument("--np", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=5)
     args = parser.parse_args()
-    rows = {"murmur-peer": murmur_peer(args.build, args.np, args.epochs),
-            "python": python_example(args.build, args.np, args.epochs)}
-    print("| run | communication ms/step (background, in rounds) | blocked in step() ms/step "
-          "| wall s as reported (murmur-peer: the peer; python: the training loop) | averaged model |")
-    print("|---|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {"murmur-peer": murmur_peer(args.build, args.np, args.epochs, tmp),
+                "python": python_example(args.build, args.np, args.epochs, tmp)}
+    print(f"{args.np} ranks, ms per step, mean over ranks")
+    print("| run | in rounds | of which CPU | waiting for messages | rest | blocked in step() "
+          "| wall s (murmur-peer: the peer; python: the script) | averaged model |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in rows.items():
-        print(f"| {name} | {r['comm_ms_per_step']:.2f} | {r['wait_ms_per_step']:.2f} | {r['wall_s']:.1f} "
-              f"| {100 * r['accuracy']:.2f}% |")
-    for what in ("comm", "wait"):
-        ratio = rows["python"][f"{what}_ms_per_step"] / rows["murmur-peer"][f"{what}_ms_per_step"]
-        print(f"python / murmur-peer, {'communication' if what == 'comm' else 'blocked'} per step: {ratio:.3f}")
+        print(f"| {name} | {r['comm']:.2f} | {r['cpu']:.2f} | {r['messages']:.2f} | {r['rest']:.2f} "
+              f"| {r['blocked']:.2f} | {r['wall_s']:.1f} | {100 * r['accuracy']:.2f}% |")
+    for what, label in (("comm", "in rounds"), ("cpu", "CPU in rounds"), ("messages", "waiting for messages"),
+                        ("rest", "rest"), ("blocked", "blocked in step()")):
+        base = rows["murmur-peer"][what]
+        ratio = rows["python"][what] / base if base > 0 else float("nan")
+        print(f"python / murmur-peer, {label} per step: {ratio:.3f}")
     return 0
 
 

@@ -50,6 +50,27 @@ def make_model(kind: str) -> nn.Module:
     raise ValueError(f"--model '{kind}': expected mlp or cnn")
 
 
+class ShardBatches:
+    """The batches a DataLoader(TensorDataset(x, y), batch_size, sampler,
+    drop_last=True) yields, the same examples in the same order, gathered
+    with one index per batch: the DataLoader indexes and stacks example by
+    example in Python, a fifth of the MLP's step on one core, and uneven
+    steps keep a rank's neighbours waiting for its messages
+    (bench/python/overhead.py)."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int, sampler) -> None:
+        self.x, self.y, self.batch_size, self.sampler = x, y, batch_size, sampler
+
+    def __len__(self) -> int:
+        return len(self.sampler) // self.batch_size
+
+    def __iter__(self):
+        order = torch.tensor(list(self.sampler), dtype=torch.long)
+        for b in range(len(self)):
+            index = order[b * self.batch_size:(b + 1) * self.batch_size]
+            yield self.x[index], self.y[index]
+
+
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     return correct_count(model, x, y) / len(x)
 
@@ -113,8 +134,7 @@ def main() -> int:
                                              **options)
     peer = optimizer.peer
     sampler = murmur.torch.ShardSampler(y_train, partition=args.partition, seed=args.seed, num_classes=10)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
-                                         batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    loader = ShardBatches(x_train, y_train, args.batch_size, sampler)
     # Every rank takes the same number of steps: the gossip rounds pair up.
     steps = min_steps(peer, len(loader))
     eval_after = evaluation_steps(steps, args.evals_per_epoch)
@@ -165,7 +185,9 @@ def main() -> int:
                                                         max(stats.steps, 1)),
               # the slowest rank's: the job trains until its last rank has
               "train_seconds": max_over_ranks(peer, record.train_seconds),
-              "seconds": time.monotonic() - record.started, "evals": record.evals}
+              "seconds": time.monotonic() - record.started, "evals": record.evals,
+              # each rank's own, for splitting the rounds' time (bench/python/overhead.py)
+              "per_rank": per_rank_stats(peer, stats)}
     if args.wire_interface:
         result["wire_bytes_all_ranks"] = int(round(peer.average(float(record.wire_bytes)) * peer.size))
         result["wire_interface"] = args.wire_interface
@@ -174,13 +196,27 @@ def main() -> int:
     return 0
 
 
+def gather_over_ranks(peer, values: list) -> list:
+    """Every rank's list of floats, by rank (murmur's collectives are means:
+    each rank puts size x its values in a row of its own, as min_steps does;
+    float32, so about 7 significant digits)."""
+    rows = torch.zeros(peer.size, len(values), dtype=torch.float32)
+    rows[peer.rank] = torch.tensor(values, dtype=torch.float32) * peer.size
+    peer.average(rows)
+    return rows.tolist()
+
+
 def max_over_ranks(peer, value: float) -> float:
-    """The largest of every rank's value (murmur's collectives are means: each
-    rank puts size x its value in a slot of its own, as min_steps does)."""
-    values = torch.zeros(peer.size, dtype=torch.float32)
-    values[peer.rank] = float(value) * peer.size
-    peer.average(values)
-    return float(values.max().item())
+    """The largest of every rank's value."""
+    return max(row[0] for row in gather_over_ranks(peer, [value]))
+
+
+def per_rank_stats(peer, stats) -> list:
+    """Steps, time in rounds (wall and CPU) and time step() blocked, of every rank."""
+    names = ("steps", "comm_seconds", "comm_cpu_seconds", "wait_seconds")
+    rows = gather_over_ranks(peer, [float(getattr(stats, name)) for name in names])
+    return [dict(rank=rank, **{name: (round(v) if name == "steps" else v) for name, v in zip(names, row)})
+            for rank, row in enumerate(rows)]
 
 
 def report(rank: int, result: dict, summary: str) -> None:
@@ -218,8 +254,7 @@ def train_ddp(args, model, sgd, x_train, y_train, x_test, y_test) -> int:
     ddp = nn.parallel.DistributedDataParallel(model)
     sampler = torch.utils.data.distributed.DistributedSampler(torch.utils.data.TensorDataset(x_train, y_train),
                                                               num_replicas=size, rank=rank, seed=args.seed)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x_train, y_train),
-                                         batch_size=args.batch_size, sampler=sampler, drop_last=True)
+    loader = ShardBatches(x_train, y_train, args.batch_size, sampler)
     steps = len(loader)
     eval_after = evaluation_steps(steps, args.evals_per_epoch)
     record = TrainingRecord(WireCounter(args.wire_interface) if args.wire_interface else None)

@@ -184,6 +184,7 @@ struct PeerStats {
   std::uint64_t rounds = 0;      // gossip rounds completed
   double wait_seconds = 0;       // caller time blocked in step()/flush()
   double comm_seconds = 0;       // background time inside rounds
+  double comm_cpu_seconds = 0;   // the background thread's CPU time inside rounds (the rest waited)
   double overlap_seconds = 0;    // gradient hand-off: background time that ran while the caller computed
   std::uint64_t bytes_sent = 0;  // gossip payload, all links (collectives not included)
   std::uint64_t bytes_received = 0;

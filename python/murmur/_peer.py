@@ -199,7 +199,7 @@ class Peer:
     def metrics(self) -> dict:
         """stats() as a plain dict (for loggers), without the per-link list."""
         s = self._peer.stats()
-        names = ("steps", "rounds", "wait_seconds", "comm_seconds", "bytes_sent", "bytes_received",
+        names = ("steps", "rounds", "wait_seconds", "comm_seconds", "comm_cpu_seconds", "bytes_sent", "bytes_received",
                  "collective_bytes_sent", "period", "ratio", "algorithm", "compressor")
         return {name: getattr(s, name) for name in names}
 

@@ -188,6 +188,8 @@ void bind_values(nb::module_& m) {
       .def_ro("rounds", &PeerStats::rounds)
       .def_ro("wait_seconds", &PeerStats::wait_seconds, "caller time blocked in step()/flush()")
       .def_ro("comm_seconds", &PeerStats::comm_seconds, "background time inside rounds")
+      .def_ro("comm_cpu_seconds", &PeerStats::comm_cpu_seconds,
+              "the background thread's CPU time inside rounds (comm_seconds less the time rounds waited)")
       .def_ro("bytes_sent", &PeerStats::bytes_sent, "gossip payload, all links (collectives not included)")
       .def_ro("bytes_received", &PeerStats::bytes_received)
       .def_ro("collective_bytes_sent", &PeerStats::collective_bytes_sent)

@@ -170,6 +170,11 @@ TEST_F(TrainMethods, ParameterServerMethodsMatchBspA2aOverTcp) {
   const auto epoch = epoch_record();
   ASSERT_TRUE(epoch["communication_thread_seconds"].is_number()) << epoch.dump();
   EXPECT_GT(epoch["communication_thread_seconds"].get<double>(), 0);
+  // The thread's CPU time in rounds is part of that time (the rest waited).
+  ASSERT_TRUE(epoch["communication_thread_cpu_seconds"].is_number()) << epoch.dump();
+  EXPECT_GT(epoch["communication_thread_cpu_seconds"].get<double>(), 0);
+  EXPECT_LE(epoch["communication_thread_cpu_seconds"].get<double>(),
+            epoch["communication_thread_seconds"].get<double>());
   expect_same_model("wfbp-ps --servers 1", train("wfbp-ps", job, {"--servers", "1"}), bsp);
   expect_same_model(
       "bytescheduler-ps",

@@ -101,6 +101,8 @@ def test_gossip_brings_the_models_together_and_counts_bytes():
     for rank, (before, after, stats, links, mean) in enumerate(
             run_ranks(4, body, algorithm="choco", compress="topk:0.1")):
         assert after < 0.2 * before and stats.bytes_sent > 0
+        # the rounds' CPU time is part of their wall time (the rest waited)
+        assert 0 < stats.comm_cpu_seconds <= stats.comm_seconds
         assert (stats.steps, stats.algorithm, stats.compressor) == (30, "choco", "topk:0.1")
         # the exponential graph on 4 ranks links every rank with the others
         assert sorted(links) == [r for r in range(4) if r != rank] and sum(links.values()) == stats.bytes_sent

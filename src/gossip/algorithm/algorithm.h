@@ -119,9 +119,13 @@ struct LinkStats {
 
 struct AlgorithmStats {
   std::uint64_t steps = 0;
-  std::uint64_t rounds = 0;        // rounds (adpsgd: exchanges) completed
-  double wait_seconds = 0;         // caller time blocked on communication
-  double comm_seconds = 0;         // communication-thread time inside rounds
+  std::uint64_t rounds = 0;  // rounds (adpsgd: exchanges) completed
+  double wait_seconds = 0;   // caller time blocked on communication
+  double comm_seconds = 0;   // communication-thread time inside rounds
+  // The communication thread's CPU time inside rounds: the rounds' own work.
+  // comm_seconds - comm_cpu_seconds is time a round waited, for neighbours'
+  // messages or for a core.
+  double comm_cpu_seconds = 0;
   std::map<int, LinkStats> links;  // by peer rank
   double push_sum_weight = 1;      // sgp: this rank's weight w
   double residual_norm = 0;        // topk-allreduce, choco: ||error feedback|| / ||x - x_hat||

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/thread_cpu_clock.h"
 #include "gossip/algorithm/ps_exchange.h"
 #include "gossip/algorithm/round_failure.h"
 
@@ -64,6 +65,9 @@ void GradientAlgorithm::worker_loop() {
     const std::uint64_t round = job_round_;
     job_round_ = ~0ULL;  // taken
     lock.unlock();
+    // The thread's CPU time in the round: its waits (for layers, for
+    // messages) cost none, so this is the round's own work.
+    const double cpu_start = thread_cpu_seconds();
     std::exception_ptr error;
     try {
       communicate(round);
@@ -74,7 +78,9 @@ void GradientAlgorithm::worker_loop() {
       error = std::current_exception();
     }
     if (error && ps_) ps_->abandon();  // the algorithm is failed (or torn down): its server stops too
+    const double cpu_spent = thread_cpu_seconds() - cpu_start;
     lock.lock();
+    stats_.comm_cpu_seconds += cpu_spent;
     job_error_ = error;
     has_job_ = false;
     comm_.notify_local(cv_);

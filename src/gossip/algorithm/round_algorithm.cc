@@ -6,6 +6,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/thread_cpu_clock.h"
 #include "common/trace.h"
 #include "gossip/algorithm/round_failure.h"
 
@@ -51,7 +52,8 @@ void RoundAlgorithm::worker_loop() {
     std::uint64_t round = job_round_;
     job_round_ = ~0ULL;  // taken
     lock.unlock();
-    double start = comm_.now();
+    const double start = comm_.now();
+    const double cpu_start = thread_cpu_seconds();
     std::exception_ptr error;
     try {
       trace::Scope span(trace::Category::kGossip, "round");
@@ -60,9 +62,11 @@ void RoundAlgorithm::worker_loop() {
     } catch (...) {
       error = std::current_exception();
     }
-    double spent = comm_.now() - start;
+    const double spent = comm_.now() - start;
+    const double cpu_spent = thread_cpu_seconds() - cpu_start;
     lock.lock();
     stats_.comm_seconds += spent;
+    stats_.comm_cpu_seconds += cpu_spent;
     job_error_ = error;
     has_job_ = false;
     comm_.notify_local(cv_);

@@ -445,6 +445,7 @@ class Peer::Impl {
       s.rounds = g.rounds;
       s.wait_seconds = g.wait_seconds;
       s.comm_seconds = g.comm_seconds;
+      s.comm_cpu_seconds = g.comm_cpu_seconds;
       s.overlap_seconds = g.overlap_seconds;
       for (const auto& [rank, link] : g.links) {
         s.bytes_sent += link.bytes_sent;

@@ -61,6 +61,9 @@ inline constexpr char kBytesReceived[] = "bytes_received";
 inline constexpr char kComputeSeconds[] = "compute_seconds";
 inline constexpr char kCommunicationWaitSeconds[] = "communication_wait_seconds";
 inline constexpr char kCommunicationThreadSeconds[] = "communication_thread_seconds";
+// Its CPU time in rounds: the rounds' own work; the rest of
+// communication_thread_seconds waited (for neighbours' messages, a core).
+inline constexpr char kCommunicationThreadCpuSeconds[] = "communication_thread_cpu_seconds";
 // Gradient methods: communication-thread seconds that ran while the trainer
 // still computed (its backward pass), out of communication_thread_seconds.
 inline constexpr char kCommunicationOverlapSeconds[] = "communication_overlap_seconds";

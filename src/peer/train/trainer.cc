@@ -495,6 +495,7 @@ void TrainingRun::end_epoch(int epoch, const EpochTotals& totals) {
                {key::kComputeSeconds, compute_seconds_},
                {key::kCommunicationWaitSeconds, stats.wait_seconds},
                {key::kCommunicationThreadSeconds, stats.comm_seconds},
+               {key::kCommunicationThreadCpuSeconds, stats.comm_cpu_seconds},
                {key::kCommunicationOverlapSeconds, stats.overlap_seconds},
                {key::kRounds, stats.rounds}});
   peer_log().info("epoch {}/{}: loss {:.4f}, train accuracy {:.4f}, test accuracy {:.4f}, consensus distance {:.3g}",
@@ -574,6 +575,7 @@ nlohmann::json TrainingRun::result_event(const TrainSummary& summary, const Peer
   result[key::kEvalSeconds] = eval_seconds_;
   result[key::kCommunicationWaitSeconds] = stats.wait_seconds;
   result[key::kCommunicationThreadSeconds] = stats.comm_seconds;
+  result[key::kCommunicationThreadCpuSeconds] = stats.comm_cpu_seconds;
   result[key::kCommunicationOverlapSeconds] = stats.overlap_seconds;
   result[key::kSteps] = step_;
   return result;
