@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, List, Optional
 
 from . import _murmur
+from ._join_state import JoinStateParts
 from ._launch import Launch, resolve_launch
 from ._tensors import tensor_address
 
@@ -56,7 +57,15 @@ class Peer:
 
     def __init__(self, *, rank: Optional[int] = None, world_size: Optional[int] = None, **options: Any) -> None:
         self._launch = resolve_launch(rank=rank, world_size=world_size)
+        # The config's join_state pair carries every part of add_join_state();
+        # the options' own pair is the part "PeerConfig".
+        self._join_state = JoinStateParts()
+        save, load = options.pop("join_state", None), options.pop("on_join_state", None)
+        if save is not None or load is not None:
+            self._join_state.add("PeerConfig", save, load)
         config = make_config(self._launch, options)
+        config.join_state = self._join_state.save
+        config.on_join_state = self._join_state.load
         self._tensors: List[Any] = []  # kept alive: murmur holds their addresses
         self._peer = _murmur.Peer(config)
 
@@ -111,6 +120,16 @@ class Peer:
     def parameter_count(self) -> int:
         """The number of floats registered."""
         return self._peer.parameter_count()
+
+    def add_join_state(self, name: str, save: Optional[Callable[[], bytes]],
+                       load: Optional[Callable[[bytes], None]]) -> None:
+        """Registers a part of the state a sponsor hands a joiner with the
+        model (GossipOptimizer's is the wrapped optimizer's): ``save()``
+        (bytes or str) runs inside the sponsor's step(), ``load(bytes)``
+        inside the joiner's first step(), which is the step the sponsor was
+        in. Before the first step(); every rank registers the same names
+        (a mismatch raises ValueError in the joiner's first step())."""
+        self._join_state.add(name, save, load)
 
     # -- the gradient hand-off (the survey's gradient methods) --------------
     @property

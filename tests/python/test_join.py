@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import murmur
+import murmur.torch
 from conftest import free_port, run_threads
 
 STEPS = 200
@@ -64,6 +65,61 @@ def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
     final = [results[r][0] for r in range(members)] + [x]
     spread = max((a - b).abs().max().item() for a in final for b in final)
     assert spread < 1e-3, f"the ranks did not agree: spread {spread}"
+
+
+def test_a_joiner_takes_the_wrapped_optimizers_state_with_the_model():
+    # GossipOptimizer hands its optimizer's state (here SGD's momentum) to a
+    # joiner by itself; the script's own part ("step") travels beside it.
+    port = free_port()
+    members = 3
+    options = dict(algorithm="dpsgd", topology="exponential", backend="asio", token="pytest-join-optim",
+                   rendezvous=f"127.0.0.1:{port}", join_timeout_s=30, timeout_s=30)
+    reached = threading.Event()
+    sent = {}  # what the sponsor's optimizer held when it handed its state over
+
+    def train(rank, peer, steps, first_step=0, on_entry=None):
+        torch.manual_seed(7)
+        model = torch.nn.Linear(20, 4)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        optimizer = murmur.torch.GossipOptimizer(sgd, model, algorithm="dpsgd", peer=peer)
+        x = torch.full((8, 20), float(rank + 1))
+        step = first_step
+
+        def save_step():
+            sent["step"] = step
+            sent["momentum"] = [sgd.state[p]["momentum_buffer"].clone() for p in model.parameters()]
+            return str(step).encode()
+
+        peer.add_join_state("step", save_step if on_entry is None else None, on_entry)
+        while step < steps:
+            if step == 40:
+                reached.set()
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+            if on_entry is not None and step == first_step:
+                step = entered[0]  # the step the sponsor was in
+                momentum = [sgd.state[p]["momentum_buffer"].clone() for p in model.parameters()]
+            step += 1
+        optimizer.flush()
+        return momentum if on_entry is not None else None
+
+    entered = []
+
+    def member(rank):
+        with murmur.Peer(rank=rank, world_size=members, host_rendezvous=rank == 0, **options) as peer:
+            train(rank, peer, STEPS)
+
+    def joiner():
+        reached.wait(60)
+        with murmur.Peer(rank=0, world_size=1, join=True, **options) as peer:
+            return train(members, peer, STEPS, on_entry=lambda b: entered.append(int(b.decode())))
+
+    *_, momentum = run_threads([lambda r=r: member(r) for r in range(members)] + [joiner])
+    assert entered == [sent["step"]] and 40 <= entered[0] < STEPS
+    # Its own first step's momentum was its own gradient; after entry it is the sponsor's.
+    for got, want in zip(momentum, sent["momentum"]):
+        assert torch.equal(got, want)
 
 
 def test_join_state_callbacks_are_callables_or_none():

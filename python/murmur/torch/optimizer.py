@@ -9,6 +9,7 @@ import torch
 
 from .. import _peer
 from .._tensors import tensor_address
+from . import plain_state
 
 
 def flatten_parameters(model: torch.nn.Module) -> torch.Tensor:
@@ -144,7 +145,9 @@ class GossipOptimizer(torch.optim.Optimizer):
     ``schedule`` ("fixed", "adaptive[:...]"). More PeerConfig fields go in
     ``options`` (gamma, overlap, warmup_steps, timeout_s, ...). Without
     ``peer`` a Peer is created with ``murmur.init(...)``, which blocks until
-    every rank has joined.
+    every rank has joined. A peer that joins a running job (``join=True``)
+    takes a member's model and this optimizer's state (the part
+    "torch.optim" of ``Peer.add_join_state``) in its first step().
 
     The model's parameters must be float32 and dense; they are moved once
     into one flat tensor that murmur reads and writes in place.
@@ -169,6 +172,16 @@ class GossipOptimizer(torch.optim.Optimizer):
         self.peer.add_tensor("parameters", self.flat_parameters)
         # The gradient methods average gradients before the local step, not models after it.
         self.gradients = GradientHandOff(peer, unique_parameters(model)) if peer.averages_gradients else None
+        # A joiner takes a member's model from the Peer and its optimizer's
+        # state (momentum, Adam's moments and step counts) from here.
+        self.peer.add_join_state("torch.optim", self._save_optimizer_state, self._load_optimizer_state)
+
+    def _save_optimizer_state(self) -> bytes:
+        return plain_state.dumps(self.optimizer.state_dict())
+
+    def _load_optimizer_state(self, state: bytes) -> None:
+        # From another process: plain_state, not a pickle (no code runs).
+        self.optimizer.load_state_dict(plain_state.loads(state))
 
     # The wrapped optimizer's groups, state and defaults are this one's.
     @property
