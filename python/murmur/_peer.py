@@ -4,6 +4,7 @@ docs/embedding.md have the full contract; docs/python.md the Python side).
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any, Callable, List, Optional
 
@@ -52,7 +53,10 @@ class Peer:
     or ``compress``, ``topology``, ``period``, ``schedule``, ``gamma``,
     ``overlap``, ``backend``, ``timeout_s``, ...), with murmur-peer's names and
     spec strings; ``rank``/``world_size`` and ``rendezvous`` override the
-    launcher's variables.
+    launcher's variables. With ``schedule="adaptive..."``,
+    ``on_schedule_decision=f`` calls ``f(decision)`` with each of the
+    scheduler's decisions as a dict (period, ratio, reason, per-link
+    estimates; docs/scheduler.md), inside step(); ``f`` must not call the Peer.
     """
 
     def __init__(self, *, rank: Optional[int] = None, world_size: Optional[int] = None, **options: Any) -> None:
@@ -63,7 +67,12 @@ class Peer:
         save, load = options.pop("join_state", None), options.pop("on_join_state", None)
         if save is not None or load is not None:
             self._join_state.add("PeerConfig", save, load)
+        decision = options.pop("on_schedule_decision", None)
         config = make_config(self._launch, options)
+        if decision is not None:
+            if not callable(decision):
+                raise TypeError(f"murmur: on_schedule_decision must be a callable, not {type(decision).__name__}")
+            config.on_schedule_decision = lambda text: decision(json.loads(text))
         config.join_state = self._join_state.save
         config.on_join_state = self._join_state.load
         self._tensors: List[Any] = []  # kept alive: murmur holds their addresses

@@ -96,6 +96,16 @@ struct JoinStateSink {
   }
 };
 
+// PeerConfig::on_schedule_decision from Python: each decision as JSON text
+// (murmur.Peer hands its callable a dict).
+struct ScheduleDecisionSink {
+  PythonCallable f;
+  void operator()(const std::string& json) const {
+    nb::gil_scoped_acquire gil;
+    (*f)(nb::str(json.data(), json.size()));
+  }
+};
+
 // Binds a std::function field of PeerConfig that Python sets to a callable
 // or None; `Wrapper` keeps the callable (`f`) and converts the arguments.
 // The getter returns the callable set from Python, None otherwise.
@@ -161,6 +171,12 @@ void bind_values(nb::module_& m) {
                               nb::sig("def on_join_state(self, /) -> typing.Callable[[bytes], None] | None"),
                               nb::sig("def on_join_state(self, f: typing.Callable[[bytes], None] | None, /) -> None"),
                               "A joiner's receiver of its sponsor's join_state(), as bytes, inside its first step()");
+  def_callback<ScheduleDecisionSink>(
+      config, "on_schedule_decision", &PeerConfig::on_schedule_decision,
+      nb::sig("def on_schedule_decision(self, /) -> typing.Callable[[str], None] | None"),
+      nb::sig("def on_schedule_decision(self, f: typing.Callable[[str], None] | None, /) -> None"),
+      "With an adaptive schedule: called with each scheduler decision as one JSON object (text), inside step() "
+      "on its thread; it must not call the Peer (docs/scheduler.md has the fields)");
 
   nb::class_<PeerView::Departure>(m, "Departure", "A peer that left the view: its rank, host and why.")
       .def_ro("rank", &PeerView::Departure::rank)

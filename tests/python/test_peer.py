@@ -1,6 +1,9 @@
 """murmur.Peer: jobs of 1 and 4 ranks in this process (one thread per rank,
 loopback), the tensor checks, the collectives and C++ errors."""
 
+import collections
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -113,3 +116,29 @@ def test_murmur_peer_before_init_is_an_error():
     murmur._peer._default = None
     with pytest.raises(RuntimeError, match=r"call murmur.init\(\) first"):
         murmur.peer()
+
+
+def test_the_schedulers_decisions_reach_python_as_dicts():
+    # The callback runs on the thread inside step(): the rank's own thread here.
+    decisions = collections.defaultdict(list)
+
+    def body(peer):
+        x = torch.full((5000,), float(peer.rank))
+        peer.add_tensor("x", x)
+        for _ in range(40):
+            peer.step()
+        peer.flush()
+        return threading.get_ident(), peer.stats().period
+
+    for thread, period in run_ranks(2, body, algorithm="choco", compress="topk:0.1", schedule="adaptive",
+                                    schedule_interval=5,
+                                    on_schedule_decision=lambda d: decisions[threading.get_ident()].append(d)):
+        agreed = [d for d in decisions[thread] if d.get("agreed", True)]
+        assert len(agreed) >= 3, decisions[thread]
+        assert agreed[-1]["event"] == "schedule" and agreed[-1]["period"] == period
+        assert {"ratio", "reason", "links"} <= set(agreed[-1])
+
+
+def test_on_schedule_decision_must_be_callable():
+    with pytest.raises(TypeError, match="on_schedule_decision must be a callable, not int"):
+        murmur.Peer(rank=0, world_size=1, on_schedule_decision=3)
