@@ -22,7 +22,15 @@ could add is CPU work in the round; the waits follow the neighbours'
 compute (PyTorch's step is longer and more uneven than murmur-peer's) and
 how many ranks share a core (docs/python.md, "Measured").
 
+With --sleep-ms MS the two sides compute alike: each rank sleeps MS per
+step instead of training, the same model size, the same gossip, once
+through the C++ API (bench/peer/sleep_step_peer) and once through
+GossipOptimizer (bench/python/sleep_step_rank.py), --steps steps. The
+neighbours' messages then come equally late in both jobs and the rounds'
+wall time compares the two ways of driving the Peer and nothing else.
+
   bench/python/overhead.py --build build [--np 8] [--epochs 5]
+  bench/python/overhead.py --build build --sleep-ms 3 [--np 8] [--steps 600]
 
 One run each: on a shared machine run it when nothing else does.
 """
@@ -92,27 +100,59 @@ def python_example(build, np, epochs, tmp):
     return row
 
 
+def sleeping_pair(build, np, sleep_ms, steps, tmp):
+    """Both sides of --sleep-ms: {side: row} as the trainers' rows."""
+    rows = {}
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), MURMUR_LOG_LEVEL="warn")
+    common = ["--compute-ms", str(sleep_ms), "--steps", str(steps), "--algorithm", "choco", "--topology", "exponential"]
+    for side, command in (("C++ API", [os.path.join(build, "bench/peer/sleep_step_peer"), *common, "--compressor",
+                                       "topk:0.01"]),
+                          ("python", ["/usr/bin/python3", os.path.join(ROOT, "bench/python/sleep_step_rank.py"),
+                                      *common, "--compress", "topk:0.01"])):
+        trace = os.path.join(tmp, side.replace(" ", "_").replace("+", "p"))
+        out = subprocess.run([os.path.join(build, "src/peer/launcher/murmur-run"), "-np", str(np), "--trace", trace,
+                              "--", *command], check=True, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout
+        ranks = [json.loads(line[line.index("{"):]) for line in out.splitlines() if '"comm_cpu_seconds"' in line]
+        if len(ranks) != np:
+            sys.exit(f"overhead.py: {side}: {len(ranks)} of {np} ranks reported")
+        row = per_step([(r["rank"], r["steps"], r["comm_seconds"], r["comm_cpu_seconds"], r["wait_seconds"])
+                        for r in ranks], message_wait_seconds(os.path.join(trace, "trace.json")))
+        rows[side] = row
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--np", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--sleep-ms", type=float, default=None,
+                        help="both sides sleep this long per step instead of training")
+    parser.add_argument("--steps", type=int, default=600, help="with --sleep-ms: steps per rank")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = {"murmur-peer": murmur_peer(args.build, args.np, args.epochs, tmp),
-                "python": python_example(args.build, args.np, args.epochs, tmp)}
-    print(f"{args.np} ranks, ms per step, mean over ranks")
-    print("| run | in rounds | of which CPU | waiting for messages | rest | blocked in step() "
-          "| wall s (murmur-peer: the peer; python: the script) | averaged model |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        if args.sleep_ms is not None:
+            rows = sleeping_pair(args.build, args.np, args.sleep_ms, args.steps, tmp)
+            title = f"{args.np} ranks sleeping {args.sleep_ms:g} ms per step, {args.steps} steps"
+        else:
+            rows = {"murmur-peer": murmur_peer(args.build, args.np, args.epochs, tmp),
+                    "python": python_example(args.build, args.np, args.epochs, tmp)}
+            title = f"{args.np} ranks training"
+    base_name, other = list(rows)
+    print(f"{title}, ms per step, mean over ranks")
+    trained = args.sleep_ms is None
+    print("| run | in rounds | of which CPU | waiting for messages | rest | blocked in step() |" +
+          (" wall s (murmur-peer: the peer; python: the script) | averaged model |" if trained else ""))
+    print("|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if trained else ""))
     for name, r in rows.items():
         print(f"| {name} | {r['comm']:.2f} | {r['cpu']:.2f} | {r['messages']:.2f} | {r['rest']:.2f} "
-              f"| {r['blocked']:.2f} | {r['wall_s']:.1f} | {100 * r['accuracy']:.2f}% |")
+              f"| {r['blocked']:.2f} |" + (f" {r['wall_s']:.1f} | {100 * r['accuracy']:.2f}% |" if trained else ""))
     for what, label in (("comm", "in rounds"), ("cpu", "CPU in rounds"), ("messages", "waiting for messages"),
                         ("rest", "rest"), ("blocked", "blocked in step()")):
-        base = rows["murmur-peer"][what]
-        ratio = rows["python"][what] / base if base > 0 else float("nan")
-        print(f"python / murmur-peer, {label} per step: {ratio:.3f}")
+        base = rows[base_name][what]
+        ratio = rows[other][what] / base if base > 0 else float("nan")
+        print(f"{other} / {base_name}, {label} per step: {ratio:.3f}")
     return 0
 
 
