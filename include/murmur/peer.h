@@ -113,7 +113,12 @@ struct PeerConfig : GossipOptions {
   std::string backend = "libfabric";  // libfabric | asio
   std::string provider = "auto";      // auto | tcp | shm | verbs
   std::string link_profile;           // emulated links, e.g. "10gbe"; docs/link-profiles.md
-  double timeout_s = 60;              // a peer silent this long is declared failed
+  // The network the data plane (tcp, asio) binds to: an interface name
+  // ("ib0", "eth1") or a subnet ("10.0.0.0/24"), as NCCL_SOCKET_IFNAME.
+  // Empty: $MURMUR_INTERFACE, else loopback when every peer is on this
+  // host, else this host's name. The control plane (rendezvous) is not moved.
+  std::string interface;
+  double timeout_s = 60;  // a peer silent this long is declared failed
 
   // The timeline (docs/trace.md): Chrome trace-event JSON written here when
   // the Peer is destroyed, "{rank}" replaced by the rank. Empty: from

@@ -159,6 +159,9 @@ void bind_values(nb::module_& m) {
       .def_rw("link_profile", &PeerConfig::link_profile)
       .def_rw("timeout_s", &PeerConfig::timeout_s)
       .def_rw("trace", &PeerConfig::trace, "Chrome trace-event file for this peer's timeline ({rank}: the rank)")
+      .def_rw("interface", &PeerConfig::interface,
+              "the interface name (ib0) or subnet (10.0.0.0/24) the data plane binds to; empty: $MURMUR_INTERFACE, "
+              "else murmur's choice")
       .def_rw("survive_lost_peers", &PeerConfig::survive_lost_peers)
       .def_rw("join", &PeerConfig::join);
   def_callback<JoinStateSource>(

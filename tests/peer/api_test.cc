@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 
+#include "fabric/network_interface.h"
 #include "peer/api/job_environment.h"
 #include "peer/api/scalar_gather.h"
 #include "peer/api/slurm_rendezvous.h"
@@ -80,6 +81,14 @@ TEST(JobEnvironment, TheTraceFileComesFromTheConfigurationElseMurmurTrace) {
   PeerConfig config;
   config.trace = "mine.json";
   EXPECT_EQ(resolve_job_environment(config, from({{"MURMUR_TRACE", "theirs.json"}})).trace_path, "mine.json");
+}
+
+TEST(JobEnvironment, TheInterfaceComesFromTheConfigurationElseMurmurInterface) {
+  EXPECT_TRUE(resolve_job_environment({}, from({})).interface.empty());
+  EXPECT_EQ(resolve_job_environment({}, from({{"MURMUR_INTERFACE", "ib0"}})).interface, "ib0");
+  PeerConfig config;
+  config.interface = "10.0.0.0/24";
+  EXPECT_EQ(resolve_job_environment(config, from({{"MURMUR_INTERFACE", "ib0"}})).interface, "10.0.0.0/24");
 }
 
 void expect_refused(std::map<std::string, std::string> vars, const std::string& expected) {
@@ -311,6 +320,45 @@ TEST(PeerJob, ALayoutMismatchFailsEveryRankNamingTheRank) {
     EXPECT_NE(job.output(r).find("registered 1011 floats"), std::string::npos) << job.output(r);
   }
   EXPECT_NE(job.output(0).find("rank 2 ("), std::string::npos) << job.output(0);
+}
+
+TEST(PeerJob, AnInterfaceThatIsNotThereFailsEveryRankNamingItAndTheHostsInterfaces) {
+  constexpr int kPeers = 2;
+  testing::LocalJob job("tests/peer/api_test_peer", kPeers, {"--interface", "nope0", "--steps", "5"});
+  auto statuses = job.wait_all(120s);
+  for (int r = 0; r < kPeers; ++r) {
+    EXPECT_FALSE(exited_ok(statuses[r])) << job.output(r);
+    const std::string& out = job.output(r);
+    EXPECT_NE(out.find("rank " + std::to_string(r) + " on "), std::string::npos) << out;
+    EXPECT_NE(out.find("interface 'nope0': no such interface"), std::string::npos) << out;
+    EXPECT_NE(out.find("lo 127.0.0.1/8"), std::string::npos) << out;
+  }
+}
+
+// The data plane on another interface than the one murmur picks for a
+// one-host job (loopback): this host's first other IPv4 interface, by name,
+// over libfabric tcp and asio.
+TEST(PeerJob, TheDataPlaneBindsToTheInterfaceNamed) {
+  std::string name, address;
+  for (const auto& a : fabric::local_interface_addresses()) {
+    if (!a.ipv6 && a.address.rfind("127.", 0) != 0) {
+      name = a.interface;
+      address = a.address;
+      break;
+    }
+  }
+  if (name.empty()) GTEST_SKIP() << "this host has no IPv4 interface besides loopback";
+  constexpr int kPeers = 2;
+  for (const char* backend : {"libfabric", "asio"}) {
+    testing::LocalJob job("tests/peer/api_test_peer", kPeers,
+                          {"--interface", name, "--backend", backend, "--provider", "tcp", "--steps", "50"});
+    auto statuses = job.wait_all(120s);
+    for (int r = 0; r < kPeers; ++r) {
+      ASSERT_TRUE(exited_ok(statuses[r])) << backend << ": " << job.describe(r, statuses[r]);
+      EXPECT_NE(job.output(r).find("binds its data plane to " + address), std::string::npos)
+          << backend << ": " << job.output(r);
+    }
+  }
 }
 
 }  // namespace

@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   app.add_option("--link-profile", link_profile);
   app.add_option("--compute-ms", compute_ms, "sleep this long per step, as a trainer computes");
   app.add_option("--provider", provider);
+  std::string interface, backend = "libfabric";
+  app.add_option("--interface", interface);
+  app.add_option("--backend", backend);
   app.add_option("--decisions-file", decisions_file, "append the scheduler's decisions to FILE.<rank> (debugging)");
   double gamma = murmur::GossipOptions{}.gamma;
   app.add_option("--gamma", gamma, "choco's consensus step size");
@@ -52,6 +55,8 @@ int main(int argc, char** argv) {
     config.schedule = schedule;
     config.provider = provider;
     config.link_profile = link_profile;
+    config.interface = interface;
+    config.backend = backend;
     int decisions = 0, reactions = 0;  // agreed ones; between agreements
     std::FILE* decisions_out =
         decisions_file.empty() ? nullptr : std::fopen((decisions_file + "." + std::to_string(rank)).c_str(), "a");

@@ -129,6 +129,7 @@ JobEnvironment resolve_job_environment(const PeerConfig& config, const Environme
   env.host_name = !config.host_name.empty() ? config.host_name : lookup("MURMUR_HOST").value_or("");
   if (env.host_name.empty()) env.host_name = local_host_name();
   env.link_profile = !config.link_profile.empty() ? config.link_profile : lookup("MURMUR_LINK_PROFILE").value_or("");
+  env.interface = !config.interface.empty() ? config.interface : lookup("MURMUR_INTERFACE").value_or("");
   env.trace_path = !config.trace.empty() ? config.trace : lookup("MURMUR_TRACE").value_or("");
   const auto join = lookup("MURMUR_JOIN");
   const auto restarts = lookup("MURMUR_RESTART_COUNT");

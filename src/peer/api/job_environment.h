@@ -29,6 +29,7 @@ struct JobEnvironment {
   std::string job_token;  // MURMUR_JOB_TOKEN; never a flag (ps would show it)
   std::string host_name;
   std::string link_profile;
+  std::string interface;  // PeerConfig::interface, else $MURMUR_INTERFACE; empty: murmur's choice
   // Join a running job as a new member (PeerConfig::join, MURMUR_JOIN=1, or
   // MURMUR_RESTART_COUNT > 0: a peer murmur-run restarted); rank and world
   // size then only describe the launch, the job assigns the rank.

@@ -116,6 +116,9 @@ void add_job_flags(CLI::App& app, murmur::PeerConfig& p) {
       ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs", "net"}))
       ->capture_default_str()
       ->group(job);
+  app.add_option("--interface", p.interface,
+                 "bind the data plane to this interface (ib0) or subnet (10.0.0.0/24) ($MURMUR_INTERFACE)")
+      ->group(job);
   app.add_option("--timeout", p.timeout_s, "the most seconds a silent peer is waited for (the deadline's ceiling)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str()
