@@ -73,9 +73,10 @@ std::vector<InterfaceAddress> local_interface_addresses() {
     const int family = entry->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
     std::array<char, INET6_ADDRSTRLEN> text{};
-    const void* raw = family == AF_INET
-                          ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr)
-                          : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(entry->ifa_addr)->sin6_addr);
+    const void* raw =
+        family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(entry->ifa_addr)->sin6_addr);
     if (::inet_ntop(family, raw, text.data(), text.size()) == nullptr) continue;
     out.push_back({entry->ifa_name, text.data(), prefix_of(entry->ifa_netmask), family == AF_INET6});
   }

@@ -12,9 +12,8 @@ namespace murmur::fabric {
 namespace {
 
 const std::vector<InterfaceAddress> kHost = {
-    {"lo", "127.0.0.1", 8, false},        {"lo", "::1", 128, true},
-    {"eth0", "fe80::1", 64, true},        {"eth0", "fd00::2", 64, true},
-    {"eth0", "192.0.2.2", 24, false},     {"ib0", "fe80::5", 64, true},
+    {"lo", "127.0.0.1", 8, false},   {"lo", "::1", 128, true},         {"eth0", "fe80::1", 64, true},
+    {"eth0", "fd00::2", 64, true},   {"eth0", "192.0.2.2", 24, false}, {"ib0", "fe80::5", 64, true},
     {"ib0", "10.77.0.3", 16, false},
 };
 

@@ -106,8 +106,8 @@ class Launcher : public ::testing::Test {
 
 TEST_F(Launcher, FourLocalPeersSucceedWithPrefixedOutputAndASummary) {
   auto summary = dir_ / "summary.json";
-  ASSERT_EQ(run({"-np", "4", "--summary", summary.string(), "--profile", "lan", "--", LAUNCHER_TEST_PEER_PATH,
-                 "--events", "--join"}),
+  ASSERT_EQ(run({"-np", "4", "--summary", summary.string(), "--profile", "lan", "--interface", "127.0.0.0/8", "--",
+                 LAUNCHER_TEST_PEER_PATH, "--events", "--join"}),
             0)
       << err();
   const auto o = out(), e = err();
@@ -115,7 +115,7 @@ TEST_F(Launcher, FourLocalPeersSucceedWithPrefixedOutputAndASummary) {
   for (int r = 0; r < 4; ++r) {
     auto R = std::to_string(r), tag = "[" + R + "] ";
     EXPECT_NE(o.find(tag + "hello from rank " + R + " of 4 local " + R + "/4 host localhost launcher murmur-run cwd " +
-                     cwd + " profile lan\n"),
+                     cwd + " profile lan interface 127.0.0.0/8\n"),
               std::string::npos)
         << o;
     EXPECT_NE(o.find(tag + "joined group of 4\n"), std::string::npos) << o;
@@ -223,7 +223,7 @@ TEST_F(Launcher, RemoteHostsStartThroughTheSshTemplate) {
   for (int r = 0; r < 4; ++r) {
     auto R = std::to_string(r);
     EXPECT_NE(o.find("[" + R + "] hello from rank " + R + " of 4 local " + std::to_string(r % 2) + "/2 host " +
-                     host_of[r] + " launcher murmur-run cwd " + cwd + " profile (unset)\n"),
+                     host_of[r] + " launcher murmur-run cwd " + cwd + " profile (unset) interface (unset)\n"),
               std::string::npos)
         << o;
     EXPECT_NE(o.find("[" + R + "] joined group of 4\n"), std::string::npos) << o << err();
@@ -283,9 +283,9 @@ TEST_F(Launcher, FlagErrorsAreOneLineAndExitTwo) {
 TEST_F(Launcher, HelpListsEveryFlagWithItsDefault) {
   EXPECT_EQ(run({"--help"}), 0);
   const auto o = out();
-  for (const char* flag :
-       {"--np", "--hostfile", "-H", "--profile", "--summary", "--ssh", "--rendezvous-host", "--timeout", "--kill-grace",
-        "--token", "--on-failure", "--min-np", "--max-restarts", "ssh -o BatchMode=yes {host} {command}"}) {
+  for (const char* flag : {"--np", "--hostfile", "-H", "--profile", "--interface", "--summary", "--ssh",
+                           "--rendezvous-host", "--timeout", "--kill-grace", "--token", "--on-failure", "--min-np",
+                           "--max-restarts", "ssh -o BatchMode=yes {host} {command}"}) {
     EXPECT_NE(o.find(flag), std::string::npos) << flag << " missing from:\n" << o;
   }
 }

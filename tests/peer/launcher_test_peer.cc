@@ -1,7 +1,7 @@
 // The peer program of the murmur-run tests (launcher_test.cc). It reads the
 // MURMUR_* environment murmur-run gives it and, as its flags ask:
 //   prints "hello from rank R of W local LR/LS host H launcher L cwd C
-//   profile P" on stdout and "stderr line from rank R" on stderr;
+//   profile P interface I" on stdout and "stderr line from rank R" on stderr;
 //   --pid-dir D      writes its pid to D/rank<R>.pid (and with --spawn-child
 //                    starts `sleep 60` in its process group, pid in
 //                    D/child<R>.pid);
@@ -195,10 +195,11 @@ int main(int argc, char** argv) {
     }
     if (ignore_term) std::signal(SIGTERM, SIG_IGN);
     const int rank = env_int("MURMUR_RANK"), size = env_int("MURMUR_WORLD_SIZE");
-    std::printf("hello from rank %d of %d local %d/%d host %s launcher %s cwd %s profile %s\n", rank, size,
+    const auto or_unset = [&](const char* name) { return std::getenv(name) ? env(name) : std::string("(unset)"); };
+    std::printf("hello from rank %d of %d local %d/%d host %s launcher %s cwd %s profile %s interface %s\n", rank, size,
                 env_int("MURMUR_LOCAL_RANK"), env_int("MURMUR_LOCAL_SIZE"), env("MURMUR_HOST").c_str(),
                 env("MURMUR_LAUNCHER").c_str(), std::filesystem::current_path().c_str(),
-                std::getenv("MURMUR_LINK_PROFILE") ? env("MURMUR_LINK_PROFILE").c_str() : "(unset)");
+                or_unset("MURMUR_LINK_PROFILE").c_str(), or_unset("MURMUR_INTERFACE").c_str());
     const int restart_count = env("MURMUR_RESTART_COUNT").empty() ? 0 : env_int("MURMUR_RESTART_COUNT");
     if (!env("MURMUR_RESTART_COUNT").empty()) std::printf("restart count %d\n", restart_count);
     std::fflush(stdout);

@@ -187,6 +187,7 @@ std::vector<std::string> Job::environment(const Placement& p, int restart_count)
       "MURMUR_LAUNCHER=murmur-run",
   };
   if (!options_.profile.empty()) env.push_back("MURMUR_LINK_PROFILE=" + options_.profile);
+  if (!options_.interface.empty()) env.push_back("MURMUR_INTERFACE=" + options_.interface);
   if (!options_.trace_dir.empty()) env.push_back("MURMUR_TRACE=" + options_.trace_dir + "/rank-{rank}.json");
   // Only restarts have it: a peer may resume from a checkpoint, or tell the
   // others it is back.

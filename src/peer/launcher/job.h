@@ -31,6 +31,7 @@ struct LaunchOptions {
   std::vector<HostSlots> hosts;  // empty: np peers on this host
   std::string hosts_source;      // names the host list in messages
   std::string profile;           // MURMUR_LINK_PROFILE; empty: not set
+  std::string interface;         // MURMUR_INTERFACE; empty: not set
   std::string summary_path;      // empty: no summary file
   // --trace: peers write their timelines here (MURMUR_TRACE=DIR/rank-{rank}.json,
   // an absolute path); empty: no trace.

@@ -81,6 +81,9 @@ void add_flags(CLI::App& app, CommandLine& cl) {
   app.add_option("-H,--hosts", cl.host_list, "hosts as h1:4,h2:4 (slots after ':', default 1)")->excludes(file_opt);
   app.add_option("--profile", options.profile,
                  "link emulation profile for every peer (MURMUR_LINK_PROFILE), e.g. 10gbe. Default: none");
+  app.add_option("--interface", options.interface,
+                 "every peer binds its data plane to this interface (ib0) or subnet (10.0.0.0/24) "
+                 "(MURMUR_INTERFACE). Default: murmur's choice");
   app.add_option("--summary", options.summary_path, "write a JSON summary of the results here. Default: none");
   app.add_option("--trace", options.trace_dir,
                  "each peer writes its timeline to DIR/rank-N.json (MURMUR_TRACE); at the end they are merged "
