@@ -97,6 +97,14 @@ def test_an_optimizers_state_comes_back_exactly_and_loads():
         optimizer.load_state_dict(back)
 
 
+def test_plain_state_refuses_structure_nested_too_deep_to_decode():
+    # Past the interpreter's recursion limit: a ValueError, whether json or
+    # decode() reaches it first (json does on this interpreter).
+    text = ('{"l": [' * 600 + "1" + "]}" * 600).encode()
+    with pytest.raises(ValueError, match="recursion limit|not valid JSON"):
+        plain_state.loads(len(text).to_bytes(8, "little") + text)
+
+
 def test_plain_state_refuses_what_it_cannot_encode():
     with pytest.raises(TypeError, match=r"state \['f'\]: a builtin_function_or_method is not supported"):
         plain_state.dumps({"f": len})

@@ -117,4 +117,7 @@ def loads(message: bytes) -> Any:
             return torch.empty(shape, dtype=dtype)
         return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
 
-    return decode(tree, "")
+    try:
+        return decode(tree, "")
+    except RecursionError:
+        raise ValueError("murmur: state: nested deeper than this interpreter's recursion limit") from None
