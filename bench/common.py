@@ -68,6 +68,7 @@ class Key:
     COMPUTE_SECONDS = "compute_seconds"
     COMMUNICATION_WAIT_SECONDS = "communication_wait_seconds"
     COMMUNICATION_THREAD_SECONDS = "communication_thread_seconds"
+    COMMUNICATION_THREAD_CPU_SECONDS = "communication_thread_cpu_seconds"
     COMMUNICATION_OVERLAP_SECONDS = "communication_overlap_seconds"
     ROUNDS = "rounds"
     RATIO = "ratio"

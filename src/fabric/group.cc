@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/group_internal.h"
+#include "fabric/network_interface.h"
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
 #include "fabric/shaper/shaped_transport.h"
@@ -106,8 +107,23 @@ std::vector<std::string> member_hosts(rendezvous::Client& control, int size) {
   return hosts;
 }
 
+// The address options.interface names on this host; the error says which
+// rank and host lack it.
+std::string interface_address(const GroupOptions& options) {
+  try {
+    const std::string address = resolve_interface(options.interface);
+    fabric_log().info("rank {} binds its data plane to {} (interface '{}')", options.rank, address, options.interface);
+    return address;
+  } catch (const std::invalid_argument& e) {
+    const std::string host = options.self_host.empty() ? local_host_name() : options.self_host;
+    throw FabricError("rank " + std::to_string(options.rank) + " on " + host + ": " + e.what() +
+                      " (PeerConfig::interface, --interface or $MURMUR_INTERFACE)");
+  }
+}
+
 std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peers_on_this_host) {
   TransportOptions transport_options = options.transport;
+  if (!options.interface.empty()) transport_options.bind_host = interface_address(options);
   transport_options.job_token = options.job_token;
   transport_options.rank = options.rank;
   transport_options.size = options.size;

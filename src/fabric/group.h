@@ -65,6 +65,11 @@ struct GroupOptions {
   std::string self_host;
   // Data plane; rank and size are filled in from above.
   TransportOptions transport;
+  // The network the data plane binds to: an interface name or a subnet
+  // (network_interface.h), resolved when the transport opens, so that a rank
+  // without it fails the join for everyone at once, naming itself and the
+  // interfaces it has. Empty: transport.bind_host as given.
+  std::string interface;
   // Link emulation: a profile spec ("10gbe", "lat=2ms,bw=100mbit") or
   // "@path" to a profile file; empty for none. See docs/link-profiles.md.
   std::string link_profile;

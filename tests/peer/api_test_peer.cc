@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
   app.add_option("--compute-ms", compute_ms, "sleep this long per step, as a trainer computes");
   app.add_option("--provider", provider);
   std::string interface, backend = "libfabric";
+  int interface_rank = -1;
   app.add_option("--interface", interface);
+  app.add_option("--interface-rank", interface_rank, "only this rank takes --interface (-1: every rank)");
   app.add_option("--backend", backend);
   app.add_option("--decisions-file", decisions_file, "append the scheduler's decisions to FILE.<rank> (debugging)");
   double gamma = murmur::GossipOptions{}.gamma;
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
     config.schedule = schedule;
     config.provider = provider;
     config.link_profile = link_profile;
-    config.interface = interface;
+    if (interface_rank < 0 || interface_rank == rank) config.interface = interface;
     config.backend = backend;
     int decisions = 0, reactions = 0;  // agreed ones; between agreements
     std::FILE* decisions_out =

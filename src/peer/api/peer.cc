@@ -16,7 +16,6 @@
 #include "common/text.h"
 #include "common/trace.h"
 #include "fabric/group.h"
-#include "fabric/network_interface.h"
 #include "fabric/rendezvous/client.h"
 #include "fabric/rendezvous/server.h"
 #include "gossip/algorithm/algorithm.h"
@@ -58,19 +57,6 @@ std::string as_text(Integer value) {
 std::unique_ptr<trace::Session> start_trace(const std::string& path) {
   if (path.empty()) return nullptr;
   return std::make_unique<trace::Session>(path);
-}
-
-// The data plane's bind address for env.interface; the error names this
-// rank, its host and where the setting came from.
-std::string bind_address(const peer::JobEnvironment& env) {
-  try {
-    const std::string address = fabric::resolve_interface(env.interface);
-    peer_log().info("rank {} binds its data plane to {} (interface '{}')", env.rank, address, env.interface);
-    return address;
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("rank " + std::to_string(env.rank) + " on " + env.host_name + ": " + e.what() +
-                                " (PeerConfig::interface, --interface or $MURMUR_INTERFACE)");
-  }
 }
 
 std::chrono::milliseconds to_ms(double seconds) {
@@ -136,7 +122,7 @@ class Peer::Impl {
     group_options.transport.provider = config_.provider;
     group_options.transport.loss_tolerant = config_.survive_lost_peers;
     group_options.link_profile = env_.link_profile;
-    if (!env_.interface.empty()) group_options.transport.bind_host = bind_address(env_);
+    group_options.interface = env_.interface;
     group_options.join_timeout = to_ms(config_.join_timeout_s);
     group_options.job_signature = job_signature(config_);
     if (env_.joining) {
