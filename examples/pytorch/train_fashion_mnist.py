@@ -198,8 +198,8 @@ def main() -> int:
 
 def gather_over_ranks(peer, values: list) -> list:
     """Every rank's list of floats, by rank (murmur's collectives are means:
-    each rank puts size x its values in a row of its own, as min_steps does;
-    float32, so about 7 significant digits)."""
+    each rank puts size x its values in a row of its own and the mean of
+    the rows holds every rank's; float32, so about 7 significant digits)."""
     rows = torch.zeros(peer.size, len(values), dtype=torch.float32)
     rows[peer.rank] = torch.tensor(values, dtype=torch.float32) * peer.size
     peer.average(rows)
@@ -231,13 +231,8 @@ def report(rank: int, result: dict, summary: str) -> None:
 
 def min_steps(peer, own: int) -> int:
     """The fewest batches any rank has (iid shards differ by one example,
-    Dirichlet shards by much more). murmur's collectives are means, so each
-    rank puts size x its count in a slot of its own and the mean of the
-    vector holds every rank's count."""
-    counts = torch.zeros(peer.size, dtype=torch.float32)
-    counts[peer.rank] = float(own) * peer.size
-    peer.average(counts)
-    return int(counts.min().item())
+    Dirichlet shards by much more)."""
+    return int(min(row[0] for row in gather_over_ranks(peer, [float(own)])))
 
 
 def train_ddp(args, model, sgd, x_train, y_train, x_test, y_test) -> int:

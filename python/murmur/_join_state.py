@@ -114,9 +114,6 @@ class JoinStateParts:
             raise ValueError(f"murmur.Peer.add_join_state('{name}'): a part of that name is registered already")
         self._parts[name] = (save, load)
 
-    def __bool__(self) -> bool:
-        return bool(self._parts)
-
     def save(self) -> bytes:
         """PeerConfig.join_state: runs inside the sponsor's step()."""
         return pack({name: _as_bytes(name, save()) for name, (save, _) in self._parts.items() if save is not None})

@@ -99,6 +99,10 @@ std::vector<std::pair<int, rendezvous::Endpoint>> exchange_standbys(rendezvous::
   return standbys;
 }
 
+std::string self_host_of(const GroupOptions& options) {
+  return options.self_host.empty() ? local_host_name() : options.self_host;
+}
+
 std::vector<std::string> member_hosts(rendezvous::Client& control, int size) {
   std::vector<std::string> hosts(size);
   for (const auto& m : control.members()) {
@@ -115,8 +119,7 @@ std::string interface_address(const GroupOptions& options) {
     fabric_log().info("rank {} binds its data plane to {} (interface '{}')", options.rank, address, options.interface);
     return address;
   } catch (const std::invalid_argument& e) {
-    const std::string host = options.self_host.empty() ? local_host_name() : options.self_host;
-    throw FabricError("rank " + std::to_string(options.rank) + " on " + host + ": " + e.what() +
+    throw FabricError("rank " + std::to_string(options.rank) + " on " + self_host_of(options) + ": " + e.what() +
                       " (PeerConfig::interface, --interface or $MURMUR_INTERFACE)");
   }
 }
@@ -233,7 +236,7 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   group->size_ = options.size;
   group->relay_ = std::make_shared<FailureRelay>();
 
-  const std::string self_host = options.self_host.empty() ? local_host_name() : options.self_host;
+  const std::string self_host = self_host_of(options);
   if (options.standby) group->standby_ = start_standby(options);
   group->control_ = connect_relayed_control(group->relay_, options, self_host, /*join=*/false);
 

@@ -156,6 +156,9 @@ std::string standby_host(const GroupOptions& options, const rendezvous::Client& 
 std::vector<std::pair<int, rendezvous::Endpoint>> exchange_standbys(rendezvous::Client& control,
                                                                     const GroupOptions& options,
                                                                     const std::string& host, std::uint16_t port);
+// This member's host name as peers and logs see it: options.self_host, else
+// gethostname().
+std::string self_host_of(const GroupOptions& options);
 // The host of every rank below `size`, as the members told the rendezvous.
 std::vector<std::string> member_hosts(rendezvous::Client& control, int size);
 // This rank's transport, wrapped in the shaper when a link profile asks.

@@ -64,7 +64,7 @@ void wait_until_admitted(rendezvous::Client& control, const rendezvous::View& ad
 std::unique_ptr<Group> Group::join_running(const GroupOptions& options) {
   std::unique_ptr<Group> group(new Group());
   group->relay_ = std::make_shared<FailureRelay>();
-  const std::string self_host = options.self_host.empty() ? local_host_name() : options.self_host;
+  const std::string self_host = self_host_of(options);
   if (options.standby) group->standby_ = start_standby(options);
   group->control_ = connect_relayed_control(group->relay_, options, self_host, /*join=*/true);
   rendezvous::Client& control = *group->control_;
