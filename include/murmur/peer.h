@@ -116,7 +116,8 @@ struct PeerConfig : GossipOptions {
   // The network the data plane (tcp, asio) binds to: an interface name
   // ("ib0", "eth1") or a subnet ("10.0.0.0/24"), as NCCL_SOCKET_IFNAME.
   // Empty: $MURMUR_INTERFACE, else loopback when every peer is on this
-  // host, else this host's name. The control plane (rendezvous) is not moved.
+  // host, else the backend's choice (docs/launching.md, "Choosing the
+  // network"). The control plane (rendezvous) is not moved.
   std::string interface;
   double timeout_s = 60;  // a peer silent this long is declared failed
 
