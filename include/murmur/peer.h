@@ -111,7 +111,7 @@ struct PeerConfig : GossipOptions {
 
   // Data plane.
   std::string backend = "libfabric";  // libfabric | asio
-  std::string provider = "auto";      // auto | tcp | shm | verbs
+  std::string provider = "auto";      // auto | tcp | shm | verbs | net | shm+tcp | shm+net | shm+verbs
   std::string link_profile;           // emulated links, e.g. "10gbe"; docs/link-profiles.md
   // The network the data plane (tcp, asio) binds to: an interface name
   // ("ib0", "eth1") or a subnet ("10.0.0.0/24"), as NCCL_SOCKET_IFNAME.

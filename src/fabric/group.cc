@@ -124,13 +124,43 @@ std::string interface_address(const GroupOptions& options) {
   }
 }
 
-std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peers_on_this_host) {
+std::string machine_of(const GroupOptions& options) {
+  return options.machine.empty() ? machine_identity() : options.machine;
+}
+
+Locality locality_of(const std::vector<std::string>& machines, const std::vector<std::string>& hosts, int self) {
+  Locality here;
+  here.all_here = true;
+  const std::string& own = machines.at(self);
+  std::set<std::string> seen;
+  bool shared = false;
+  for (std::size_t r = 0; r < machines.size(); ++r) {
+    if (!machines[r].empty() && !seen.insert(machines[r]).second) shared = true;
+    if (static_cast<int>(r) == self || (!own.empty() && machines[r] == own)) continue;
+    if (here.all_here) {
+      const std::string host = r < hosts.size() && !hosts[r].empty() ? hosts[r] : "unknown host";
+      here.elsewhere = "rank " + std::to_string(r) + " (" + host + ")";
+    }
+    here.all_here = false;
+  }
+  here.machines_shared = shared && !here.all_here;
+  return here;
+}
+
+std::unique_ptr<Transport> open_transport(const GroupOptions& options, const Locality& locality) {
   TransportOptions transport_options = options.transport;
+  if (transport_options.backend == "libfabric" && transport_options.provider == "shm" && !locality.all_here) {
+    throw FabricError("rank " + std::to_string(options.rank) + " on " + self_host_of(options) +
+                      ": provider shm reaches only peers on this machine, and " + locality.elsewhere +
+                      " runs on another (use shm+tcp, or auto)");
+  }
   if (!options.interface.empty()) transport_options.bind_host = interface_address(options);
   transport_options.job_token = options.job_token;
   transport_options.rank = options.rank;
   transport_options.size = options.size;
-  transport_options.peers_on_this_host = peers_on_this_host;
+  transport_options.peers_on_this_host = locality.all_here;
+  transport_options.ranks_share_machines = locality.machines_shared;
+  transport_options.machine = machine_of(options);
   auto transport = make_transport(transport_options);
   if (options.link_profile.empty()) return transport;
   auto config = options.link_profile.front() == '@' ? shaper::load_shaper_config(options.link_profile.substr(1))
@@ -193,11 +223,11 @@ std::string read_address(rendezvous::Client& control, int rank, const std::strin
 }
 
 std::unique_ptr<Transport> open_and_publish(rendezvous::Client& control, const GroupOptions& options,
-                                            bool peers_on_this_host) {
+                                            const Locality& locality) {
   const std::string own_key = kAddressKeyPrefix + std::to_string(options.rank);
   std::unique_ptr<Transport> transport;
   try {
-    transport = open_transport(options, peers_on_this_host);
+    transport = open_transport(options, locality);
   } catch (const std::exception& e) {
     try {
       control.set(own_key, kOpenFailed + std::string(e.what()));
@@ -240,8 +270,11 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
   if (options.standby) group->standby_ = start_standby(options);
   group->control_ = connect_relayed_control(group->relay_, options, self_host, /*join=*/false);
 
-  // Everyone must be present before the transport can pick a provider that
-  // depends on where the peers run (shm only when all are on this host).
+  // Everyone must be present, and have said which machine it runs on,
+  // before the transport can pick a provider and an address that depend on
+  // where the peers run (loopback and shm only for peers on this machine).
+  const std::string machine = machine_of(options);
+  group->control_->set(kMachineKeyPrefix + std::to_string(options.rank), machine);
   group->control_->barrier("murmur/joined", options.join_timeout);
   if (group->standby_) {
     auto standbys = exchange_standbys(*group->control_, options, standby_host(options, *group->control_, self_host),
@@ -250,12 +283,14 @@ std::unique_ptr<Group> Group::join(const GroupOptions& options) {
     group->relay_->standbys = std::move(standbys);
   }
   const auto hosts = member_hosts(*group->control_, options.size);
-  const bool all_here = std::all_of(hosts.begin(), hosts.end(), [&](const std::string& h) { return h == self_host; });
+  const auto machines =
+      group->control_->gather(kMachineKeyPrefix, static_cast<std::uint32_t>(options.size), options.join_timeout);
+  const Locality locality = locality_of(machines, hosts, options.rank);
 
   // A rank that cannot open its transport says so under its address key, so
   // that the others fail at once with its reason instead of waiting out the
   // join timeout for an address that will never come.
-  auto transport = open_and_publish(*group->control_, options, all_here);
+  auto transport = open_and_publish(*group->control_, options, locality);
   auto peers = read_peers(*group->control_, options, hosts);
   group->attach(std::move(transport), peers, group->control_->view());
   group->transport_->connect(peers);

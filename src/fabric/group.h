@@ -63,6 +63,12 @@ struct GroupOptions {
   std::string job_token = job_token::from_environment();
   // This host's name as peers and logs should see it; empty: gethostname().
   std::string self_host;
+  // Which machine this rank runs on, for the data plane (common/host.h,
+  // machine_identity: ranks with equal strings share loopback and shared
+  // memory); empty: detected. Ranks publish it before the transport opens,
+  // which then binds loopback only when every rank is on this machine and
+  // uses shm to the ranks that are (TransportOptions::provider).
+  std::string machine;
   // Data plane; rank and size are filled in from above.
   TransportOptions transport;
   // The network the data plane binds to: an interface name or a subnet

@@ -124,6 +124,7 @@ inline constexpr char kAddressFollows = 'A';
 inline constexpr char kOpenFailed = 'E';
 inline const std::string kAddressKeyPrefix = "murmur/fabric-address/";
 inline const std::string kStandbyKeyPrefix = "murmur/standby/";
+inline const std::string kMachineKeyPrefix = "murmur/machine/";
 // Set by every member once the job's first "murmur/connected" barrier passed.
 inline const std::string kJobRunningKey = "murmur/running";
 // murmur/admitted/<joiner>/<member>: set by the member once it add_peer'd the joiner.
@@ -161,12 +162,25 @@ std::vector<std::pair<int, rendezvous::Endpoint>> exchange_standbys(rendezvous::
 std::string self_host_of(const GroupOptions& options);
 // The host of every rank below `size`, as the members told the rendezvous.
 std::vector<std::string> member_hosts(rendezvous::Client& control, int size);
+// options.machine, else common/host.h's machine_identity().
+std::string machine_of(const GroupOptions& options);
+// Where the other ranks run, seen from this one: what the transport's
+// provider and bind address depend on.
+struct Locality {
+  bool all_here = false;         // every rank on this machine
+  bool machines_shared = false;  // not all_here, but two ranks (any) share a machine
+  std::string elsewhere;         // for messages: "rank R (host)" of one not on this machine, if any
+};
+// `machines[r]` and `hosts[r]` of every rank r known (an empty machine: not
+// known, on a machine of its own); `self` is this rank. Every rank that
+// reads the same lists gets the same machines_shared.
+Locality locality_of(const std::vector<std::string>& machines, const std::vector<std::string>& hosts, int self);
 // This rank's transport, wrapped in the shaper when a link profile asks.
-std::unique_ptr<Transport> open_transport(const GroupOptions& options, bool peers_on_this_host);
+std::unique_ptr<Transport> open_transport(const GroupOptions& options, const Locality& locality);
 // Opens the transport and publishes its address under the own address key,
 // or, if it cannot be opened, the reason (then rethrows).
 std::unique_ptr<Transport> open_and_publish(rendezvous::Client& control, const GroupOptions& options,
-                                            bool peers_on_this_host);
+                                            const Locality& locality);
 // `rank`'s published address; PeerError naming it when it could not open its
 // transport, published something malformed, or is out of the client's view
 // (left or lost) while the address is missing; FabricError on timeout.

@@ -13,6 +13,7 @@
 #include "fabric/errors.h"
 #include "fabric/group.h"
 #include "fabric/group_internal.h"
+#include "fabric/per_link_transport.h"
 
 namespace murmur::fabric {
 
@@ -59,6 +60,43 @@ void wait_until_admitted(rendezvous::Client& control, const rendezvous::View& ad
   }
 }
 
+// The provider the job's members run, as far as the joiner's own setting
+// allows: members that run a per-link transport (per_link_transport.h)
+// can only be reached by another, whatever the joiner's "auto" would pick
+// on its own, and members that do not, only by a plain one. Read from the
+// first member's published address.
+std::string job_provider(rendezvous::Client& control, const rendezvous::View& before, int joiner,
+                         const GroupOptions& options) {
+  const std::string& asked = options.transport.provider;
+  if (options.transport.backend != "libfabric" || asked != "auto") return asked;
+  for (const auto& m : before.members) {
+    if (m.rank < 0 || m.rank >= joiner) continue;
+    const auto names = per_link_inner_names(read_address(control, m.rank, m.host, options.join_timeout));
+    if (!names) return asked;
+    const auto colon = names->second.find(':');
+    return "shm+" + names->second.substr(colon == std::string::npos ? 0 : colon + 1);
+  }
+  return asked;
+}
+
+// Where the members of `before` run, seen from the joiner. A job whose
+// members run plain transports gets no per-link one from a joiner's "auto"
+// (machines_shared cleared), since the members could not reach it.
+Locality joiner_locality(rendezvous::Client& control, const rendezvous::View& before, int joiner,
+                         const std::string& machine, const std::string& self_host, const GroupOptions& options) {
+  std::vector<std::string> machines, hosts;
+  for (const auto& m : before.members) {
+    if (m.rank < 0 || m.rank >= joiner) continue;  // untrusted
+    machines.push_back(control.get(kMachineKeyPrefix + std::to_string(m.rank)).value_or(""));
+    hosts.push_back(m.host);
+  }
+  machines.push_back(machine);
+  hosts.push_back(self_host);
+  Locality here = locality_of(machines, hosts, static_cast<int>(machines.size()) - 1);
+  if (options.transport.provider == "auto") here.machines_shared = false;  // job_provider found no per-link member
+  return here;
+}
+
 }  // namespace
 
 std::unique_ptr<Group> Group::join_running(const GroupOptions& options) {
@@ -80,9 +118,10 @@ std::unique_ptr<Group> Group::join_running(const GroupOptions& options) {
   own.rank = id;
   own.size = id + 1;
   const auto before = control.view();
-  const bool all_here =
-      std::all_of(before.members.begin(), before.members.end(), [&](const auto& m) { return m.host == self_host; });
-  auto transport = open_and_publish(control, own, all_here);
+  own.transport.provider = job_provider(control, before, id, options);
+  const std::string machine = machine_of(own);
+  control.set(kMachineKeyPrefix + std::to_string(id), machine);
+  auto transport = open_and_publish(control, own, joiner_locality(control, before, id, machine, self_host, own));
   if (group->standby_) {
     const std::string host = standby_host(options, control, self_host);
     control.set(kStandbyKeyPrefix + std::to_string(id), host + ":" + std::to_string(group->standby_->port()));

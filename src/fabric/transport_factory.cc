@@ -2,12 +2,53 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/host.h"
 #include "fabric/asio/transport.h"
 #include "fabric/errors.h"
 #include "fabric/libfabric/transport.h"
+#include "fabric/per_link_transport.h"
 #include "fabric/transport_options.h"
 
 namespace murmur::fabric {
+
+namespace {
+
+// The remote half of a per-link provider ("shm+tcp" -> "tcp"; "auto" when
+// auto should use one), or "" for a provider of one kind.
+std::string per_link_remote(const TransportOptions& options) {
+  const std::string& asked = options.provider;
+  if (const auto plus = asked.find('+'); plus != std::string::npos) {
+    const std::string local = asked.substr(0, plus);
+    const std::string remote = asked.substr(plus + 1);
+    if (local != "shm" || (remote != "tcp" && remote != "net" && remote != "verbs")) {
+      throw FabricError("unknown libfabric provider pair '" + asked +
+                        "' (expected shm+tcp, shm+net or shm+verbs: shm inside a machine, the other between machines)");
+    }
+    return remote;
+  }
+  if (asked == "auto" && options.ranks_share_machines && !options.peers_on_this_host && !options.loss_tolerant)
+    return "auto";
+  return {};
+}
+
+std::unique_ptr<Transport> make_libfabric_transport(const TransportOptions& options) {
+  const std::string remote = per_link_remote(options);
+  if (remote.empty()) return libfabric::make_transport(options);
+  // The remote half first: tcp's tuning of rxm must run before anything
+  // initialises libfabric (libfabric/endpoint.cc, tune_rxm_for_tcp).
+  TransportOptions remote_options = options;
+  remote_options.provider = remote;
+  remote_options.peers_on_this_host = false;
+  auto remote_transport = libfabric::make_transport(remote_options);
+  TransportOptions local_options = options;
+  local_options.provider = "shm";
+  local_options.peers_on_this_host = true;
+  auto local_transport = libfabric::make_transport(local_options);
+  return make_per_link_transport(std::move(local_transport), std::move(remote_transport),
+                                 options.machine.empty() ? machine_identity() : options.machine);
+}
+
+}  // namespace
 
 std::unique_ptr<Transport> make_transport(const TransportOptions& options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
@@ -23,11 +64,15 @@ std::unique_ptr<Transport> make_transport(const TransportOptions& options) {
                           "' is not a number of microseconds in [0, 10000]");
       TransportOptions spun = options;
       spun.max_spin = std::chrono::microseconds(us);
-      return libfabric::make_transport(spun);
+      return make_libfabric_transport(spun);
     }
-    return libfabric::make_transport(options);
+    return make_libfabric_transport(options);
   }
-  if (options.backend == "asio") return asio::make_transport(options);
+  if (options.backend == "asio") {
+    if (options.provider.find('+') != std::string::npos)
+      throw FabricError("provider '" + options.provider + "' needs the libfabric backend (asio has one kind of link)");
+    return asio::make_transport(options);
+  }
   throw FabricError("unknown fabric backend '" + options.backend + "' (expected libfabric or asio)");
 }
 

@@ -14,11 +14,23 @@ namespace murmur::fabric {
 struct TransportOptions {
   // "libfabric" or "asio".
   std::string backend = "libfabric";
-  // libfabric provider: "tcp", "shm", "verbs", or "auto" (verbs if an RDMA
-  // device is present, else shm when peers_on_this_host, else tcp).
+  // libfabric provider: "tcp", "net", "shm", "verbs", a pair "shm+tcp",
+  // "shm+net" or "shm+verbs" (shm to the peers on this machine, the second to
+  // the others: per_link_transport.h), or "auto": verbs if an RDMA device is
+  // present (shm+verbs when ranks_share_machines), else shm when
+  // peers_on_this_host, shm+tcp when ranks_share_machines, else tcp; never
+  // shm when loss_tolerant (below).
   std::string provider = "auto";
-  // Set by the bootstrap once membership is known: every rank runs here.
+  // Set by the bootstrap once membership is known (common/host.h,
+  // machine_identity): every rank runs on this machine; not so, but at
+  // least two ranks of the job share a machine (this one or another). The
+  // second is the same on every rank, so that "auto" opens per-link
+  // transports on all of them or on none: both ends of a link must agree.
   bool peers_on_this_host = false;
+  bool ranks_share_machines = false;
+  // This rank's machine identity, which a per-link transport publishes and
+  // routes by; empty: machine_identity().
+  std::string machine;
   // The job goes on when peers are lost (membership views): "auto" then
   // never picks shm. libfabric 1.17's shm provider can stop moving the
   // survivors' messages to each other once a peer dies in the middle of a
@@ -29,7 +41,8 @@ struct TransportOptions {
   int rank = 0;
   int size = 1;
   // Address to bind (tcp and asio). Empty: the loopback address when every
-  // peer is local, else this host's name.
+  // peer is on this machine, else the backend's choice (libfabric tcp: the
+  // first interface it lists; asio: every address, advertised by host name).
   std::string bind_host;
   // Non-empty: a backend admits a peer only once it proved this job token
   // (asio: a challenge in both directions at connection set-up; libfabric:

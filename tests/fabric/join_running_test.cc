@@ -33,6 +33,11 @@ struct Backend {
   std::string label;
   std::string backend;
   std::string provider;
+  // Ranks on two emulated machines by parity (GroupOptions::machine), in a
+  // job that does not survive lost peers: "auto" then opens per-link
+  // transports (shm to the same machine, tcp to the other) and a joiner
+  // must open one too.
+  bool two_machines = false;
 };
 void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.label; }
 
@@ -97,6 +102,11 @@ class JoinRunning : public ::testing::TestWithParam<Backend> {
     o.heartbeat_interval = 200ms;
     o.join_timeout = 30s;
     o.job_signature = signature;
+    if (GetParam().two_machines) {
+      o.machine = rank % 2 == 0 ? "machine-even" : "machine-odd";  // the joiners (rank -1) are odd
+      o.transport.loss_tolerant = false;
+      o.transport.bind_host = "127.0.0.1";
+    }
     return o;
   }
 
@@ -156,6 +166,10 @@ TEST_P(JoinRunning, JoinerGetsNewIdAndTalksWithEveryone) {
   }
   barrier_all({members[0].get(), members[1].get(), members[2].get(), joiner.get()}, "test/joined");
   for (auto& m : members) exchange(*m, *joiner);
+  if (GetParam().two_machines) {
+    for (Group* g : {members[0].get(), members[1].get(), members[2].get(), joiner.get()})
+      EXPECT_EQ(g->transport().name(), "libfabric:shm+tcp") << "rank " << g->rank();
+  }
 
   // Member 1 is lost (declared on a transport error): the joiner sees it go.
   auto joiner_log = ViewLog::of(*joiner);
@@ -218,7 +232,8 @@ TEST_P(JoinRunning, ReplacingTheCallbackWaitsForTheRunInProgress) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, JoinRunning,
-                         ::testing::Values(Backend{"asio", "asio", ""}, Backend{"libfabric_tcp", "libfabric", "tcp"}),
+                         ::testing::Values(Backend{"asio", "asio", ""}, Backend{"libfabric_tcp", "libfabric", "tcp"},
+                                           Backend{"per_link", "libfabric", "auto", true}),
                          [](const auto& info) { return info.param.label; });
 
 }  // namespace

@@ -1,9 +1,10 @@
 // Peers that join a running data plane (transport.h, "Joining a running
 // job"): real transports on loopback, one process, parameterised over asio,
-// libfabric tcp and libfabric shm, and asio wrapped in the shaper. A job of 3
-// ranks runs; a 4th transport, created later, joins: the members add_peer it,
-// it connect()s with them, and messages then flow both ways between it and
-// every member under the usual tag and ordering rules.
+// libfabric tcp, libfabric shm, per-link shm+tcp (ranks on two emulated
+// machines) and asio wrapped in the shaper. A job of 3 ranks runs; a 4th
+// transport, created later, joins: the members add_peer it, it connect()s
+// with them, and messages then flow both ways between it and every member
+// under the usual tag and ordering rules.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "fabric/shaper/shaped_transport.h"
 #include "fabric/shaper/shaper_config.h"
 #include "fabric/transport_options.h"
+#include "tests/support/byte_pattern.h"
 
 namespace murmur::fabric {
 namespace {
@@ -51,6 +53,12 @@ std::unique_ptr<Transport> open_transport(const Backend& backend, int rank, int 
   options.size = size;
   options.chunk_bytes = kChunkBytes;
   options.connect_timeout = 20s;
+  if (backend.provider.find('+') != std::string::npos) {
+    // Per-link: even ranks on one emulated machine, odd ones on another, so
+    // that a job and its joiners have links of both kinds.
+    options.machine = rank % 2 == 0 ? "machine-even" : "machine-odd";
+    options.bind_host = "127.0.0.1";
+  }
   auto transport = make_transport(options);
   if (!backend.shaped) return transport;
   return shaper::make_shaped_transport(std::move(transport), shaping, /*seed=*/1);
@@ -94,16 +102,6 @@ void join(std::vector<Transport*> members, Transport& joiner, const std::vector<
   run_together(std::move(calls));
 }
 
-std::vector<unsigned char> pattern(std::size_t bytes, std::uint64_t seed) {
-  std::vector<unsigned char> v(bytes);
-  std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (auto& b : v) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    b = static_cast<unsigned char>(x >> 56);
-  }
-  return v;
-}
-
 // From `from` to `to`: three messages on tag 1 (one chunked) and one on tag
 // 2, half the receives posted before the sends and half after; each must
 // arrive whole, in posting order per tag.
@@ -113,7 +111,7 @@ void exchange(Transport& from, Transport& to) {
   const Tag tags[] = {1, 1, 1, 2};
   std::vector<std::vector<unsigned char>> sent, received;
   for (int i = 0; i < 4; ++i) {
-    sent.push_back(pattern(sizes[i], static_cast<std::uint64_t>(100 * from.rank() + 10 * to.rank() + i)));
+    sent.push_back(testing::byte_pattern(sizes[i], static_cast<std::uint64_t>(100 * from.rank() + 10 * to.rank() + i)));
     received.emplace_back(4 * kChunkBytes, 0);
   }
   std::vector<RequestPtr> receives(4), sends;
@@ -220,6 +218,7 @@ TEST_P(JoinTest, AddPeerOfAKnownRankIsRefused) {
 INSTANTIATE_TEST_SUITE_P(Backends, JoinTest,
                          ::testing::Values(Backend{"asio", "asio", "auto"}, Backend{"tcp", "libfabric", "tcp"},
                                            Backend{"shm", "libfabric", "shm"},
+                                           Backend{"per_link", "libfabric", "shm+tcp"},
                                            Backend{"shaped_asio", "asio", "auto", true}),
                          [](const auto& info) { return info.param.label; });
 

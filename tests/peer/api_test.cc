@@ -367,5 +367,33 @@ TEST(PeerJob, TheDataPlaneBindsToTheInterfaceNamed) {
   }
 }
 
+// Ranks on two emulated machines ($MURMUR_HOST_ID a, a, b, b) in a job that
+// does not survive lost peers: "auto" opens per-link transports, shm to the
+// rank of the same machine and tcp to the others, and the gossip averages
+// over both kinds of link as over one. With every rank on a machine of its
+// own, plain tcp. (Real namespaces: bench/experiments/two_hosts.sh.)
+TEST(PeerJob, RanksOnTwoMachinesUseShmInsideAndTcpBetween) {
+  constexpr int kPeers = 4;
+  for (const std::string ids : {"a,a,b,b", "a,b,c,d"}) {
+    const bool shared = ids == "a,a,b,b";
+    testing::LocalJob job(
+        "tests/peer/api_test_peer", kPeers,
+        {"--host-ids", ids, "--no-survive", "--algorithm", "dpsgd", "--topology", "ring", "--steps", "300"});
+    auto statuses = job.wait_all(120s);
+    for (int r = 0; r < kPeers; ++r) {
+      ASSERT_TRUE(exited_ok(statuses[r])) << ids << ": " << job.describe(r, statuses[r]);
+      const std::string& out = job.output(r);
+      EXPECT_NE(out.find(shared ? "over libfabric:shm+tcp" : "over libfabric:tcp:"), std::string::npos)
+          << ids << ": " << out;
+      if (shared) {
+        EXPECT_NE(out.find("1 of 3 peers on this machine go over libfabric:shm"), std::string::npos) << out;
+      }
+      auto f = fields(out);
+      ASSERT_FALSE(f.empty()) << out;
+      EXPECT_LT(std::stod(f["worst"]), 1e-4) << ids << ", rank " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace murmur::peer

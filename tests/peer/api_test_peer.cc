@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -39,6 +41,10 @@ int main(int argc, char** argv) {
   app.add_option("--interface", interface);
   app.add_option("--interface-rank", interface_rank, "only this rank takes --interface (-1: every rank)");
   app.add_option("--backend", backend);
+  std::vector<std::string> host_ids;
+  app.add_option("--host-ids", host_ids, "$MURMUR_HOST_ID of each rank, by rank (emulated machines)")->delimiter(',');
+  bool survive = true;
+  app.add_flag("!--no-survive", survive, "the job ends at the first lost peer");
   app.add_option("--decisions-file", decisions_file, "append the scheduler's decisions to FILE.<rank> (debugging)");
   double gamma = murmur::GossipOptions{}.gamma;
   app.add_option("--gamma", gamma, "choco's consensus step size");
@@ -59,6 +65,8 @@ int main(int argc, char** argv) {
     config.link_profile = link_profile;
     if (interface_rank < 0 || interface_rank == rank) config.interface = interface;
     config.backend = backend;
+    config.survive_lost_peers = survive;
+    if (rank < static_cast<int>(host_ids.size())) ::setenv("MURMUR_HOST_ID", host_ids[rank].c_str(), 1);
     int decisions = 0, reactions = 0;  // agreed ones; between agreements
     std::FILE* decisions_out =
         decisions_file.empty() ? nullptr : std::fopen((decisions_file + "." + std::to_string(rank)).c_str(), "a");

@@ -186,9 +186,9 @@ class Peer::Impl {
                  std::uint64_t first_round) { join_exchange_->exchange(members, joined, params, first_round); });
     }
     if (adaptive) schedule_config_ = schedule;
-    peer_log().info("joined as rank {} of {} on {}: {} on {}, compressor {}, period {}", env_.rank, env_.world_size,
-                    env_.host_name, config_.algorithm, topology_ ? topology_->name() : "(all ranks)",
-                    config_.compressor, config_.period);
+    peer_log().info("joined as rank {} of {} on {} over {}: {} on {}, compressor {}, period {}", env_.rank,
+                    env_.world_size, env_.host_name, group_->transport().name(), config_.algorithm,
+                    topology_ ? topology_->name() : "(all ranks)", config_.compressor, config_.period);
   }
 
   ~Impl() {

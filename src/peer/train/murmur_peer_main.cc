@@ -112,8 +112,9 @@ void add_job_flags(CLI::App& app, murmur::PeerConfig& p) {
       ->capture_default_str()
       ->group(job);
   app.add_option("--provider", p.provider,
-                 "libfabric provider: auto, tcp, shm, verbs, or net (opt-in native tcp: docs/fabric-performance.md)")
-      ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs", "net"}))
+                 "libfabric provider: auto, tcp, shm, verbs, net (opt-in native tcp: docs/fabric-performance.md), "
+                 "or shm+tcp, shm+net, shm+verbs (shm to peers on this machine, the other between machines)")
+      ->check(CLI::IsMember({"auto", "tcp", "shm", "verbs", "net", "shm+tcp", "shm+net", "shm+verbs"}))
       ->capture_default_str()
       ->group(job);
   app.add_option("--interface", p.interface,
