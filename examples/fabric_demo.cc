@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
   app.add_option("-n,--np", s.np, "number of local peers")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--backend", s.backend, "fabric backend: libfabric or asio")->capture_default_str();
   app.add_option("--provider", s.provider,
-                 "libfabric provider: auto, tcp, shm, verbs, or net (opt-in native tcp: docs/fabric-performance.md)")
+                 "libfabric provider: auto, tcp, shm, verbs, net (opt-in native tcp: docs/fabric-performance.md), "
+                 "or shm+tcp, shm+net, shm+verbs (shm to peers on this machine, the other between machines)")
       ->capture_default_str();
   app.add_option("--profile", s.profile, "link emulation profile, e.g. 10gbe or lat=2ms,bw=100mbit");
   app.add_option("--mib", s.mib, "MiB per message")->check(CLI::Range(0.0, 1024.0))->capture_default_str();

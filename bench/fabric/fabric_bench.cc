@@ -31,6 +31,7 @@ namespace {
 
 using murmur::fabric::Clock;
 using murmur::fabric::RequestPtr;
+using murmur::fabric::Tag;
 using murmur::fabric::Transport;
 
 struct Pair {
@@ -66,8 +67,9 @@ double median(std::vector<double> v) {
 }
 
 // Streams `total` bytes from a to b in messages of `size`, with up to
-// `window` messages in flight; returns MB/s (1e6 bytes per second).
-double one_way_mbps(Pair& p, std::size_t size, std::size_t total, int window) {
+// `window` messages in flight, message i on tag 1 + i mod `tags`; returns
+// MB/s (1e6 bytes per second).
+double one_way_mbps(Pair& p, std::size_t size, std::size_t total, int window, int tags) {
   std::size_t count = std::max<std::size_t>(1, total / size);
   std::vector<std::uint8_t> src(size, 0xab), dst(size * window);
   std::vector<RequestPtr> sends, recvs;
@@ -77,8 +79,9 @@ double one_way_mbps(Pair& p, std::size_t size, std::size_t total, int window) {
   while (done < count) {
     while (posted < count && inflight.size() < static_cast<std::size_t>(window)) {
       auto slot = (posted % window) * size;
-      auto r = p.b->irecv(0, 1, dst.data() + slot, size);
-      auto s = p.a->isend(1, 1, src.data(), size);
+      const Tag tag = 1 + posted % static_cast<std::size_t>(tags);
+      auto r = p.b->irecv(0, tag, dst.data() + slot, size);
+      auto s = p.a->isend(1, tag, src.data(), size);
       inflight.emplace_back(r, s);
       ++posted;
     }
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
   int reps = 7;
   double mib = 256;
   int window = 8;
+  int tags = 1;
   std::size_t chunk_bytes = murmur::fabric::TransportOptions{}.chunk_bytes;
   std::vector<std::string> backends = {"libfabric:tcp", "libfabric:shm", "asio"};
   long spin_us = murmur::fabric::TransportOptions{}.max_spin.count();
@@ -156,6 +160,9 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions (medians are reported)")->capture_default_str();
   app.add_option("--mib", mib, "MiB streamed per bandwidth repetition")->capture_default_str();
   app.add_option("--window", window, "messages in flight")->capture_default_str();
+  app.add_option("--tags", tags, "spread the messages in flight over this many tags (1: one stream)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--chunk-bytes", chunk_bytes, "the transports' chunk size")->capture_default_str();
   app.add_option("--backends", backends, "backends to measure: backend[:provider][@spin-us]")
       ->delimiter(',')
@@ -203,7 +210,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps; ++r) {
         // Interleaved so that both see the same background load; the ratio
         // is taken per pair of runs, then its median.
-        ours.push_back(one_way_mbps(pair, size, total, window));
+        ours.push_back(one_way_mbps(pair, size, total, window, tags));
         base.push_back(murmur::bench::loopback_tcp_bandwidth_mbps(size, total));
         ratio.push_back(ours.back() / base.back());
       }
