@@ -2,6 +2,7 @@
 // host, as users do. Short runs (a capped shard, one epoch) so that the
 // suite stays quick; the full-size numbers live in docs/training.md.
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -185,7 +187,7 @@ TEST_F(TrainJob, ResumesFromCheckpointsOfEveryRank) {
 // first epoch (--stop-after-epoch) and resumed (--resume) ends with every
 // rank's checkpoint byte for byte that of the same job run through:
 // parameters, momentum, the algorithm's state (choco's public copies and
-// error feedback, sgp's push-sum weight), the data position. The
+// error feedback, sgp's push-sum weight, topk-sgd's residual), the data position. The
 // round-synchronous algorithms on the CPU with fixed seeds are deterministic.
 class StoppedAndResumed : public ::testing::TestWithParam<std::vector<std::string>> {
  protected:
@@ -225,12 +227,17 @@ TEST_P(StoppedAndResumed, EndsBitForBitAsTheJobRunThrough) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, StoppedAndResumed,
-                         ::testing::Values(std::vector<std::string>{"--algorithm", "choco", "--topology", "exponential",
-                                                                    "--compress", "topk:0.05"},
-                                           std::vector<std::string>{"--algorithm", "sgp", "--topology",
-                                                                    "one-peer-exponential"}),
-                         [](const auto& info) { return info.param[1]; });
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, StoppedAndResumed,
+    ::testing::Values(std::vector<std::string>{"--algorithm", "choco", "--topology", "exponential", "--compress",
+                                               "topk:0.05"},
+                      std::vector<std::string>{"--algorithm", "sgp", "--topology", "one-peer-exponential"},
+                      std::vector<std::string>{"--algorithm", "topk-sgd", "--topk-density", "0.01"}),
+    [](const auto& info) {
+      std::string name = info.param[1];
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 // A TCP port nobody listens on now (the kernel's pick), for a job whose
 // rendezvous address joiners must know before it starts.

@@ -26,15 +26,17 @@
 //
 // A lost peer's message is left out (the mean is over the messages that
 // arrived; the round is counted incomplete) until the view that drops it
-// re-averages the models (gradient_algorithm.h). The error-feedback
-// residual is not in checkpoints (it restarts at zero on resume) and stays
-// with its rank at a view change.
+// re-averages the models (gradient_algorithm.h). topk-sgd's error-feedback
+// residual is its state (save_state: checkpoints hold it, so a resumed job
+// sends what it held back, as an uninterrupted one would) and stays with its
+// rank at a view change.
 #include <cstdio>
 #include <stdexcept>
 #include <vector>
 
 #include "gossip/algorithm/gradient_algorithm.h"
 #include "gossip/algorithm/message_allgather.h"
+#include "gossip/algorithm/state_blob.h"
 #include "gossip/compress/compressor.h"
 
 namespace murmur::gossip::detail {
@@ -52,11 +54,48 @@ class CompressedGradients final : public GradientAlgorithm {
         combine_(combine) {}
   ~CompressedGradients() override { shutdown(); }
 
+  // The encoder's error-feedback residual (topk-sgd; signsgd keeps none),
+  // empty before the first step. Caller thread, between steps: no round is
+  // in flight then (average_gradients() returned), so the communication
+  // thread does not touch the encoder.
+  std::string save_state() const override {
+    const auto* feedback = dynamic_cast<const ErrorFeedback*>(encoder_.get());
+    if (feedback == nullptr) return Algorithm::save_state();
+    const auto residual = feedback->residual();
+    StateWriter w(name(), residual.size(), kStateVersion);
+    w.floats(residual);
+    return w.take();
+  }
+  // Before the first step. An empty state (a checkpoint written before the
+  // residual was saved) starts it at zero, as it did then.
+  void load_state(std::string_view state) override {
+    auto* feedback = dynamic_cast<ErrorFeedback*>(encoder_.get());
+    if (feedback == nullptr || state.empty()) return Algorithm::load_state(state);
+    StateReader r(state, name(), kStateVersion);
+    auto residual = r.floats("error-feedback residual");
+    r.finish();
+    if (residual.size() != r.elements())
+      throw std::invalid_argument(name() + ": saved state has a residual of " + std::to_string(residual.size()) +
+                                  " values for " + std::to_string(r.elements()) + " parameters");
+    feedback->restore_residual(residual);
+    saved_for_ = residual.size();
+  }
+  // The residual is this rank's own, whoever its neighbours are now.
+  void load_state_from_other_view(std::string_view state) override { load_state(state); }
+
  private:
+  static constexpr std::uint32_t kStateVersion = 1;
+
   void communicate(std::uint64_t round) override {
     for (std::size_t l = 0; l < layers(); ++l) wait_ready(l);
     const std::span<float> gradient = range_span({0, layers()});
     const std::size_t n = gradient.size();
+    if (saved_for_ != 0 && saved_for_ != n) {
+      // The encoder would quietly restart a residual of another size at zero.
+      throw std::invalid_argument(name() + ": the saved state is for " + std::to_string(saved_for_) +
+                                  " parameters, but the gradients have " + std::to_string(n));
+    }
+    saved_for_ = 0;
     const double begin = comm_.now();
     const int me = rank();
     const std::size_t cap = encoder_->max_encoded_bytes(n);
@@ -97,6 +136,9 @@ class CompressedGradients final : public GradientAlgorithm {
   const Combine combine_;
   std::vector<MessageBuffer<std::byte>> inbox_;  // by rank
   std::vector<float> sum_, decoded_;
+  // Set by load_state (caller thread, before the first step), checked and
+  // cleared by the first communicate(): the rounds are ordered after it.
+  std::size_t saved_for_ = 0;
 };
 
 }  // namespace

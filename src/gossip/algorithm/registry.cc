@@ -27,7 +27,7 @@
 //   topk-sgd        step; exact only in what they agree on (every rank
 //                   applies the same combined gradient), so re-averaged at a
 //                   view change like the rest. topk-sgd keeps an
-//                   error-feedback residual that checkpoints do not hold.
+//                   error-feedback residual, which checkpoints hold.
 #include "gossip/algorithm/registry.h"
 
 #include <stdexcept>
@@ -173,6 +173,7 @@ void add_gradient_rows(std::vector<AlgorithmInfo>& t) {
       [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_signsgd(o, c); });
   row("topk-sgd", "TopK-SGD: sparse gradients (indices and values, --topk-density) all-gathered, error feedback",
       [](const AlgorithmOptions& o, Communicator& c, const Topology*) { return detail::make_topk_sgd(o, c); });
+  t.back().checkpoint_state = kParameters | kErrorFeedback;
 }
 
 }  // namespace
