@@ -268,6 +268,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     // with EBUSY. A name no earlier process can have had avoids that.
     const std::string name = unique_shm_name();
     fi_check(fi_setname(&ep->fid, const_cast<char*>(name.c_str()), name.size() + 1), "fi_setname(shm)");
+    shm_region = name;
   }
   fi_check(fi_enable(ep.get()), "fi_enable");
 

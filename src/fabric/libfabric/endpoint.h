@@ -37,6 +37,7 @@ struct Endpoint {
   std::size_t rx_iov_limit = 1;
   int wait_fd = -1;            // the CQ's wait fd, or -1 when polled with back-off
   bool wait_in_sread = false;  // block in fi_cq_sread, not on wait_fd (waiter.h)
+  std::string shm_region;      // shm: the region's name (endpoint.cc), which doorbell.h's are named after
 
   // Members in creation order: they close in reverse.
   InfoPtr info;

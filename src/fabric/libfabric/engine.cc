@@ -64,6 +64,26 @@ void Engine::set_peers(std::vector<PeerInfo> peers, std::vector<fi_addr_t> addre
   peers_ = std::move(peers);
   addresses_ = std::move(addresses);
   failed_.assign(peers_.size(), nullptr);
+  doorbells_.clear();
+  doorbells_.resize(peers_.size());
+  for (const PeerInfo& peer : peers_) open_doorbell(peer);
+}
+
+void Engine::open_doorbell(const PeerInfo& peer) {
+  if (endpoint_.shm_region.empty() || peer.rank < 0 || is_absent(peer)) return;
+  if (static_cast<std::size_t>(peer.rank) >= doorbells_.size()) doorbells_.resize(peer.rank + 1);
+  // Not this endpoint's own: its progress thread rings it through wake().
+  const auto region = Doorbell::region_in(peer.address);
+  if (!region || *region == endpoint_.shm_region) return;
+  doorbells_[peer.rank] = Doorbell::open(*region);
+  if (!doorbells_[peer.rank]) {
+    fabric_log().debug("libfabric shm: rank {} ({}) has no doorbell; it finds messages by polling", peer.rank,
+                       peer.host);
+  }
+}
+
+void Engine::ring(int peer) {
+  if (peer >= 0 && static_cast<std::size_t>(peer) < doorbells_.size() && doorbells_[peer]) doorbells_[peer]->ring();
 }
 
 void Engine::add_peer(const PeerInfo& peer) {
@@ -81,6 +101,7 @@ void Engine::add_peer(const PeerInfo& peer) {
   peers_.push_back(peer);
   addresses_.push_back(address);
   failed_.push_back(nullptr);
+  open_doorbell(peer);
   MURMUR_CHECK_EQ(peers_.size(), size);
   fabric_log().debug("libfabric: rank {} ({}) inserted at fi_addr {}", peer.rank, peer.host, address);
 }
@@ -222,6 +243,7 @@ bool Engine::posted(ChunkContext& ctx, const char* call, ssize_t ret) {
   }
   ctx.posted = true;
   ++op.in_flight;
+  if (op.is_send()) ring(op.peer);
   return true;
 }
 
@@ -297,6 +319,8 @@ void Engine::on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t fla
   ctx.posted = false;
   --op.in_flight;
   ++op.completed;
+  // The sender's progress thread learns that its send completed.
+  if (!op.is_send()) ring(op.peer);
   if (op.error) return maybe_retire(op);
   if (!op.is_send() && ctx.index == 0) {
     on_first_chunk(op, (flags & FI_REMOTE_CQ_DATA) ? data : len);

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "fabric/libfabric/doorbell.h"
 #include "fabric/libfabric/endpoint.h"
 #include "fabric/libfabric/operation.h"
 #include "fabric/transport.h"
@@ -91,6 +92,10 @@ class Engine {
   // engine did not ask for): fails the peer and reports it. Retires `op`.
   void lose_link(Operation& op, std::exception_ptr error);
   void maybe_retire(Operation& op);
+  // shm: wakes `peer`'s progress thread (doorbell.h), if it has a doorbell.
+  void ring(int peer);
+  // shm: opens `peer`'s doorbell, named in its address (none: it polls).
+  void open_doorbell(const PeerInfo& peer);
   char* scratch();
   // Before the endpoint closes: receives, into scratch space, every message
   // the provider holds because no receive was posted for it
@@ -104,8 +109,9 @@ class Engine {
   std::function<void(int, std::exception_ptr)> on_peer_failed_;
   std::vector<PeerInfo> peers_;
   std::vector<fi_addr_t> addresses_;
-  std::vector<std::exception_ptr> failed_;  // per peer
-  std::exception_ptr broken_;               // the CQ itself failed
+  std::vector<std::exception_ptr> failed_;            // per peer
+  std::vector<std::unique_ptr<Doorbell>> doorbells_;  // per peer (shm; null: none)
+  std::exception_ptr broken_;                         // the CQ itself failed
 
   std::list<std::unique_ptr<Operation>> ops_;
   std::deque<ChunkContext*> pending_;  // chunks waiting to be posted, FIFO

@@ -100,7 +100,10 @@ class LibfabricTransport final : public Transport,
   explicit LibfabricTransport(const TransportOptions& options)
       : options_(options),
         endpoint_(options, choose_provider(options)),
-        waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd, endpoint_.wait_in_sread),
+        doorbell_(endpoint_.shm_region.empty() || endpoint_.wait_fd >= 0 ? nullptr
+                                                                         : Doorbell::create(endpoint_.shm_region)),
+        waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd, endpoint_.wait_in_sread,
+                doorbell_.get()),
         spin_(options.max_spin),
         engine_(endpoint_, options.chunk_bytes,
                 [this](int peer, std::exception_ptr error) { fail_outstanding(peer, error); }) {
@@ -595,6 +598,7 @@ class LibfabricTransport final : public Transport,
     for (;;) {
       role.lock();
       const RoleHolder holder(role_owner_);
+      waiter_.before_looking();
       const Turn turn = run_turn();
       if (turn.stopping) return;
       const auto now = SpinPolicy::Clock::now();
@@ -621,6 +625,7 @@ class LibfabricTransport final : public Transport,
   const TransportOptions options_;
   // Creation order: closed in reverse.
   Endpoint endpoint_;
+  std::unique_ptr<Doorbell> doorbell_;  // shm: this endpoint's (doorbell.h); the waiter sleeps on it
   Waiter waiter_;
   SpinPolicy spin_;  // the role's holder only
   Engine engine_;

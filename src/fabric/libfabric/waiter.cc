@@ -20,8 +20,8 @@ namespace {
 
 }  // namespace
 
-Waiter::Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd, bool sread)
-    : fabric_(fabric), cq_(cq), cq_fd_(cq_fd), sread_(sread) {
+Waiter::Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd, bool sread, Doorbell* bell)
+    : fabric_(fabric), cq_(cq), cq_fd_(cq_fd), sread_(sread), bell_(cq_fd < 0 && !sread ? bell : nullptr) {
   event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw_errno("eventfd");
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -58,6 +58,10 @@ void Waiter::wake() {
     fi_cq_signal(cq_);
     return;
   }
+  if (bell_ != nullptr) {
+    bell_->ring();
+    return;
+  }
   const std::uint64_t one = 1;
   // EAGAIN means the counter is already non-zero: a wake-up is pending.
   [[maybe_unused]] const ssize_t n = ::write(event_fd_, &one, sizeof(one));
@@ -90,6 +94,10 @@ void Waiter::wait(std::chrono::microseconds max_wait) {
     timeout = std::min(timeout, backoff_);
     const auto cap = ++idle_rounds_ > kDeepIdleRounds ? kDeepIdleBackoff : kMaxBackoff;
     backoff_ = std::min(backoff_ * 2, cap);
+    if (bell_ != nullptr) {
+      bell_->wait(bell_seen_, timeout);
+      return;
+    }
   }
   epoll_event events[2];
   timespec ts{};

@@ -5,7 +5,10 @@
 // Without one (providers that refuse FI_WAIT_FD, like shm in 1.17): epoll
 // on the eventfd alone with a timeout that doubles from 50 us to 2 ms while
 // idle (8 ms after a second of idleness), and drops back to 50 us as soon as
-// there was work.
+// there was work. With a doorbell (doorbell.h: shm, rung by the peers when
+// they post to this endpoint or complete a receive from it, and by wake()),
+// the same timeouts bound a futex wait on it instead, so that a message
+// wakes the thread at once.
 //
 // In the CQ's own blocking read (`sread`, for libfabric 1.17's native tcp
 // RDM provider "net"): fi_cq_sread for no entries, woken by fi_cq_signal.
@@ -26,6 +29,9 @@
 #include <rdma/fi_eq.h>
 
 #include <chrono>
+#include <cstdint>
+
+#include "fabric/libfabric/doorbell.h"
 
 namespace murmur::fabric::libfabric {
 
@@ -33,7 +39,8 @@ class Waiter {
  public:
   // `cq_fd` is -1 when the CQ has no wait fd; `sread`: block in
   // fi_cq_sread instead of on `cq_fd` (see above). Throws FabricError.
-  Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd, bool sread = false);
+  // `bell` (polled mode only; not owned, outlives this): see above.
+  Waiter(fid_fabric* fabric, fid_cq* cq, int cq_fd, bool sread = false, Doorbell* bell = nullptr);
   Waiter(const Waiter&) = delete;
   Waiter& operator=(const Waiter&) = delete;
   ~Waiter();
@@ -45,6 +52,12 @@ class Waiter {
   void note_busy() {
     backoff_ = kMinBackoff;
     idle_rounds_ = 0;
+  }
+
+  // Progress thread, before it looks for work: a doorbell rung after this
+  // ends the next wait() at once.
+  void before_looking() {
+    if (bell_ != nullptr) bell_seen_ = bell_->value();
   }
 
   // With the progress role held, right before wait(): false when the
@@ -74,6 +87,8 @@ class Waiter {
   int epoll_fd_ = -1;
   std::chrono::microseconds backoff_{50};
   int idle_rounds_ = 0;
+  Doorbell* bell_ = nullptr;
+  std::uint32_t bell_seen_ = 0;
 };
 
 }  // namespace murmur::fabric::libfabric
