@@ -4,8 +4,8 @@
 // process has), waits that end at their timeout, and the object's life.
 #include "fabric/libfabric/doorbell.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -35,9 +35,9 @@ TEST(Doorbell, FindsOnlyARegionNameOfItsOwnFormInAnAddress) {
   EXPECT_EQ(Doorbell::region_in(std::string("fi_shm://\0murmur-7-00000000deadbeef\0", 35)),
             "murmur-7-00000000deadbeef");
   EXPECT_EQ(Doorbell::region_in("xmurmur-1-zz murmur-9-0123456789ABCDEF/.."), "murmur-9-0123456789ABCDEF");
-  for (const std::string bad : {"", "murmur-", "murmur--0123456789abcdef", "murmur-1-0123456789abcde",
-                                "murmur-1x0123456789abcdef", "murmur-12345678901-0123456789abcdef",
-                                "../etc/murmur-1-0123456789abcdeg", "murmur-1-/0123456789abcdef"})
+  for (const std::string bad :
+       {"", "murmur-", "murmur--0123456789abcdef", "murmur-1-0123456789abcde", "murmur-1x0123456789abcdef",
+        "murmur-12345678901-0123456789abcdef", "../etc/murmur-1-0123456789abcdeg", "murmur-1-/0123456789abcdef"})
     EXPECT_EQ(Doorbell::region_in(bad), std::nullopt) << bad;
 }
 

@@ -61,7 +61,7 @@ std::unique_ptr<Doorbell> Doorbell::open(const std::string& region) {
   const int fd = ::shm_open(path.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) return nullptr;
   // Only an object the size create() makes: anything else is not ours.
-  struct stat st{};
+  struct stat st {};
   void* mapping = ::fstat(fd, &st) == 0 && st.st_size == static_cast<off_t>(kBytes) ? map_shared(fd) : nullptr;
   ::close(fd);
   if (mapping == nullptr) return nullptr;

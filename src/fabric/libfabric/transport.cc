@@ -618,7 +618,7 @@ class LibfabricTransport final : public Transport,
       const auto max_wait = engine_.has_pending_posts() ? 1000us : engine_.idle() ? 200000us : 20000us;
       const bool may_block = waiter_.may_block();
       role.unlock();
-      if (may_block) waiter_.wait(max_wait);
+      if (may_block) waiter_.wait(max_wait, engine_.idle());
     }
   }
 

@@ -80,8 +80,12 @@ bool Waiter::may_block() {
   return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
 }
 
-void Waiter::wait(std::chrono::microseconds max_wait) {
+void Waiter::wait(std::chrono::microseconds max_wait, bool idle) {
   std::chrono::microseconds timeout = max_wait;
+  if (bell_ != nullptr && idle) {
+    bell_->wait(bell_seen_, timeout);
+    return;
+  }
   if (sread_) {
     // Count 0: returns once the CQ holds entries (the engine reads them),
     // on fi_cq_signal, or after the timeout, in whole milliseconds.

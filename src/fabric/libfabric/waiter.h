@@ -8,7 +8,10 @@
 // there was work. With a doorbell (doorbell.h: shm, rung by the peers when
 // they post to this endpoint or complete a receive from it, and by wake()),
 // the same timeouts bound a futex wait on it instead, so that a message
-// wakes the thread at once.
+// wakes the thread at once; and with nothing in flight the thread sleeps
+// on it for the caller's whole idle wait, since then nothing but a ring
+// can bring work (a transfer in flight may need progress that no ring
+// announces: the back-off stays for those).
 //
 // In the CQ's own blocking read (`sread`, for libfabric 1.17's native tcp
 // RDM provider "net"): fi_cq_sread for no entries, woken by fi_cq_signal.
@@ -65,8 +68,10 @@ class Waiter {
   // must not sleep.
   bool may_block();
   // Blocks until the CQ may have entries, wake() was called, or `max_wait`
-  // passed (polled mode: the back-off, if shorter). Never spins.
-  void wait(std::chrono::microseconds max_wait);
+  // passed (polled mode: the back-off, if shorter, unless a doorbell
+  // announces all there can be: `idle`, nothing in flight, so only a
+  // peer's new message, which rings, can give work). Never spins.
+  void wait(std::chrono::microseconds max_wait, bool idle = false);
 
   static constexpr std::chrono::microseconds kMinBackoff{50};
   static constexpr std::chrono::microseconds kMaxBackoff{2000};
