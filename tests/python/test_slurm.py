@@ -6,6 +6,7 @@ rendezvous from Slurm's variables alone: no murmur-run, no MURMUR_*.
 Each job asserts what the peers report (accuracy, agreement of the averaged
 model), not only exit codes."""
 
+import fcntl
 import json
 import os
 import shutil
@@ -33,7 +34,12 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def slurm_env():
     """The environment srun and sbatch need; stops the daemons afterwards
-    when this module started them."""
+    when this module started them. Holds a lock on SLURM_DIR meanwhile:
+    the one-node cluster is the machine's, and two test runs at once (two
+    clones) shared it, the first stopping the daemons under the second's
+    jobs, which then waited out ctest's timeout (3 December)."""
+    lock = open(SLURM_DIR + ".lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     env = dict(os.environ, MURMUR_SLURM_DIR=SLURM_DIR, MURMUR_LOG_LEVEL="warn", OMP_NUM_THREADS="1")
     for name in [n for n in env if n.startswith(("SLURM_", "MURMUR_RANK", "MURMUR_WORLD", "MURMUR_RENDEZVOUS"))]:
         del env[name]  # this test may itself run under Slurm or murmur-run
@@ -45,6 +51,7 @@ def slurm_env():
     yield env
     if not was_running:
         subprocess.run([SLURM_LOCAL, "stop"], env=env, timeout=60)
+    lock.close()
 
 
 def test_srun_starts_4_murmur_peers_that_find_each_other(slurm_env, build_dir):
