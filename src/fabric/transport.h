@@ -65,8 +65,9 @@
 // above are unchanged for a joined peer.
 //
 // Thread safety: all methods are thread-safe. Backends make progress on one
-// internal thread that blocks on the provider's wait object or epoll: no
-// method and no idle state busy-polls a core.
+// internal thread that blocks on the provider's wait object, in epoll, or
+// (libfabric shm) on a futex its peers ring: no method and no idle state
+// busy-polls a core.
 #pragma once
 
 #include <chrono>

@@ -70,7 +70,7 @@ void Engine::set_peers(std::vector<PeerInfo> peers, std::vector<fi_addr_t> addre
 }
 
 void Engine::open_doorbell(const PeerInfo& peer) {
-  if (endpoint_.shm_region.empty() || peer.rank < 0 || is_absent(peer)) return;
+  if (endpoint_.shm_region.empty() || peer.rank < 0) return;  // not shm, or an absent rank
   if (static_cast<std::size_t>(peer.rank) >= doorbells_.size()) doorbells_.resize(peer.rank + 1);
   // Not this endpoint's own: its progress thread rings it through wake().
   const auto region = Doorbell::region_in(peer.address);

@@ -82,10 +82,6 @@ bool Waiter::may_block() {
 
 void Waiter::wait(std::chrono::microseconds max_wait, bool idle) {
   std::chrono::microseconds timeout = max_wait;
-  if (bell_ != nullptr && idle) {
-    bell_->wait(bell_seen_, timeout);
-    return;
-  }
   if (sread_) {
     // Count 0: returns once the CQ holds entries (the engine reads them),
     // on fi_cq_signal, or after the timeout, in whole milliseconds.
@@ -95,9 +91,13 @@ void Waiter::wait(std::chrono::microseconds max_wait, bool idle) {
     return;
   }
   if (cq_fd_ < 0) {
-    timeout = std::min(timeout, backoff_);
-    const auto cap = ++idle_rounds_ > kDeepIdleRounds ? kDeepIdleBackoff : kMaxBackoff;
-    backoff_ = std::min(backoff_ * 2, cap);
+    // With a doorbell and nothing in flight only a ring can bring work: the
+    // whole wait, no back-off.
+    if (bell_ == nullptr || !idle) {
+      timeout = std::min(timeout, backoff_);
+      const auto cap = ++idle_rounds_ > kDeepIdleRounds ? kDeepIdleBackoff : kMaxBackoff;
+      backoff_ = std::min(backoff_ * 2, cap);
+    }
     if (bell_ != nullptr) {
       bell_->wait(bell_seen_, timeout);
       return;
