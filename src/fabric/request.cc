@@ -1,8 +1,19 @@
 #include "fabric/request.h"
 
+#include <fmt/format.h>
+
+#include <stdexcept>
 #include <utility>
 
 namespace murmur::fabric {
+
+Request::Request(Kind kind, int peer, Tag tag) : kind_(kind), peer_(peer), tag_(tag) {
+  if (tag & kBackendTagBit) {
+    throw std::invalid_argument(
+        fmt::format("{} rank {}: tag {:#018x} sets bit 63, which the transport keeps for itself; tags use bits 0..62",
+                    kind == Kind::kSend ? "isend to" : "irecv from", peer, tag));
+  }
+}
 
 bool Request::test() const {
   std::lock_guard<std::mutex> lock(mutex_);

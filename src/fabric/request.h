@@ -46,6 +46,13 @@ namespace murmur::fabric {
 using Tag = std::uint64_t;
 using Clock = std::chrono::steady_clock;
 
+// Bit 63 of every tag is the backends' own: the libfabric engine sends a
+// message's later chunks with it set, so that receives can post the next
+// message's first chunk before the previous message's size is known
+// (libfabric/engine.h). Callers' tags use bits 0..62; a request whose tag
+// sets bit 63 is refused (std::invalid_argument from isend / irecv).
+inline constexpr Tag kBackendTagBit = Tag{1} << 63;
+
 class Request;
 
 // A backend that can make progress on the thread that waits for a request
@@ -67,7 +74,10 @@ class Request final {
  public:
   enum class Kind { kSend, kRecv };
 
-  Request(Kind kind, int peer, Tag tag) : kind_(kind), peer_(peer), tag_(tag) {}
+  // Throws std::invalid_argument when `tag` sets kBackendTagBit: every
+  // backend's isend / irecv makes its request here first, so the rule holds
+  // for all of them.
+  Request(Kind kind, int peer, Tag tag);
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 

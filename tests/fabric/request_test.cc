@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,6 +20,22 @@ TEST(Request, WaitTimesOutWhilePending) {
   Request request(Request::Kind::kRecv, 1, 7);
   EXPECT_FALSE(request.test());
   EXPECT_FALSE(request.wait_for(20ms));
+}
+
+// The libfabric engine sends a message's later chunks with bit 63 set
+// (engine.h): a caller's tag with it could match them.
+TEST(Request, ATagWithTheBackendsBitIsRefusedNamingTheRankAndTheTag) {
+  try {
+    Request request(Request::Kind::kSend, 3, kBackendTagBit | 0x2a);
+    FAIL() << "a tag with bit 63 must be refused";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("isend to rank 3"), std::string::npos) << what;
+    EXPECT_NE(what.find("0x800000000000002a"), std::string::npos) << what;
+    EXPECT_NE(what.find("bit 63"), std::string::npos) << what;
+  }
+  EXPECT_THROW(Request(Request::Kind::kRecv, 0, ~Tag{0}), std::invalid_argument);
+  EXPECT_NO_THROW(Request(Request::Kind::kRecv, 0, kBackendTagBit - 1));
 }
 
 TEST(Request, CompletionFromAnotherThreadWakesWaiter) {

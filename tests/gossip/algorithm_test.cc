@@ -80,6 +80,24 @@ TEST(Factory, RejectsWhatDoesNotFit) {
   (void)ope;
 }
 
+// Channels 128..255 would set the tag bit the transport keeps (fabric::kBackendTagBit).
+TEST(Factory, RefusesChannelsThatWouldSetTheTransportsTagBit) {
+  auto c = make_cluster(2);
+  auto ring2 = gossip::make_topology({.kind = "complete", .nodes = 2});
+  for (const char* name : {"dpsgd", "allreduce", "adpsgd"}) {
+    for (int channel : {0, 128, 255}) {
+      AlgorithmOptions o;
+      o.channel = static_cast<std::uint8_t>(channel);
+      try {
+        gossip::make_algorithm(name, o, *c.comms[0], ring2.get());
+        ADD_FAILURE() << name << " accepted channel " << channel;
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("use 1..127"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
 TEST(InProcess, DpsgdOnFourRanksReachesTheMean) {
   auto c = make_cluster(4);
   ConsensusSpec s;

@@ -164,9 +164,8 @@ void Engine::submit(std::unique_ptr<Operation> owned) {
     return;
   }
   op.contexts.resize(1);
-  auto& queue = receive_queues_[{op.peer, op.tag}];
-  queue.push_back(&op);
-  if (queue.size() == 1) enqueue_chunks(op, 0);  // else: waits its turn
+  receive_queues_[{op.peer, op.tag}].push_back(&op);
+  enqueue_chunks(op, 0);
 }
 
 void Engine::enqueue_chunks(Operation& op, std::size_t from) {
@@ -183,6 +182,7 @@ bool Engine::post(ChunkContext& ctx) {
   fid_ep* ep = endpoint_.ep.get();
   const fi_addr_t addr = addresses_[op.peer];
   const std::size_t offset = ctx.index * chunk_bytes_;
+  const Tag tag = ctx.index == 0 ? op.tag : op.tag | kBackendTagBit;
   ssize_t ret;
   const char* call;
   if (op.is_send()) {
@@ -193,7 +193,7 @@ bool Engine::post(ChunkContext& ctx) {
       ret = fi_tsenddata(ep, buf, len, op.desc, op.total, addr, op.tag, &ctx.context);
     } else {
       call = "fi_tsend";
-      ret = fi_tsend(ep, buf, len, op.desc, addr, op.tag, &ctx.context);
+      ret = fi_tsend(ep, buf, len, op.desc, addr, tag, &ctx.context);
     }
   } else {
     call = "fi_trecv";
@@ -228,7 +228,7 @@ bool Engine::post(ChunkContext& ctx) {
       len = std::min(chunk_bytes_, op.total - offset);
       buf = op.data + offset;
     }
-    ret = fi_trecv(ep, buf, len, desc, addr, op.tag, 0, &ctx.context);
+    ret = fi_trecv(ep, buf, len, desc, addr, tag, 0, &ctx.context);
   }
   return posted(ctx, call, ret);
 }
@@ -337,23 +337,24 @@ void Engine::on_first_chunk(Operation& op, std::size_t total) {
   // Chunk 0 is complete, so no context is in flight and resizing is safe.
   MURMUR_CHECK_EQ(op.in_flight, std::size_t{0});
   op.contexts.resize(op.chunks);
-  enqueue_chunks(op, 1);
-  start_next_receive(op.peer, op.tag);
+  op.size_known = true;
+  post_continuations_in_order(op.peer, op.tag);
   maybe_retire(op);
 }
 
-void Engine::start_next_receive(int peer, Tag tag) {
+void Engine::post_continuations_in_order(int peer, Tag tag) {
   auto it = receive_queues_.find({peer, tag});
   if (it == receive_queues_.end()) return;
   auto& queue = it->second;
-  fabric_log().trace("libfabric: next receive peer {} tag {}: {} queued", peer, tag, queue.size());
-  if (!queue.empty()) queue.pop_front();  // the message whose chunks are all queued
-  while (!queue.empty() && queue.front()->error) queue.pop_front();
-  if (queue.empty()) {
-    receive_queues_.erase(it);
-    return;
+  // A one-chunk message has nothing to order: it leaves the queue at once
+  // (and may retire), wherever it stands.
+  std::erase_if(queue, [](const Operation* op) { return op->size_known && op->chunks == 1; });
+  while (!queue.empty() && queue.front()->size_known) {
+    enqueue_chunks(*queue.front(), 1);
+    queue.pop_front();
   }
-  enqueue_chunks(*queue.front(), 0);
+  fabric_log().trace("libfabric: peer {} tag {}: {} receive(s) wait for their size", peer, tag, queue.size());
+  if (queue.empty()) receive_queues_.erase(it);
 }
 
 void Engine::on_error(const fi_cq_err_entry& entry) {
@@ -444,13 +445,14 @@ void Engine::fail_op(Operation& op, std::exception_ptr error, bool peer_gone) {
     auto it = receive_queues_.find({op.peer, op.tag});
     if (it != receive_queues_.end()) {
       auto& queue = it->second;
-      // A head whose chunk 0 completed was popped already; one still at the
-      // head has only chunk 0 queued or posted (cancelled below).
-      if (!queue.empty() && queue.front() == &op) {
-        start_next_receive(op.peer, op.tag);
-      } else {
-        std::erase(queue, &op);
-        if (queue.empty()) receive_queues_.erase(it);
+      // Still queued: its later chunks were not queued (no chunk but 0 is
+      // posted; cancelled below). Those behind it no longer wait for it.
+      if (std::erase(queue, &op) != 0) {
+        if (queue.empty()) {
+          receive_queues_.erase(it);
+        } else {
+          post_continuations_in_order(op.peer, op.tag);
+        }
       }
     }
     for (auto& ctx : op.contexts) {
@@ -491,8 +493,8 @@ void Engine::fail_peer(int peer, std::exception_ptr error) {
   } else {
     fabric_log().warn("libfabric: failing {} pending request(s) to peer {}", victims.size(), peer);
   }
-  // Later receives of a queue first, so that failing a head does not post
-  // the chunk 0 of the next one.
+  // Later receives of a queue first, so that failing a head does not queue
+  // the later chunks of the ones behind it.
   std::reverse(victims.begin(), victims.end());
   for (Operation* op : victims) fail_op(*op, error, /*peer_gone=*/true);
 }

@@ -4,11 +4,15 @@
 // driving progress; transport.cc), so it needs no locks of its own.
 //
 // Ordering: chunks are posted from one FIFO, so a message's chunks and
-// successive messages to a peer are posted in order. Receives on one
-// (peer, tag) wait in a queue: the next one's chunk 0 is posted only after
-// every chunk of the previous message is posted (its size is known only
-// when its chunk 0 completes). -FI_EAGAIN leaves the FIFO as it is until
-// the CQ has been read again.
+// successive messages to a peer are posted in order. Every receive's chunk
+// 0 is posted at once, so that each message finds its receive waiting
+// (rxm copies a message that arrives first once more, and a stream of
+// messages on one tag then runs a tenth slower: docs/fabric-performance.md).
+// A message's later chunks travel on its continuation tag (operation.h),
+// which every message of that (peer, tag) shares, so they are posted in
+// the order the messages matched: receives on one (peer, tag) wait in a
+// queue until the chunk 0 of every receive ahead of them has completed.
+// -FI_EAGAIN leaves the FIFO as it is until the CQ has been read again.
 #pragma once
 
 #include <rdma/fi_eq.h>
@@ -82,7 +86,9 @@ class Engine {
   void on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags, std::uint64_t data);
   void on_error(const fi_cq_err_entry& entry);
   void on_first_chunk(Operation& op, std::size_t total);
-  void start_next_receive(int peer, Tag tag);
+  // Posts the later chunks of the receives on (peer, tag) whose chunk 0
+  // has completed, front first, up to the first whose chunk 0 has not.
+  void post_continuations_in_order(int peer, Tag tag);
   void enqueue_chunks(Operation& op, std::size_t from);
   void register_buffer(Operation& op);
   // `peer_gone`: the peer (or the whole endpoint) failed, so chunks that
@@ -115,6 +121,8 @@ class Engine {
 
   std::list<std::unique_ptr<Operation>> ops_;
   std::deque<ChunkContext*> pending_;  // chunks waiting to be posted, FIFO
+  // Receives per (peer, tag) whose later chunks are not yet queued, in the
+  // order their chunk 0 was posted (and so matched).
   std::map<std::pair<int, Tag>, std::deque<Operation*>> receive_queues_;
   std::uint64_t next_mr_key_ = 1;
   std::unique_ptr<char[]> scratch_;  // overflow chunks land here

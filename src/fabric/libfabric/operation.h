@@ -3,9 +3,12 @@
 // fi_context2 libfabric hands back in the completion).
 //
 // Wire protocol: chunk 0 is sent with fi_tsenddata, its remote CQ data the
-// total size; chunks 1..n-1 follow with fi_tsend on the same tag. A receiver
-// posts chunk 0, learns the total from its completion and then posts every
-// other chunk at once. All ranks must use the same chunk_bytes.
+// total size; chunks 1..n-1 follow with fi_tsend on the continuation tag
+// (the message's tag with kBackendTagBit set, fabric/request.h). A receiver
+// posts chunk 0 at once, learns the total from its completion and then
+// posts every other chunk. All ranks must use the same chunk_bytes. (Up to
+// 3 December 2026 continuations used the message's own tag; the two
+// protocols do not mix in one job.)
 #pragma once
 
 #include <rdma/fabric.h>
@@ -38,6 +41,7 @@ struct Operation {
   char* data = nullptr;                // the caller's buffer
   std::size_t capacity = 0;            // send: message size; receive: buffer size
   std::size_t total = 0;               // message size (receive: known after chunk 0)
+  bool size_known = false;             // receive: chunk 0 completed, so total and chunks are set
   std::size_t chunks = 1;              // known count (receive: 1 until chunk 0 is done)
   std::size_t completed = 0;           // chunks whose completion was read
   std::size_t in_flight = 0;           // chunks posted and not yet completed

@@ -76,7 +76,7 @@ class Adpsgd final : public Algorithm {
   Adpsgd(const AlgorithmOptions& o, Communicator& comm, const Topology& topology)
       : options_(o), comm_(comm), traffic_(comm), rng_(o.seed * 0x9e3779b97f4a7c15ULL + comm.rank()) {
     if (o.period < 1) throw std::invalid_argument("adpsgd: period (H) must be >= 1");
-    if (o.channel == 0) throw std::invalid_argument("adpsgd: tag channel 0 is reserved; use 1..255");
+    require_algorithm_channel(o.channel, "adpsgd");
     if (o.pick != "random" && o.pick != "mutual")
       throw std::invalid_argument("adpsgd: pick must be 'random' or 'mutual', got '" + o.pick + "'");
     Graph g = topology.at_round(0);

@@ -81,7 +81,7 @@ namespace murmur::gossip {
 // builds all three from a GossipOptions).
 struct AlgorithmOptions : GossipOptions {
   bool average = true;       // allreduce, topk-allreduce: mean (else sum)
-  std::uint8_t channel = 1;  // tag channel, 1..255: one per concurrent instance
+  std::uint8_t channel = 1;  // tag channel, 1..127: one per concurrent instance
   double timeout_s = 60;     // a stalled peer becomes a PeerError after this
   // adpsgd partner rule: "random" (a uniform neighbour) or "mutual" (step s:
   // rank ^ 2^(s mod log2 n) when that is a neighbour, as on a hypercube: every

@@ -41,6 +41,7 @@
 #include <set>
 #include <span>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -74,7 +75,19 @@ enum class Phase : std::uint8_t {
 
 // Tag layout: bits 63..56 channel (one per tensor stream / algorithm
 // instance), 55..48 phase, 47..0 round (mod 2^48). Channel 0 is reserved for
-// raw fabric users, so algorithms use channels 1..255.
+// raw fabric users, and bit 63 for the transport (fabric::kBackendTagBit),
+// so algorithms use channels 1..127.
+inline constexpr std::uint8_t kMaxChannel = 127;
+
+// Throws std::invalid_argument naming `owner` unless 1 <= channel <= 127.
+inline void require_algorithm_channel(std::uint8_t channel, const std::string& owner) {
+  if (channel == 0 || channel > kMaxChannel) {
+    throw std::invalid_argument(owner + ": tag channel " + std::to_string(channel) +
+                                " is reserved (0 for raw fabric users, 128..255 would set the transport's tag bit); "
+                                "use 1..127");
+  }
+}
+
 inline fabric::Tag make_tag(std::uint8_t channel, Phase phase, std::uint64_t round) {
   return (fabric::Tag{channel} << 56) | (fabric::Tag{static_cast<std::uint8_t>(phase)} << 48) |
          (round & ((fabric::Tag{1} << 48) - 1));

@@ -22,7 +22,7 @@ struct RoundAbandoned {};
 GradientAlgorithm::GradientAlgorithm(std::string name, const AlgorithmOptions& options, Communicator& comm,
                                      Exchange exchange)
     : options_(options), comm_(comm), traffic_(comm, options.receipts), name_(std::move(name)) {
-  if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
+  require_algorithm_channel(options_.channel, name_);
   if (options_.period != 1)
     throw std::invalid_argument(name_ + " averages the gradients of every step: period (H) must be 1, got " +
                                 std::to_string(options_.period) + " (local-sgd averages models every H steps)");

@@ -24,7 +24,7 @@ RoundAlgorithm::RoundAlgorithm(std::string name, const AlgorithmOptions& options
     throw std::invalid_argument(name_ + ": period (H) must be >= 1, got " + std::to_string(options_.period));
   if (options_.warmup_steps < 0)
     throw std::invalid_argument(name_ + ": warm-up steps must be >= 0, got " + std::to_string(options_.warmup_steps));
-  if (options_.channel == 0) throw std::invalid_argument(name_ + ": tag channel 0 is reserved; use 1..255");
+  require_algorithm_channel(options_.channel, name_);
   worker_ = comm_.start_thread([this] { worker_loop(); });
 }
 
