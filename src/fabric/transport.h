@@ -31,6 +31,8 @@
 //   - Messages between a (source, destination, tag) triple are matched in the
 //     order they were posted on each side. Any size from 0 bytes up is
 //     allowed; backends chunk large messages and pipeline the chunks.
+//   - Tags are the caller's in bits 0..62; a tag with bit 63 set
+//     (kBackendTagBit, request.h) throws std::invalid_argument.
 //   - A receive whose `capacity` is smaller than the arriving message fails
 //     with PeerError naming both sizes; the message is consumed and dropped.
 //   - A peer that dies or is declared dead (fail_peer) fails every pending
