@@ -145,6 +145,8 @@ bool rdma_device_listed() {
   return !ec && it != std::filesystem::directory_iterator();
 }
 
+constexpr int kRxmReceivesPerConnection = 128;
+
 // Over tcp every chunk is one eager message of rxm: FI_OFI_RXM_EAGER_LIMIT
 // is raised to the chunk size, so no chunk goes by rxm's segmented (SAR) or
 // rendezvous protocols. Why not rendezvous: libfabric 1.17's rxm closes a
@@ -168,10 +170,24 @@ bool rdma_device_listed() {
 // providers, so this runs before any other libfabric call; a value the user
 // set is left alone. Every process of a job runs this code, so all agree
 // (rxm refuses peers whose limits differ).
+//
+// rxm also posts receive buffers on every connection, as many as
+// FI_OFI_RXM_MSG_RX_SIZE says. Left unset, libfabric 1.17's rxm costs far
+// more memory than with the variable set to its documented default, 128
+// (why, not traced into rxm's source): an 8-peer MLP
+// job's peers (exponential graph) peaked at 189-201 MiB over tcp, against
+// 128-136 MiB with the variable at 128 (or anything from 16 to 512) and 99
+// MiB over shm (docs/fabric-performance.md, "Memory per connection"), a
+// cost that grows with every peer a rank talks to. So murmur names 128.
+// The bench's bandwidth and round trip did not move, and a message nobody
+// has asked for still does not hold up the others, however many there are
+// (rxm copies them out and posts the buffer again; the test
+// AnUnclaimedMessageDoesNotHoldUpAnotherTag sends 200).
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
   const bool tcp = is_tcp(asked) || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
   if (!tcp) return;
   ::setenv("FI_OFI_RXM_EAGER_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_MSG_RX_SIZE", std::to_string(kRxmReceivesPerConnection).c_str(), /*overwrite=*/0);
 }
 
 // "murmur-<pid>-<64 random bits>" (common/host.h): unique across processes
