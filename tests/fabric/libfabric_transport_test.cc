@@ -25,15 +25,19 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <regex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "fabric/errors.h"
+#include "fabric/libfabric/endpoint.h"
 #include "fabric/transport_options.h"
 
 namespace murmur::fabric {
@@ -447,6 +451,48 @@ TEST(LibfabricProviders, UnknownProviderIsAClearError) {
     FAIL() << "expected FabricError";
   } catch (const FabricError& e) {
     EXPECT_NE(std::string(e.what()).find("carrier-pigeon"), std::string::npos);
+  }
+}
+
+// rxm's settings for tcp (endpoint.cc, tune_rxm_for_tcp) apply wherever tcp
+// is what runs, `auto` included: until 3 December a job on one host that
+// survives lost peers ran tcp under `auto` without them (rxm's rendezvous
+// for large chunks, and twice the memory per peer). rxm reads them once,
+// when libfabric starts, so each case runs in a process of its own.
+TEST(LibfabricProviders, AutoTunesRxmWhereverItRunsTcp) {
+  std::error_code ec;
+  std::filesystem::directory_iterator devices("/sys/class/infiniband", ec);
+  if (!ec && devices != std::filesystem::directory_iterator()) {
+    GTEST_SKIP() << "an RDMA device is listed: auto picks verbs, which keeps rxm's own settings";
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  struct Case {
+    bool on_this_host, loss_tolerant;
+    const char* provider;
+  };
+  for (const Case c : {Case{true, true, "tcp"}, Case{false, false, "tcp"}, Case{true, false, "shm"}}) {
+    SCOPED_TRACE(std::string("peers on this host ") + (c.on_this_host ? "yes" : "no") + ", loss tolerant " +
+                 (c.loss_tolerant ? "yes" : "no"));
+    EXPECT_EXIT(
+        {
+          ::unsetenv("FI_OFI_RXM_EAGER_LIMIT");
+          ::unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
+          TransportOptions options;
+          options.provider = "auto";
+          options.peers_on_this_host = c.on_this_host;
+          options.loss_tolerant = c.loss_tolerant;
+          options.chunk_bytes = std::size_t{1} << 20;
+          const std::string chosen = libfabric::choose_provider(options);
+          const char* eager = std::getenv("FI_OFI_RXM_EAGER_LIMIT");
+          const char* receives = std::getenv("FI_OFI_RXM_MSG_RX_SIZE");
+          const bool tuned = eager != nullptr && std::string(eager) == "1048576" && receives != nullptr &&
+                             std::string(receives) == "128";
+          const bool untouched = eager == nullptr && receives == nullptr;
+          std::fprintf(stderr, "chose %s, eager %s, receives %s\n", chosen.c_str(), eager ? eager : "unset",
+                       receives ? receives : "unset");
+          std::exit(chosen == c.provider && (chosen == "tcp" ? tuned : untouched) ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "");
   }
 }
 

@@ -147,6 +147,11 @@ bool rdma_device_listed() {
 
 constexpr int kRxmReceivesPerConnection = 128;
 
+// Where no RDMA device is usable, `auto` runs shm for a job whose peers are
+// all on this machine, unless it must survive lost peers (a peer that dies
+// mid-transfer can stop shm moving the survivors' messages), else tcp.
+bool auto_picks_shm(const TransportOptions& options) { return options.peers_on_this_host && !options.loss_tolerant; }
+
 // Over tcp every chunk is one eager message of rxm: FI_OFI_RXM_EAGER_LIMIT
 // is raised to the chunk size, so no chunk goes by rxm's segmented (SAR) or
 // rendezvous protocols. Why not rendezvous: libfabric 1.17's rxm closes a
@@ -184,7 +189,12 @@ constexpr int kRxmReceivesPerConnection = 128;
 // (rxm copies them out and posts the buffer again; the test
 // AnUnclaimedMessageDoesNotHoldUpAnotherTag sends 200).
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
-  const bool tcp = is_tcp(asked) || (asked == "auto" && !options.peers_on_this_host && !rdma_device_listed());
+  // `auto`'s choice (choose_provider) without asking libfabric: verbs where
+  // the kernel lists an RDMA device (rxm over verbs needs its own limits),
+  // else tcp unless auto_picks_shm. (Until 3 December this read only
+  // peers_on_this_host, so a job on one host that survives lost peers ran
+  // tcp untuned: large chunks by rxm's rendezvous protocol.)
+  const bool tcp = is_tcp(asked) || (asked == "auto" && !auto_picks_shm(options) && !rdma_device_listed());
   if (!tcp) return;
   ::setenv("FI_OFI_RXM_EAGER_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
   ::setenv("FI_OFI_RXM_MSG_RX_SIZE", std::to_string(kRxmReceivesPerConnection).c_str(), /*overwrite=*/0);
@@ -210,7 +220,7 @@ std::string choose_provider(const TransportOptions& options) {
     throw FabricError("unknown libfabric provider '" + asked + "' (expected tcp, net, shm, verbs or auto)");
   }
   if (verbs_available()) return "verbs";
-  return options.peers_on_this_host && !options.loss_tolerant ? "shm" : "tcp";
+  return auto_picks_shm(options) ? "shm" : "tcp";
 }
 
 Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
