@@ -193,7 +193,7 @@ void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked)
   // the kernel lists an RDMA device (rxm over verbs needs its own limits),
   // else tcp unless auto_picks_shm. (Until 3 December this read only
   // peers_on_this_host, so a job on one host that survives lost peers ran
-  // tcp untuned: large chunks by rxm's rendezvous protocol.)
+  // tcp untuned: chunks over 16 KiB by rxm's SAR and rendezvous protocols.)
   const bool tcp = is_tcp(asked) || (asked == "auto" && !auto_picks_shm(options) && !rdma_device_listed());
   if (!tcp) return;
   ::setenv("FI_OFI_RXM_EAGER_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
