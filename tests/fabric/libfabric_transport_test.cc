@@ -27,12 +27,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <regex>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -456,13 +454,11 @@ TEST(LibfabricProviders, UnknownProviderIsAClearError) {
 
 // rxm's settings for tcp (endpoint.cc, tune_rxm_for_tcp) apply wherever tcp
 // is what runs, `auto` included: until 3 December a job on one host that
-// survives lost peers ran tcp under `auto` without them (rxm's rendezvous
-// for large chunks, and twice the memory per peer). rxm reads them once,
+// survives lost peers ran tcp under `auto` without them (rxm's SAR and
+// rendezvous for chunks over 16 KiB, and twice the memory per peer). rxm reads them once,
 // when libfabric starts, so each case runs in a process of its own.
 TEST(LibfabricProviders, AutoTunesRxmWhereverItRunsTcp) {
-  std::error_code ec;
-  std::filesystem::directory_iterator devices("/sys/class/infiniband", ec);
-  if (!ec && devices != std::filesystem::directory_iterator()) {
+  if (libfabric::rdma_device_listed()) {
     GTEST_SKIP() << "an RDMA device is listed: auto picks verbs, which keeps rxm's own settings";
   }
   GTEST_FLAG_SET(death_test_style, "threadsafe");

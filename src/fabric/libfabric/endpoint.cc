@@ -135,15 +135,13 @@ bool verbs_available() {
   }
 }
 
-namespace {
-
-// True when the kernel lists an RDMA device; asks no libfabric provider
-// (see tune_rxm_for_tcp: nothing may initialise libfabric before it).
 bool rdma_device_listed() {
   std::error_code ec;
   std::filesystem::directory_iterator it("/sys/class/infiniband", ec);
   return !ec && it != std::filesystem::directory_iterator();
 }
+
+namespace {
 
 constexpr int kRxmReceivesPerConnection = 128;
 

@@ -23,6 +23,10 @@ namespace murmur::fabric::libfabric {
 // "tcp", "shm" or "verbs" for options.provider (resolving "auto").
 std::string choose_provider(const TransportOptions& options);
 
+// True when the kernel lists an RDMA device; asks no libfabric provider
+// (tune_rxm_for_tcp in endpoint.cc: nothing may initialise libfabric before it).
+bool rdma_device_listed();
+
 struct Endpoint {
   // Opens everything; throws FabricError naming the provider and the call.
   Endpoint(const TransportOptions& options, const std::string& provider);
