@@ -206,6 +206,37 @@ TEST_P(LibfabricTransportTest, AnUnclaimedMessageDoesNotHoldUpAnotherTag) {
   }
 }
 
+// While a caller drives, the progress thread leaves the CQ to it; once the
+// caller stops, a request nobody waits on must still complete: polled with
+// test() here, which never drives.
+TEST_P(LibfabricTransportTest, ARequestNobodyWaitsOnCompletesAfterACallerStopsDriving) {
+  auto group = make(2);
+  for (std::size_t bytes : {std::size_t{8}, std::size_t{4} << 20}) {
+    SCOPED_TRACE("bytes " + std::to_string(bytes));
+    std::vector<char> got(bytes);
+    auto unwatched_recv = group[1].irecv(0, 7, got.data(), got.size());
+    std::vector<char> ping(8), pong(8);
+    for (int i = 0; i < 50; ++i) {  // the callers drive both transports
+      auto r1 = group[1].irecv(0, 1, pong.data(), pong.size());
+      auto s1 = group[0].isend(1, 1, ping.data(), ping.size());
+      ASSERT_TRUE(r1->wait_for(kTimeout));
+      auto r2 = group[0].irecv(1, 2, ping.data(), ping.size());
+      auto s2 = group[1].isend(0, 2, pong.data(), pong.size());
+      ASSERT_TRUE(r2->wait_for(kTimeout));
+      ASSERT_TRUE(s1->wait_for(kTimeout) && s2->wait_for(kTimeout));
+    }
+    const auto message = pattern(bytes, 3);
+    auto unwatched_send = group[0].isend(1, 7, message.data(), message.size());
+    const auto give_up = std::chrono::steady_clock::now() + kTimeout;
+    while (!(unwatched_recv->test() && unwatched_send->test()) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);  // not a wait: only the progress threads may complete them
+    }
+    ASSERT_TRUE(unwatched_recv->test()) << "the receive nobody waited on never completed";
+    ASSERT_TRUE(unwatched_send->test()) << "the send nobody waited on never completed";
+    EXPECT_TRUE(got == message);
+  }
+}
+
 TEST_P(LibfabricTransportTest, ReceiveTooSmallFailsAndNextMessageArrives) {
   constexpr std::size_t kChunk = 64 << 10;
   auto group = make(2, kChunk);

@@ -9,7 +9,12 @@
 //     while its bounded adaptive spin (SpinPolicy, shared with the progress
 //     thread) allows, then lets go, wakes the progress thread and blocks on
 //     the request as before. A reply that comes within the spin is seen on
-//     the waiting thread, with no thread hand-off: that is the latency gain;
+//     the waiting thread, with no thread hand-off: that is the latency gain.
+//     Meanwhile, and for the spin's bound after a drive whose request
+//     completed, the progress thread sleeps off the CQ's wait fd (woken
+//     only by commands, a caller handing back, or that bound), so that the
+//     completions callers poll for do not also wake it into a turn that
+//     takes the role from under them (cq_left_to_callers());
 //   - isend / irecv post their operation at once from the calling thread
 //     when the role is free and nothing else is queued ahead of it (posting
 //     never reads the CQ, so no other request completes there).
@@ -37,6 +42,7 @@
 #include <deque>
 #include <exception>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <variant>
@@ -298,16 +304,25 @@ class LibfabricTransport final : public Transport,
   // allows (see the top of this file).
   void drive(const Request& request, Clock::time_point deadline) noexcept override {
     note_drive();  // even when done already: a caller is about
-    if (!callers_enter_provider_ || request.test() || any_failed_.load() || !connected_.load()) return;
+    if (request.test()) return;
     // A callback that this thread runs as the role's holder and that waits
-    // on another request: it blocks on that request instead.
-    if (role_owner_.load() == std::this_thread::get_id()) return;
+    // on another request blocks on that request instead (as do callers on
+    // shm, or once a peer failed).
+    if (!callers_enter_provider_ || any_failed_.load() || !connected_.load() ||
+        role_owner_.load() == std::this_thread::get_id()) {
+      hand_cq_back();
+      return;
+    }
     // The progress thread holds the role only for a turn (microseconds);
     // longer means another caller drives, or a provider holds the thread
     // (see shutdown()): then block on the request as before.
     std::unique_lock<std::timed_mutex> role = try_take_role();
-    if (!role) return;
+    if (!role) {
+      if (!request.test()) hand_cq_back();
+      return;
+    }
     const RoleHolder holder(role_owner_);
+    cq_watched_until_ns_.store(std::numeric_limits<std::int64_t>::max());
     const auto start = SpinPolicy::Clock::now();
     for (;;) {
       const Turn turn = run_turn();
@@ -331,8 +346,14 @@ class LibfabricTransport final : public Transport,
     role.unlock();
     // The progress thread takes over from here: it may be asleep on a wait
     // fd whose trywait our calls came after, or on a back-off (shm, no fd)
-    // while operations we posted are still in flight.
-    if (!request.test() || polled_work_left) waiter_.wake();
+    // while operations we posted are still in flight. A caller whose
+    // request completed is likely back within the spin (the next message of
+    // a ping-pong): the CQ stays its own that long.
+    if (!request.test() || polled_work_left) {
+      hand_cq_back();
+    } else {
+      cq_watched_until_ns_.store(now_ns() + caller_returns_ns());
+    }
   }
 
   void fail_peer(int peer, std::exception_ptr error) override {
@@ -530,6 +551,34 @@ class LibfabricTransport final : public Transport,
            std::chrono::duration_cast<std::chrono::nanoseconds>(kCallerDrives).count();
   }
 
+  // A caller that drove is about to block (or cannot drive): the CQ is the
+  // progress thread's again, and it is woken if it had left it (run()).
+  void hand_cq_back() {
+    if (cq_watched_until_ns_.exchange(0) > now_ns()) waiter_.wake();
+  }
+
+  // How long the progress thread leaves the CQ to callers from now, zero
+  // when it should watch it itself: while a caller drives, and for
+  // caller_returns_ns() after one whose request completed. A completion then
+  // reaches the caller polling for it, and the progress thread, which the
+  // CQ's wait fd would also wake for it, stays asleep: on the 8-byte round
+  // trip that wake-up, and the role it then took from under the caller,
+  // were most of the gap to a socket's round trip
+  // (docs/fabric-performance.md). What no caller waits for meanwhile (a
+  // send's completion, another tag's message) completes up to twice that
+  // later; the thread sleeps at most that long at a time, so a caller that
+  // drives for longer costs it one wake-up per spin's bound.
+  std::chrono::nanoseconds cq_left_to_callers() const {
+    if (!waiter_.can_leave_cq()) return {};
+    const auto left = cq_watched_until_ns_.load() - now_ns();
+    return std::chrono::nanoseconds(std::clamp<std::int64_t>(left, 0, caller_returns_ns()));
+  }
+  // How long a caller whose request completed keeps the CQ: the spin's
+  // bound, the time worth polling for an imminent completion.
+  std::int64_t caller_returns_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(options_.max_spin, kMinDriveSpin)).count();
+  }
+
   // Marks the calling thread as the role's holder for its lifetime.
   class RoleHolder {
    public:
@@ -608,6 +657,16 @@ class LibfabricTransport final : public Transport,
         role.unlock();
         continue;
       }
+      if (cq_left_to_callers().count() > 0) {
+        role.unlock();
+        // Until woken (a command, a caller handing back) or no caller has
+        // driven for caller_returns_ns(); a caller that keeps driving keeps
+        // this thread asleep, without a turn of its own in between.
+        for (auto left = cq_left_to_callers(); left.count() > 0; left = cq_left_to_callers()) {
+          if (waiter_.wait_for_wake(std::chrono::duration_cast<std::chrono::microseconds>(left) + 1us)) break;
+        }
+        continue;
+      }
       if (!caller_drives() && spin_.keep_polling(now, !engine_.idle())) {
         role.unlock();
         cpu_relax();
@@ -640,6 +699,8 @@ class LibfabricTransport final : public Transport,
   // When a caller last drove (steady clock, ns): the progress thread does
   // not spin meanwhile, it would only take the role from under the caller.
   std::atomic<std::int64_t> last_drive_ns_{0};
+  // Until when (steady clock, ns) callers watch the CQ (cq_left_to_callers()).
+  std::atomic<std::int64_t> cq_watched_until_ns_{0};
   std::atomic<std::thread::id> role_owner_{};
   std::atomic<bool> any_failed_{false};  // a peer failed: callers drive no more
   // Whether callers may drive and post (the top of this file): not on shm.

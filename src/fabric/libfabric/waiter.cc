@@ -1,5 +1,6 @@
 #include "fabric/libfabric/waiter.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -115,6 +116,16 @@ void Waiter::wait(std::chrono::microseconds max_wait, bool idle) {
   for (int i = 0; i < n; ++i) {
     if (events[i].data.fd == event_fd_) drain_eventfd();
   }
+}
+
+bool Waiter::wait_for_wake(std::chrono::microseconds timeout) {
+  pollfd fd{event_fd_, POLLIN, 0};
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
+  ts.tv_nsec = static_cast<long>(timeout.count() % 1000000) * 1000;
+  if (::ppoll(&fd, 1, &ts, nullptr) <= 0) return false;
+  drain_eventfd();
+  return true;
 }
 
 }  // namespace murmur::fabric::libfabric

@@ -73,6 +73,14 @@ class Waiter {
   // peer's new message, which rings, can give work). Never spins.
   void wait(std::chrono::microseconds max_wait, bool idle = false);
 
+  // Whether wait_for_wake() can be used: the CQ has a wait fd of its own,
+  // which it leaves out (not sread, not polled).
+  bool can_leave_cq() const { return cq_fd_ >= 0 && !sread_; }
+  // Blocks until wake() or `timeout`, not on the CQ: while callers poll
+  // the CQ themselves, its completions are theirs to see. Fd mode only.
+  // Returns whether wake() ended it.
+  bool wait_for_wake(std::chrono::microseconds timeout);
+
   static constexpr std::chrono::microseconds kMinBackoff{50};
   static constexpr std::chrono::microseconds kMaxBackoff{2000};
   // After about a second without work, polls every 8 ms: a quiet transport
