@@ -55,23 +55,21 @@ std::unique_ptr<Transport> make_transport(const TransportOptions& options) {
     throw FabricError("transport options: rank " + std::to_string(options.rank) + " is outside a group of size " +
                       std::to_string(options.size));
   }
-  if (options.backend == "libfabric") {
-    if (const char* spin = std::getenv("MURMUR_FABRIC_SPIN_US"); spin != nullptr && *spin != '\0') {
-      long us = -1;
-      const auto [end, ec] = std::from_chars(spin, spin + std::strlen(spin), us);
-      if (ec != std::errc() || *end != '\0' || us < 0 || us > 10000)
-        throw FabricError(std::string("MURMUR_FABRIC_SPIN_US='") + spin +
-                          "' is not a number of microseconds in [0, 10000]");
-      TransportOptions spun = options;
-      spun.max_spin = std::chrono::microseconds(us);
-      return make_libfabric_transport(spun);
-    }
-    return make_libfabric_transport(options);
+  // Both backends spin (TransportOptions::max_spin); the variable overrides it.
+  TransportOptions resolved = options;
+  if (const char* spin = std::getenv("MURMUR_FABRIC_SPIN_US"); spin != nullptr && *spin != '\0') {
+    long us = -1;
+    const auto [end, ec] = std::from_chars(spin, spin + std::strlen(spin), us);
+    if (ec != std::errc() || *end != '\0' || us < 0 || us > 10000)
+      throw FabricError(std::string("MURMUR_FABRIC_SPIN_US='") + spin +
+                        "' is not a number of microseconds in [0, 10000]");
+    resolved.max_spin = std::chrono::microseconds(us);
   }
-  if (options.backend == "asio") {
-    if (options.provider.find('+') != std::string::npos)
-      throw FabricError("provider '" + options.provider + "' needs the libfabric backend (asio has one kind of link)");
-    return asio::make_transport(options);
+  if (resolved.backend == "libfabric") return make_libfabric_transport(resolved);
+  if (resolved.backend == "asio") {
+    if (resolved.provider.find('+') != std::string::npos)
+      throw FabricError("provider '" + resolved.provider + "' needs the libfabric backend (asio has one kind of link)");
+    return asio::make_transport(resolved);
   }
   throw FabricError("unknown fabric backend '" + options.backend + "' (expected libfabric or asio)");
 }

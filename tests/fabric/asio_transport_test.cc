@@ -243,6 +243,29 @@ TEST(AsioTransport, ManyInFlightKeepOrderPerTag) {
   }
 }
 
+// A message of up to a chunk is written by the sending thread itself when
+// nothing is ahead of it (link.h); one the socket takes only in part is
+// finished by the io thread before anything else goes. The first message
+// is larger than the socket can take at once, so the caller's write stops
+// part-way; the rest queue behind it, small ones between large ones.
+TEST(AsioTransport, MessagesTheSenderWritesInPartArriveWholeAndInOrder) {
+  // Above the socket's send buffer (tcp_wmem's largest, 4 MiB by default).
+  constexpr std::size_t kChunk = 16 << 20;
+  auto group = make_group(2, kChunk);
+  constexpr int kMessages = 12;
+  auto size_of = [](int i) { return i % 2 == 0 ? kChunk : std::size_t{1} + i; };
+  std::vector<std::vector<unsigned char>> out, in;
+  std::vector<RequestPtr> requests;
+  for (int i = 0; i < kMessages; ++i) {
+    out.push_back(pattern(size_of(i), i));
+    in.emplace_back(size_of(i));
+    requests.push_back(group[1]->irecv(0, 9, in[i].data(), in[i].size()));
+  }
+  for (int i = 0; i < kMessages; ++i) requests.push_back(group[0]->isend(1, 9, out[i].data(), out[i].size()));
+  ASSERT_TRUE(wait_all(requests, Clock::now() + kWait));
+  for (int i = 0; i < kMessages; ++i) ASSERT_EQ(in[i], out[i]) << "message " << i;
+}
+
 TEST(AsioTransport, UnexpectedMessageIsHeldUntilReceivePosted) {
   auto group = make_group(2);
   const auto small = pattern(1000, 3);

@@ -8,6 +8,9 @@
 #include <cstring>
 #include <new>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include "common/log.h"
 #include "fabric/errors.h"
 
@@ -53,54 +56,126 @@ void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket) {
     return;
   }
   socket_ = std::move(socket);
+  {
+    std::lock_guard<std::mutex> lock(send_mutex_);
+    send_fd_ = socket_->native_handle();
+  }
   start_read_header();
   start_write();
 }
 
 // ---- sending ---------------------------------------------------------------
 
-void Link::post_send(RequestPtr request, const void* data, std::size_t bytes) {
-  if (error_) return request->fail(error_);
-  if (local_) {
-    // Loop back in memory: the message is complete as soon as it is copied.
-    HeldBuffer copy(bytes, nullptr);  // our own bytes: not counted
-    if (bytes > 0) std::memcpy(copy.get(), data, bytes);
-    deliver_unexpected(request->tag(), std::move(copy), bytes);
-    return request->complete(bytes);
+namespace {
+
+wire::FrameBytes frame_header(Tag tag, std::size_t total, std::size_t offset, const unsigned char* chunk_data,
+                              std::size_t chunk) {
+  wire::FrameHeader header;
+  header.tag = tag;
+  header.total = total;
+  header.offset = offset;
+  header.chunk = chunk;
+  header.payload_hash = wire::checksum_payload(chunk_data, chunk);
+  return wire::encode_frame(header);
+}
+
+}  // namespace
+
+Link::CallerSend Link::send_from_caller(const RequestPtr& request, const void* data, std::size_t bytes) {
+  const auto* payload = static_cast<const unsigned char*>(data);
+  std::unique_lock<std::mutex> lock(send_mutex_);
+  if (local_ || send_fd_ < 0 || writing_ || !sends_.empty() || queued_sends_ > 0 || bytes > chunk_bytes_) {
+    ++queued_sends_;
+    return CallerSend::kQueued;
   }
-  sends_.push_back(SendOp{std::move(request), static_cast<const unsigned char*>(data), bytes});
-  start_write();
+  const wire::FrameBytes header = frame_header(request->tag(), bytes, 0, payload, bytes);
+  iovec parts[2] = {{const_cast<unsigned char*>(header.data()), header.size()},
+                    {const_cast<unsigned char*>(payload), bytes}};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = bytes > 0 ? 2 : 1;
+  const ssize_t written = ::sendmsg(send_fd_, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (written == static_cast<ssize_t>(header.size() + bytes)) {
+    lock.unlock();
+    request->complete(bytes);  // no callback yet: the caller has not had the request
+    return CallerSend::kSent;
+  }
+  if (written <= 0) {
+    // Nothing written (a full socket buffer, or an error the io thread's
+    // own write will report): the io thread sends it all.
+    ++queued_sends_;
+    return CallerSend::kQueued;
+  }
+  // Part of the frame is on the wire: no other frame may go before its
+  // rest, which the io thread writes next.
+  send_header_ = header;
+  sends_.push_back(SendOp{request, payload, bytes, 0, static_cast<std::size_t>(written)});
+  return CallerSend::kRestLeft;
+}
+
+void Link::post_send(RequestPtr request, const void* data, std::size_t bytes) {
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(send_mutex_);
+    --queued_sends_;
+    // In the same hold as the count: a caller must not slip in between.
+    if (!error_ && !local_) {
+      sends_.push_back(SendOp{std::move(request), static_cast<const unsigned char*>(data), bytes});
+      queued = true;
+    }
+  }
+  if (queued) return start_write();
+  if (error_) return request->fail(error_);
+  // Loop back in memory: the message is complete as soon as it is copied.
+  HeldBuffer copy(bytes, nullptr);  // our own bytes: not counted
+  if (bytes > 0) std::memcpy(copy.get(), data, bytes);
+  deliver_unexpected(request->tag(), std::move(copy), bytes);
+  request->complete(bytes);
 }
 
 void Link::start_write() {
+  std::lock_guard<std::mutex> lock(send_mutex_);
   if (writing_ || error_ || !socket_ || sends_.empty()) return;
   SendOp& op = sends_.front();
   const std::size_t chunk = std::min(op.bytes - op.offset, chunk_bytes_);
-  wire::FrameHeader header;
-  header.tag = op.request->tag();
-  header.total = op.bytes;
-  header.offset = op.offset;
-  header.chunk = chunk;
-  header.payload_hash = wire::checksum_payload(op.data + op.offset, chunk);
-  send_header_ = wire::encode_frame(header);
+  if (op.frame_sent == 0)
+    send_header_ = frame_header(op.request->tag(), op.bytes, op.offset, op.data + op.offset, chunk);
   writing_ = true;
-  const std::array<net::const_buffer, 2> buffers = {net::buffer(send_header_), net::buffer(op.data + op.offset, chunk)};
+  // A frame a caller began goes on where it stopped (its header is in
+  // send_header_ already).
+  std::array<net::const_buffer, 2> buffers = {net::buffer(send_header_), net::buffer(op.data + op.offset, chunk)};
+  std::size_t skip = op.frame_sent;
+  for (auto& buffer : buffers) {
+    const std::size_t n = std::min(skip, buffer.size());
+    buffer += n;
+    skip -= n;
+  }
   net::async_write(*socket_, buffers,
                    [this, chunk](const boost::system::error_code& ec, std::size_t) { on_write(ec, chunk); });
 }
 
 void Link::on_write(const boost::system::error_code& ec, std::size_t chunk) {
-  writing_ = false;
+  RequestPtr done;
+  std::size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(send_mutex_);
+    writing_ = false;
+    if (error_ || ec) {
+      // fail() below (or before) takes the queue.
+    } else {
+      SendOp& op = sends_.front();
+      op.offset += chunk;
+      op.frame_sent = 0;
+      if (op.offset == op.bytes) {
+        done = std::move(op.request);
+        bytes = op.bytes;
+        sends_.pop_front();
+      }
+    }
+  }
   if (error_) return;
   if (ec) return fail_link("connection closed: " + ec.message());
-  SendOp& op = sends_.front();
-  op.offset += chunk;
-  if (op.offset == op.bytes) {
-    RequestPtr done = std::move(op.request);
-    const std::size_t bytes = op.bytes;
-    sends_.pop_front();
-    done->complete(bytes);
-  }
+  if (done) done->complete(bytes);
   start_write();
 }
 
@@ -301,6 +376,14 @@ void Link::fail_link(const std::string& reason) {
 void Link::fail(std::exception_ptr error) {
   if (error_) return;
   error_ = std::move(error);
+  std::deque<SendOp> sends;
+  {
+    // Before the socket closes: no caller writes to its fd from here on
+    // (the number could be reused by then).
+    std::lock_guard<std::mutex> lock(send_mutex_);
+    send_fd_ = -1;
+    sends.swap(sends_);
+  }
   if (socket_) {
     boost::system::error_code ignored;
     socket_->shutdown(net::ip::tcp::socket::shutdown_both, ignored);
@@ -308,8 +391,7 @@ void Link::fail(std::exception_ptr error) {
   }
   // Collect first, then fail: a request's on_done callback may post more work.
   std::vector<RequestPtr> pending;
-  for (auto& op : sends_) pending.push_back(std::move(op.request));
-  sends_.clear();
+  for (auto& op : sends) pending.push_back(std::move(op.request));
   for (auto& [tag, queue] : posted_) {
     for (auto& recv : queue) pending.push_back(std::move(recv.request));
   }

@@ -3,8 +3,12 @@
 // (tag, posting order).
 //
 // Threading: a Link is touched only on its transport's io_context thread
-// (the transport posts every isend / irecv / fail_peer there), so it has no
-// lock. Nothing here blocks: reads and writes are asio async operations.
+// (the transport posts irecv / fail_peer there), except its send queue:
+// send_from_caller() may write a message to the socket from the caller's
+// thread, so the queue, the write in flight and the socket's fd for such
+// writes are guarded by send_mutex_ (a leaf lock; no request completes
+// under it). Nothing here blocks: the caller's write is non-blocking, the
+// io thread's reads and writes are asio async operations.
 //
 // Ownership: the transport owns its Links and their sockets; user buffers
 // belong to the caller until their Request is done.
@@ -16,6 +20,7 @@
 #include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,7 +48,21 @@ class Link final {
   // writing on it.
   void attach(std::unique_ptr<boost::asio::ip::tcp::socket> socket);
 
+  // How send_from_caller() went.
+  enum class CallerSend {
+    kQueued,    // not written: the caller must post post_send (counted as queued)
+    kSent,      // written whole; the request is complete
+    kRestLeft,  // partly written: the caller must post resume_write()
+  };
+  // Any thread. Writes the message as one frame from this thread, without
+  // blocking, when nothing is queued or being written ahead of it on this
+  // link (order is kept) and it fits one chunk. Saves the hand-off to the
+  // io thread (a wake-up) that a small message's latency is mostly made of.
+  CallerSend send_from_caller(const RequestPtr& request, const void* data, std::size_t bytes);
+  // io thread: a send the caller could not write (kQueued above).
   void post_send(RequestPtr request, const void* data, std::size_t bytes);
+  // io thread: goes on writing what a caller's write left (kRestLeft).
+  void resume_write() { start_write(); }
   void post_recv(RequestPtr request, void* data, std::size_t capacity);
 
   // Fails every pending and later request with `error` and closes the
@@ -55,7 +74,8 @@ class Link final {
     RequestPtr request;
     const unsigned char* data;
     std::size_t bytes;
-    std::size_t offset = 0;
+    std::size_t offset = 0;      // payload bytes of finished frames
+    std::size_t frame_sent = 0;  // of the current frame (header + chunk), written by a caller; header in send_header_
   };
   struct PostedRecv {
     RequestPtr request;
@@ -126,8 +146,11 @@ class Link final {
   std::exception_ptr error_;
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
 
+  std::mutex send_mutex_;  // guards the members down to send_header_
   std::deque<SendOp> sends_;
   bool writing_ = false;
+  int send_fd_ = -1;              // the socket's, while callers may write to it; -1 once failed
+  std::size_t queued_sends_ = 0;  // posted by callers, not yet in sends_
   wire::FrameBytes send_header_{};
 
   std::unordered_map<Tag, std::deque<PostedRecv>> posted_;

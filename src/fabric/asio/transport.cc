@@ -1,6 +1,8 @@
 // The asio Transport: a listening socket, one Link per peer, one io_context
 // run by one thread. Connection set-up (listen, dial, handshake) lives here;
-// per-peer traffic lives in link.cc, the wire format in wire.cc.
+// per-peer traffic lives in link.cc, the wire format in wire.cc. isend
+// writes from the caller's thread when the link lets it (Link::
+// send_from_caller); everything else is posted to the io thread.
 #include "fabric/asio/transport.h"
 
 #include <boost/asio/connect.hpp>
@@ -21,6 +23,7 @@
 #include <future>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <thread>
 
 #include "common/background_thread.h"
@@ -31,6 +34,7 @@
 #include "common/trace.h"
 #include "fabric/asio/auth.h"
 #include "fabric/asio/link.h"
+#include "fabric/asio/spin_wait_driver.h"
 #include "fabric/asio/wire.h"
 #include "fabric/errors.h"
 #include "fabric/peer_list.h"
@@ -118,7 +122,13 @@ class AsioTransport final : public Transport {
   net::executor_work_guard<net::io_context::executor_type> work_;
   tcp::acceptor acceptor_;
   std::string address_;
+  // Grown only by the io thread, under links_mutex_'s exclusive lock;
+  // isend reads it from callers' threads under a shared one (the io thread
+  // reads it without).
   std::vector<std::unique_ptr<Link>> links_;
+  std::shared_mutex links_mutex_;
+  // Set on every request: a waiter polls it for the spin before sleeping.
+  const std::shared_ptr<SpinWaitDriver> spin_driver_;
   std::vector<std::unique_ptr<net::steady_timer>> retry_timers_;
   // Connections refused at set-up (bad handshake or proof, time-out); the
   // addresses logged so far, and the dial failures logged.
@@ -142,7 +152,11 @@ class AsioTransport final : public Transport {
 };
 
 AsioTransport::AsioTransport(const TransportOptions& options)
-    : options_(options), work_(net::make_work_guard(io_)), acceptor_(io_), size_(options.size) {
+    : options_(options),
+      work_(net::make_work_guard(io_)),
+      acceptor_(io_),
+      spin_driver_(std::make_shared<SpinWaitDriver>(options.max_spin)),
+      size_(options.size) {
   if (options_.chunk_bytes == 0) throw FabricError("asio: chunk_bytes must be positive");
   std::string bind = options_.bind_host;
   std::string advertised = bind;
@@ -512,7 +526,10 @@ void AsioTransport::connect(const std::vector<PeerInfo>& peers) {
 
 void AsioTransport::open_link(const PeerInfo& peer, const std::string& host, const std::string& port) {
   for (int r = static_cast<int>(links_.size()); r <= peer.rank; ++r) {
-    links_.push_back(std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, false));
+    {
+      std::lock_guard<std::shared_mutex> lock(links_mutex_);
+      links_.push_back(std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, false));
+    }
     if (r < peer.rank) links_[r]->fail(absent_peer_error(r, "", skipped_rank_reason(peer.rank)));
   }
   links_[peer.rank]->set_host(peer.host.empty() ? host : peer.host);
@@ -550,13 +567,26 @@ void AsioTransport::add_peer(const PeerInfo& peer) {
 RequestPtr AsioTransport::isend(int peer, Tag tag, const void* data, std::size_t bytes) {
   check_peer(peer, "isend");
   auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
-  net::post(io_, [this, request, peer, data, bytes] { links_[peer]->post_send(request, data, bytes); });
+  request->set_driver(spin_driver_);
+  std::shared_lock<std::shared_mutex> links(links_mutex_);
+  Link& link = *links_[peer];
+  switch (link.send_from_caller(request, data, bytes)) {
+    case Link::CallerSend::kSent:
+      break;
+    case Link::CallerSend::kRestLeft:
+      net::post(io_, [&link] { link.resume_write(); });
+      break;
+    case Link::CallerSend::kQueued:
+      net::post(io_, [&link, request, data, bytes] { link.post_send(request, data, bytes); });
+      break;
+  }
   return request;
 }
 
 RequestPtr AsioTransport::irecv(int peer, Tag tag, void* data, std::size_t capacity) {
   check_peer(peer, "irecv");
   auto request = std::make_shared<Request>(Request::Kind::kRecv, peer, tag);
+  request->set_driver(spin_driver_);
   net::post(io_, [this, request, peer, data, capacity] { links_[peer]->post_recv(request, data, capacity); });
   return request;
 }
