@@ -61,7 +61,8 @@ struct TransportOptions {
   // libfabric: the most a progress thread polls, with operations in flight,
   // before it blocks (libfabric/spin_policy.h: adaptive, never while idle).
   // asio: the most a waiting thread polls its request before it sleeps
-  // (asio/spin_wait_driver.h). Zero: always block at once.
+  // (spin_wait_driver.h); libfabric's callers on shm too. Zero: always
+  // block at once.
   // $MURMUR_FABRIC_SPIN_US overrides it (make_transport).
   // docs/fabric-performance.md has what it buys and costs.
   std::chrono::microseconds max_spin{50};

@@ -34,10 +34,10 @@
 #include "common/trace.h"
 #include "fabric/asio/auth.h"
 #include "fabric/asio/link.h"
-#include "fabric/asio/spin_wait_driver.h"
 #include "fabric/asio/wire.h"
 #include "fabric/errors.h"
 #include "fabric/peer_list.h"
+#include "fabric/spin_wait_driver.h"
 
 namespace murmur::fabric::asio {
 namespace {

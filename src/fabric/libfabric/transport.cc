@@ -58,6 +58,7 @@
 #include "fabric/libfabric/spin_policy.h"
 #include "fabric/libfabric/waiter.h"
 #include "fabric/peer_list.h"
+#include "fabric/spin_wait_driver.h"
 
 // Built with -fsanitize=thread: gcc says so with __SANITIZE_THREAD__, clang
 // with __has_feature (see try_take_role()).
@@ -306,11 +307,17 @@ class LibfabricTransport final : public Transport,
     note_drive();  // even when done already: a caller is about
     if (request.test()) return;
     // A callback that this thread runs as the role's holder and that waits
-    // on another request blocks on that request instead (as do callers on
-    // shm, or once a peer failed).
-    if (!callers_enter_provider_ || any_failed_.load() || !connected_.load() ||
-        role_owner_.load() == std::this_thread::get_id()) {
+    // on another request blocks on that request instead.
+    if (role_owner_.load() == std::this_thread::get_id()) {
       hand_cq_back();
+      return;
+    }
+    // Kept out of the provider (shm; a peer failed): the caller can still
+    // look, polling its request for the spin before it sleeps, so that a
+    // completion within it costs no wake-up (spin_wait_driver.h).
+    if (!callers_enter_provider_ || any_failed_.load() || !connected_.load()) {
+      hand_cq_back();
+      SpinWaitDriver::poll_request(request, deadline, options_.max_spin);
       return;
     }
     // The progress thread holds the role only for a turn (microseconds);
