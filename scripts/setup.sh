@@ -9,7 +9,7 @@ packages=(
   libfabric-dev libfabric-bin libibverbs-dev rdma-core
   libboost-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev
-  libxxhash-dev libssl-dev
+  libxxhash-dev libssl-dev iperf3
   dataset-fashion-mnist
   python3-dev python3-venv python3-pip python3-numpy python3-torch python3-pytest
   openmpi-bin slurmctld slurmd slurm-client munge
