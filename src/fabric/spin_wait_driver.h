@@ -4,10 +4,10 @@
 // libfabric/transport.cc). The waiting thread cannot make progress itself,
 // but it can look: it polls its request, yielding the core between polls,
 // for at most `max_spin` before wait_until sleeps on the request's
-// condition variable. A completion that
-// comes within the spin then costs the waiter no wake-up (a switch out and
-// one back, some 10 us each on a loaded 2-core host); on the 8-byte round
-// trip that was a third of the time (docs/fabric-performance.md).
+// condition variable. A completion that comes within the spin then costs
+// the waiter no wake-up (a switch out and one back, some 10 us each on a
+// loaded 2-core host); on asio's 8-byte round trip that was about a
+// quarter of the time (docs/fabric-performance.md).
 //
 // Yielding, not a pause instruction: with fewer cores than busy threads the
 // poller would starve the io thread that completes its request.
