@@ -13,6 +13,10 @@
 // can bring work (a transfer in flight may need progress that no ring
 // announces: the back-off stays for those).
 //
+// While callers poll the CQ themselves (transport.cc, cq_left_to_callers),
+// fd mode sleeps on the eventfd alone (wait_for_wake), so that their
+// completions do not wake this thread too.
+//
 // In the CQ's own blocking read (`sread`, for libfabric 1.17's native tcp
 // RDM provider "net"): fi_cq_sread for no entries, woken by fi_cq_signal.
 // That provider's fi_trywait never resets the CQ's wait fd, which stays
@@ -73,8 +77,8 @@ class Waiter {
   // peer's new message, which rings, can give work). Never spins.
   void wait(std::chrono::microseconds max_wait, bool idle = false);
 
-  // Whether wait_for_wake() can be used: the CQ has a wait fd of its own,
-  // which it leaves out (not sread, not polled).
+  // Whether wait_for_wake() can be used: fd mode (the CQ has a wait fd,
+  // which that wait leaves out; neither sread nor polled).
   bool can_leave_cq() const { return cq_fd_ >= 0 && !sread_; }
   // Blocks until wake() or `timeout`, not on the CQ: while callers poll
   // the CQ themselves, its completions are theirs to see. Fd mode only.
