@@ -129,7 +129,7 @@ void Link::post_send(RequestPtr request, const void* data, std::size_t bytes) {
   // Loop back in memory: the message is complete as soon as it is copied.
   HeldBuffer copy(bytes, nullptr);  // our own bytes: not counted
   if (bytes > 0) std::memcpy(copy.get(), data, bytes);
-  deliver_unexpected(request->tag(), std::move(copy), bytes);
+  with_recv_lock([&] { deliver_unexpected(request->tag(), std::move(copy), bytes); });
   request->complete(bytes);
 }
 
@@ -181,19 +181,42 @@ void Link::on_write(const boost::system::error_code& ec, std::size_t chunk) {
 
 // ---- receiving -------------------------------------------------------------
 
+void Link::Completion::run() {
+  if (!request) return;
+  if (error) return request->fail(error);
+  request->complete(bytes);
+}
+
+template <class Work>
+void Link::with_recv_lock(Work&& work) {
+  std::vector<Completion> done;
+  {
+    std::lock_guard<std::mutex> lock(recv_mutex_);
+    work();
+    done.swap(finished_);
+  }
+  for (auto& completion : done) completion.run();
+}
+
 void Link::post_recv(RequestPtr request, void* data, std::size_t capacity) {
-  if (error_) return request->fail(error_);
+  with_recv_lock([&] { post_recv_locked(std::move(request), static_cast<unsigned char*>(data), capacity); });
+}
+
+void Link::post_recv_locked(RequestPtr request, unsigned char* data, std::size_t capacity) {
+  if (error_) return finished_.push_back({std::move(request), 0, error_});
   const Tag tag = request->tag();
   // Oldest first: completed unexpected messages, then the one arriving now.
   if (auto it = unexpected_.find(tag); it != unexpected_.end() && !it->second.empty()) {
+    // Copied and freed under the lock: the held bytes' count is the io
+    // thread's too.
     Unexpected message = std::move(it->second.front());
     it->second.pop_front();
     if (it->second.empty()) unexpected_.erase(it);
-    if (message.bytes > capacity) return fail_size(request, message.bytes, capacity, tag);
+    if (message.bytes > capacity) return fail_size(std::move(request), message.bytes, capacity, tag);
     if (message.bytes > 0) std::memcpy(data, message.data.get(), message.bytes);
-    return request->complete(message.bytes);
+    return finished_.push_back({std::move(request), message.bytes, nullptr});
   }
-  PostedRecv recv{std::move(request), static_cast<unsigned char*>(data), capacity};
+  PostedRecv recv{std::move(request), data, capacity};
   // Only a receive with none older of its tag may take the message arriving
   // now. (Never leave an empty queue in posted_: lookups assume non-empty.)
   const auto it = posted_.find(tag);
@@ -207,12 +230,13 @@ bool Link::claim_incoming(PostedRecv& recv) {
   }
   if (incoming_.total > recv.capacity) {
     incoming_.discard = true;  // temp stays alive: a read may be landing in it
-    fail_size(recv.request, incoming_.total, recv.capacity, incoming_.tag);
+    fail_size(std::move(recv.request), incoming_.total, recv.capacity, incoming_.tag);
     return true;
   }
   // Move what has arrived so far into the user's buffer and land the rest
   // there directly. temp stays alive until the chunk now landing in it is
-  // copied (on_payload).
+  // copied (on_payload); that chunk lies past next_offset, so the io
+  // thread's read and this copy never touch the same bytes.
   if (incoming_.next_offset > 0) std::memcpy(recv.data, incoming_.temp.get(), incoming_.next_offset);
   incoming_.target = recv.data;
   incoming_.request = std::move(recv.request);
@@ -230,21 +254,24 @@ void Link::on_header(const boost::system::error_code& ec) {
   std::string why;
   const auto header = wire::decode_frame(recv_header_, &why);
   if (!header) return fail_link("bad message: " + why);
-  if (!have_incoming_) {
-    if (header->offset != 0) {
-      return fail_link("bad message: first frame of tag " + std::to_string(header->tag) + " starts at offset " +
-                       std::to_string(header->offset));
+  with_recv_lock([&] {
+    if (!have_incoming_) {
+      if (header->offset != 0) {
+        return fail_link_locked("bad message: first frame of tag " + std::to_string(header->tag) +
+                                " starts at offset " + std::to_string(header->offset));
+      }
+      if (!begin_incoming(header->tag, header->total)) return;
+    } else if (header->tag != incoming_.tag || header->total != incoming_.total ||
+               header->offset != incoming_.next_offset) {
+      return fail_link_locked("bad message: frame (tag " + std::to_string(header->tag) + ", offset " +
+                              std::to_string(header->offset) + " of " + std::to_string(header->total) +
+                              ") does not continue the message in progress (tag " + std::to_string(incoming_.tag) +
+                              ", offset " + std::to_string(incoming_.next_offset) + " of " +
+                              std::to_string(incoming_.total) + ")");
     }
-    if (!begin_incoming(header->tag, header->total)) return;
-  } else if (header->tag != incoming_.tag || header->total != incoming_.total ||
-             header->offset != incoming_.next_offset) {
-    return fail_link("bad message: frame (tag " + std::to_string(header->tag) + ", offset " +
-                     std::to_string(header->offset) + " of " + std::to_string(header->total) +
-                     ") does not continue the message in progress (tag " + std::to_string(incoming_.tag) + ", offset " +
-                     std::to_string(incoming_.next_offset) + " of " + std::to_string(incoming_.total) + ")");
-  }
-  if (header->chunk == 0) return finish_incoming();  // a 0-byte message
-  start_read_payload(header->chunk, header->payload_hash);
+    if (header->chunk == 0) return finish_incoming();  // a 0-byte message
+    start_read_payload(header->chunk, header->payload_hash);
+  });
 }
 
 bool Link::begin_incoming(Tag tag, std::uint64_t total) {
@@ -258,7 +285,7 @@ bool Link::begin_incoming(Tag tag, std::uint64_t total) {
     if (it->second.empty()) posted_.erase(it);
     if (total > recv.capacity) {
       incoming_.discard = true;
-      fail_size(recv.request, total, recv.capacity, tag);
+      fail_size(std::move(recv.request), total, recv.capacity, tag);
     } else {
       incoming_.request = std::move(recv.request);
       incoming_.target = recv.data;
@@ -266,16 +293,16 @@ bool Link::begin_incoming(Tag tag, std::uint64_t total) {
     return true;
   }
   if (total > max_unexpected_bytes_ - std::min(unexpected_bytes_, max_unexpected_bytes_)) {
-    fail_link("sent a message of " + std::to_string(total) + " bytes (tag " + std::to_string(tag) +
-              ") that no receive asked for while " + std::to_string(unexpected_bytes_) +
-              " such bytes are held; the limit is " + std::to_string(max_unexpected_bytes_) +
-              " (TransportOptions::max_unexpected_bytes)");
+    fail_link_locked("sent a message of " + std::to_string(total) + " bytes (tag " + std::to_string(tag) +
+                     ") that no receive asked for while " + std::to_string(unexpected_bytes_) +
+                     " such bytes are held; the limit is " + std::to_string(max_unexpected_bytes_) +
+                     " (TransportOptions::max_unexpected_bytes)");
     return false;
   }
   try {
     incoming_.temp = HeldBuffer(total, &unexpected_bytes_);
   } catch (const std::bad_alloc&) {
-    fail_link("cannot hold an unexpected message of " + std::to_string(total) + " bytes (out of memory)");
+    fail_link_locked("cannot hold an unexpected message of " + std::to_string(total) + " bytes (out of memory)");
     return false;
   }
   incoming_.target = incoming_.temp.get();
@@ -311,7 +338,7 @@ void Link::discard_payload(std::uint64_t chunk, std::uint64_t left) {
                   [this, chunk, left, piece](const boost::system::error_code& ec, std::size_t) {
                     if (error_) return;
                     if (ec) return fail_link("connection closed: " + ec.message());
-                    discard_payload(chunk, left - piece);
+                    with_recv_lock([&] { discard_payload(chunk, left - piece); });
                   });
 }
 
@@ -319,21 +346,25 @@ void Link::on_payload(const boost::system::error_code& ec, std::uint64_t chunk, 
                       unsigned char* where) {
   if (error_) return;
   if (ec) return fail_link("connection closed: " + ec.message());
-  // A receive posted while this chunk was landing may have moved the message
-  // from a temporary buffer into the user's: check the bytes where they are now.
-  const unsigned char* landed = where;
-  if (!incoming_.discard && where != incoming_.target + incoming_.next_offset) {
-    std::memcpy(incoming_.target + incoming_.next_offset, where, chunk);
-    landed = incoming_.target + incoming_.next_offset;
-  }
-  if (incoming_.request || incoming_.discard) incoming_.temp.reset();
-  if (wire::checksum_payload(landed, chunk) != payload_hash) {
-    return fail_link("bad message: payload checksum mismatch in tag " + std::to_string(incoming_.tag) + " at offset " +
-                     std::to_string(incoming_.next_offset) + " (" + std::to_string(chunk) + " bytes)");
-  }
-  incoming_.next_offset += chunk;
-  if (incoming_.next_offset == incoming_.total) return finish_incoming();
-  start_read_header();
+  with_recv_lock([&] {
+    // A receive posted while this chunk was landing may have moved the
+    // message from a temporary buffer into the user's: check the bytes where
+    // they are now.
+    const unsigned char* landed = where;
+    if (!incoming_.discard && where != incoming_.target + incoming_.next_offset) {
+      std::memcpy(incoming_.target + incoming_.next_offset, where, chunk);
+      landed = incoming_.target + incoming_.next_offset;
+    }
+    if (incoming_.request || incoming_.discard) incoming_.temp.reset();
+    if (wire::checksum_payload(landed, chunk) != payload_hash) {
+      return fail_link_locked("bad message: payload checksum mismatch in tag " + std::to_string(incoming_.tag) +
+                              " at offset " + std::to_string(incoming_.next_offset) + " (" + std::to_string(chunk) +
+                              " bytes)");
+    }
+    incoming_.next_offset += chunk;
+    if (incoming_.next_offset == incoming_.total) return finish_incoming();
+    start_read_header();
+  });
 }
 
 void Link::finish_incoming() {
@@ -341,7 +372,7 @@ void Link::finish_incoming() {
   have_incoming_ = false;
   incoming_ = Incoming{};
   if (done.request) {
-    done.request->complete(done.total);
+    finished_.push_back({std::move(done.request), done.total, nullptr});
   } else if (!done.discard) {
     deliver_unexpected(done.tag, std::move(done.temp), done.total);
   }
@@ -353,27 +384,36 @@ void Link::deliver_unexpected(Tag tag, HeldBuffer data, std::size_t bytes) {
     PostedRecv recv = std::move(it->second.front());
     it->second.pop_front();
     if (it->second.empty()) posted_.erase(it);
-    if (bytes > recv.capacity) return fail_size(recv.request, bytes, recv.capacity, tag);
+    if (bytes > recv.capacity) return fail_size(std::move(recv.request), bytes, recv.capacity, tag);
     if (bytes > 0) std::memcpy(recv.data, data.get(), bytes);
-    return recv.request->complete(bytes);
+    return finished_.push_back({std::move(recv.request), bytes, nullptr});
   }
   unexpected_[tag].push_back(Unexpected{std::move(data), bytes});
 }
 
-void Link::fail_size(const RequestPtr& request, std::size_t message, std::size_t capacity, Tag tag) {
-  request->fail(peer_error("message of " + std::to_string(message) + " bytes with tag " + std::to_string(tag) +
-                           " does not fit the receive buffer of " + std::to_string(capacity) +
-                           " bytes; the message was dropped"));
+void Link::fail_size(RequestPtr request, std::size_t message, std::size_t capacity, Tag tag) {
+  finished_.push_back({std::move(request), 0,
+                       peer_error("message of " + std::to_string(message) + " bytes with tag " + std::to_string(tag) +
+                                  " does not fit the receive buffer of " + std::to_string(capacity) +
+                                  " bytes; the message was dropped")});
 }
 
 // ---- failure ---------------------------------------------------------------
 
 void Link::fail_link(const std::string& reason) {
+  with_recv_lock([&] { fail_link_locked(reason); });
+}
+
+void Link::fail_link_locked(const std::string& reason) {
   fabric_log().warn("link to peer rank {} ({}) failed: {}", rank_, host_, reason);
-  fail(peer_error(reason));
+  fail_locked(peer_error(reason));
 }
 
 void Link::fail(std::exception_ptr error) {
+  with_recv_lock([&] { fail_locked(std::move(error)); });
+}
+
+void Link::fail_locked(std::exception_ptr error) {
   if (error_) return;
   error_ = std::move(error);
   std::deque<SendOp> sends;
@@ -389,16 +429,15 @@ void Link::fail(std::exception_ptr error) {
     socket_->shutdown(net::ip::tcp::socket::shutdown_both, ignored);
     socket_->close(ignored);
   }
-  // Collect first, then fail: a request's on_done callback may post more work.
-  std::vector<RequestPtr> pending;
-  for (auto& op : sends) pending.push_back(std::move(op.request));
+  // Failed once the lock is released: a request's on_done callback may post
+  // more work.
+  for (auto& op : sends) finished_.push_back({std::move(op.request), 0, error_});
   for (auto& [tag, queue] : posted_) {
-    for (auto& recv : queue) pending.push_back(std::move(recv.request));
+    for (auto& recv : queue) finished_.push_back({std::move(recv.request), 0, error_});
   }
   posted_.clear();
   unexpected_.clear();
-  if (have_incoming_ && incoming_.request) pending.push_back(std::move(incoming_.request));
-  for (auto& request : pending) request->fail(error_);
+  if (have_incoming_ && incoming_.request) finished_.push_back({std::move(incoming_.request), 0, error_});
 }
 
 }  // namespace murmur::fabric::asio

@@ -2,13 +2,20 @@
 // queue of sends, the posted receives and the unexpected messages, matched on
 // (tag, posting order).
 //
-// Threading: a Link is touched only on its transport's io_context thread
-// (the transport posts irecv / fail_peer there), except its send queue:
-// send_from_caller() may write a message to the socket from the caller's
-// thread, so the queue, the write in flight and the socket's fd for such
-// writes are guarded by send_mutex_ (a leaf lock; no request completes
-// under it). Nothing here blocks: the caller's write is non-blocking, the
-// io thread's reads and writes are asio async operations.
+// Threading: a Link's socket is read and written on its transport's
+// io_context thread, with two ways in from the callers' threads, each
+// saving the hand-off to the io thread (a wake-up) that a small message's
+// latency is mostly made of:
+// - send_from_caller() may write a message to the socket from the caller's
+//   thread, so the send queue, the write in flight and the socket's fd for
+//   such writes are guarded by send_mutex_ (a leaf lock);
+// - post_recv() runs on the caller's thread, so the receive side (posted
+//   receives, unexpected messages, the message arriving, the link's error)
+//   is guarded by recv_mutex_, taken before send_mutex_ where both are.
+// No request completes under either lock: completing runs the request's
+// callbacks, which may post more work on this link. Nothing here blocks
+// beyond those locks: the caller's write is non-blocking, the io thread's
+// reads and writes are asio async operations.
 //
 // Ownership: the transport owns its Links and their sockets; user buffers
 // belong to the caller until their Request is done.
@@ -63,10 +70,12 @@ class Link final {
   void post_send(RequestPtr request, const void* data, std::size_t bytes);
   // io thread: goes on writing what a caller's write left (kRestLeft).
   void resume_write() { start_write(); }
+  // Any thread. Completes the receive at once from a message already here,
+  // or leaves it for the io thread to land the message in.
   void post_recv(RequestPtr request, void* data, std::size_t capacity);
 
-  // Fails every pending and later request with `error` and closes the
-  // socket. Idempotent: the first error wins.
+  // io thread. Fails every pending and later request with `error` and
+  // closes the socket. Idempotent: the first error wins.
   void fail(std::exception_ptr error);
 
  private:
@@ -114,36 +123,54 @@ class Link final {
     bool discard = false;             // consumed after a size mismatch
   };
 
+  // A request to complete (or fail) once recv_mutex_ is released.
+  struct Completion {
+    RequestPtr request;
+    std::size_t bytes = 0;
+    std::exception_ptr error;  // null: completed with `bytes`
+    void run();
+  };
+  // Runs `work` under recv_mutex_, then the completions it left in
+  // finished_, without the lock.
+  template <class Work>
+  void with_recv_lock(Work&& work);
+
+  // io thread, no lock held.
   void start_write();
   void on_write(const boost::system::error_code& ec, std::size_t chunk);
   void start_read_header();
   void on_header(const boost::system::error_code& ec);
+  void on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
+                  unsigned char* where);
+  void fail_link(const std::string& reason);  // a fault on this link
+
+  // Under recv_mutex_; on the io thread but for post_recv_locked and
+  // claim_incoming, which a caller's post_recv runs too.
+  void post_recv_locked(RequestPtr request, unsigned char* data, std::size_t capacity);
+  // Binds `recv` to the message now arriving; false if that message is not
+  // free to take.
+  bool claim_incoming(PostedRecv& recv);
+  // A new message `tag` of `total` bytes begins: bind it to a posted receive
+  // or to a temporary buffer. Returns false if the link failed.
+  bool begin_incoming(Tag tag, std::uint64_t total);
   void start_read_payload(std::uint64_t chunk, std::uint64_t payload_hash);
   // Reads and drops the `left` bytes still to come of a discarded
   // message's chunk of `chunk` bytes, through scratch_.
   void discard_payload(std::uint64_t chunk, std::uint64_t left);
-  void on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
-                  unsigned char* where);
   void finish_incoming();
-  // A new message `tag` of `total` bytes begins: bind it to a posted receive
-  // or to a temporary buffer. Returns false if the link failed.
-  bool begin_incoming(Tag tag, std::uint64_t total);
   // A whole message is here (from the network or the local loop).
   void deliver_unexpected(Tag tag, HeldBuffer data, std::size_t bytes);
-  // Binds `recv` to the message now arriving; false if that message is not
-  // free to take.
-  bool claim_incoming(PostedRecv& recv);
-  void fail_size(const RequestPtr& request, std::size_t message, std::size_t capacity, Tag tag);
-  void fail_link(const std::string& reason);  // a fault on this link
+  void fail_size(RequestPtr request, std::size_t message, std::size_t capacity, Tag tag);
+  void fail_link_locked(const std::string& reason);
+  void fail_locked(std::exception_ptr error);
+
   std::exception_ptr peer_error(const std::string& reason) const;
 
   const int rank_;
   const std::size_t chunk_bytes_;
   const std::size_t max_unexpected_bytes_;
   const bool local_;
-  std::size_t unexpected_bytes_ = 0;  // held in HeldBuffers now
   std::string host_ = "unknown host";
-  std::exception_ptr error_;
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
 
   std::mutex send_mutex_;  // guards the members down to send_header_
@@ -153,11 +180,17 @@ class Link final {
   std::size_t queued_sends_ = 0;  // posted by callers, not yet in sends_
   wire::FrameBytes send_header_{};
 
+  std::mutex recv_mutex_;  // guards the members down to incoming_
+  // Written under recv_mutex_ on the io thread only, so that thread reads
+  // it without the lock.
+  std::exception_ptr error_;
+  std::vector<Completion> finished_;  // to run once recv_mutex_ is released
+  std::size_t unexpected_bytes_ = 0;  // held in HeldBuffers now
   std::unordered_map<Tag, std::deque<PostedRecv>> posted_;
   std::unordered_map<Tag, std::deque<Unexpected>> unexpected_;
-  wire::FrameBytes recv_header_{};
   bool have_incoming_ = false;
   Incoming incoming_;
+  wire::FrameBytes recv_header_{};  // io thread only
   static constexpr std::size_t kDiscardPieceBytes = 64 * 1024;
   std::vector<unsigned char> scratch_;  // payload of discarded messages, a piece at a time
 };

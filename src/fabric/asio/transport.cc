@@ -2,7 +2,8 @@
 // run by one thread. Connection set-up (listen, dial, handshake) lives here;
 // per-peer traffic lives in link.cc, the wire format in wire.cc. isend
 // writes from the caller's thread when the link lets it (Link::
-// send_from_caller); everything else is posted to the io thread.
+// send_from_caller) and irecv posts its receive from the caller's thread
+// (Link::post_recv); everything else is posted to the io thread.
 #include "fabric/asio/transport.h"
 
 #include <boost/asio/connect.hpp>
@@ -123,8 +124,8 @@ class AsioTransport final : public Transport {
   tcp::acceptor acceptor_;
   std::string address_;
   // Grown only by the io thread, under links_mutex_'s exclusive lock;
-  // isend reads it from callers' threads under a shared one (the io thread
-  // reads it without).
+  // isend and irecv read it from callers' threads under a shared one (the
+  // io thread reads it without).
   std::vector<std::unique_ptr<Link>> links_;
   std::shared_mutex links_mutex_;
   // Set on every request: a waiter polls it for the spin before sleeping.
@@ -587,7 +588,10 @@ RequestPtr AsioTransport::irecv(int peer, Tag tag, void* data, std::size_t capac
   check_peer(peer, "irecv");
   auto request = std::make_shared<Request>(Request::Kind::kRecv, peer, tag);
   request->set_driver(spin_driver_);
-  net::post(io_, [this, request, peer, data, capacity] { links_[peer]->post_recv(request, data, capacity); });
+  // On this thread, as isend's write: no wake-up of the io thread. No
+  // callback runs in post_recv (the caller has not had the request yet).
+  std::shared_lock<std::shared_mutex> links(links_mutex_);
+  links_[peer]->post_recv(request, data, capacity);
   return request;
 }
 
