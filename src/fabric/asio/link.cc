@@ -311,11 +311,37 @@ bool Link::begin_incoming(Tag tag, std::uint64_t total) {
 
 void Link::start_read_payload(std::uint64_t chunk, std::uint64_t payload_hash) {
   if (incoming_.discard) return discard_payload(chunk, chunk);
-  unsigned char* where = incoming_.target + incoming_.next_offset;
-  net::async_read(*socket_, net::buffer(where, chunk),
-                  [this, chunk, payload_hash, where](const boost::system::error_code& ec, std::size_t) {
-                    on_payload(ec, chunk, payload_hash, where);
-                  });
+  read_payload_piece(chunk, payload_hash, incoming_.target + incoming_.next_offset, 0);
+}
+
+void Link::set_receive_low_water(std::size_t bytes) {
+  const int value = static_cast<int>(bytes);
+  if (value == receive_low_water_) return;
+  receive_low_water_ = value;
+  // Only a hint: where the kernel refuses it, reads wake as they did.
+  ::setsockopt(socket_->native_handle(), SOL_SOCKET, SO_RCVLOWAT, &value, sizeof value);
+}
+
+// A large chunk is read with the socket's low-water mark raised to what is
+// left of it (at most kLowWaterBytes): the io thread then wakes when that
+// much has arrived, not at every segment, and each wake-up moves up to a
+// MiB instead of tens of KiB (4 MiB messages went from 0.55-0.65 of a
+// plain socket to 0.77-0.93; docs/fabric-performance.md). The mark never
+// exceeds what this chunk still owes, so the last bytes of a stream always
+// wake the reader; it is set back to 1 for the next header. Small chunks
+// leave it alone: two more system calls would cost a round trip more than
+// the wake-ups they save.
+void Link::read_payload_piece(std::uint64_t chunk, std::uint64_t payload_hash, unsigned char* where,
+                              std::uint64_t got) {
+  const std::uint64_t left = chunk - got;
+  const bool large = chunk >= kLowWaterMinChunkBytes;
+  if (large) set_receive_low_water(static_cast<std::size_t>(std::min<std::uint64_t>(left, kLowWaterBytes)));
+  socket_->async_read_some(net::buffer(where + got, left), [this, chunk, payload_hash, where, got, large](
+                                                               const boost::system::error_code& ec, std::size_t n) {
+    if (!ec && !error_ && got + n < chunk) return read_payload_piece(chunk, payload_hash, where, got + n);
+    if (large && !ec && !error_) set_receive_low_water(1);
+    on_payload(ec, chunk, payload_hash, where);
+  });
 }
 
 // A discarded message's chunk is read and dropped in pieces of at most

@@ -142,6 +142,9 @@ class Link final {
   void on_header(const boost::system::error_code& ec);
   void on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
                   unsigned char* where);
+  // Reads the chunk's bytes from `got` on into `where`, then calls on_payload.
+  void read_payload_piece(std::uint64_t chunk, std::uint64_t payload_hash, unsigned char* where, std::uint64_t got);
+  void set_receive_low_water(std::size_t bytes);
   void fail_link(const std::string& reason);  // a fault on this link
 
   // Under recv_mutex_; on the io thread but for post_recv_locked and
@@ -191,6 +194,9 @@ class Link final {
   bool have_incoming_ = false;
   Incoming incoming_;
   wire::FrameBytes recv_header_{};  // io thread only
+  int receive_low_water_ = 1;       // the socket's SO_RCVLOWAT, as last set
+  static constexpr std::size_t kLowWaterBytes = 1 << 20;
+  static constexpr std::uint64_t kLowWaterMinChunkBytes = 64 * 1024;
   static constexpr std::size_t kDiscardPieceBytes = 64 * 1024;
   std::vector<unsigned char> scratch_;  // payload of discarded messages, a piece at a time
 };
