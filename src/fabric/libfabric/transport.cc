@@ -581,8 +581,11 @@ class LibfabricTransport final : public Transport,
     return std::chrono::nanoseconds(std::clamp<std::int64_t>(left, 0, caller_returns_ns()));
   }
   // How long a caller whose request completed keeps the CQ: the spin's
-  // bound, the time worth polling for an imminent completion.
+  // bound, the time worth polling for an imminent completion. None when
+  // spinning is off (max_spin 0): such a caller drives one turn and leaves,
+  // so the progress thread must not wait for it to come back.
   std::int64_t caller_returns_ns() const {
+    if (options_.max_spin.count() <= 0) return 0;
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(options_.max_spin, kMinDriveSpin)).count();
   }
 
