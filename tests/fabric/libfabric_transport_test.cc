@@ -504,6 +504,7 @@ TEST(LibfabricProviders, AutoTunesRxmWhereverItRunsTcp) {
         {
           ::unsetenv("FI_OFI_RXM_EAGER_LIMIT");
           ::unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
+          ::unsetenv("FI_OFI_RXM_BUFFER_SIZE");
           TransportOptions options;
           options.provider = "auto";
           options.peers_on_this_host = c.on_this_host;
@@ -512,11 +513,12 @@ TEST(LibfabricProviders, AutoTunesRxmWhereverItRunsTcp) {
           const std::string chosen = libfabric::choose_provider(options);
           const char* eager = std::getenv("FI_OFI_RXM_EAGER_LIMIT");
           const char* receives = std::getenv("FI_OFI_RXM_MSG_RX_SIZE");
+          const char* buffers = std::getenv("FI_OFI_RXM_BUFFER_SIZE");
           const bool tuned = eager != nullptr && std::string(eager) == "1048576" && receives != nullptr &&
-                             std::string(receives) == "128";
-          const bool untouched = eager == nullptr && receives == nullptr;
-          std::fprintf(stderr, "chose %s, eager %s, receives %s\n", chosen.c_str(), eager ? eager : "unset",
-                       receives ? receives : "unset");
+                             std::string(receives) == "128" && buffers != nullptr && std::string(buffers) == "4096";
+          const bool untouched = eager == nullptr && receives == nullptr && buffers == nullptr;
+          std::fprintf(stderr, "chose %s, eager %s, receives %s, buffers %s\n", chosen.c_str(), eager ? eager : "unset",
+                       receives ? receives : "unset", buffers ? buffers : "unset");
           std::exit(chosen == c.provider && (chosen == "tcp" ? tuned : untouched) ? 0 : 1);
         },
         ::testing::ExitedWithCode(0), "");

@@ -144,6 +144,11 @@ bool rdma_device_listed() {
 namespace {
 
 constexpr int kRxmReceivesPerConnection = 128;
+// rxm's own buffers (FI_OFI_RXM_BUFFER_SIZE, 16 KiB by default): each of
+// the receives above is one, on every connection, and they are touched in
+// full. With every chunk an eager message landing straight in the user's
+// buffer (below), they hold only headers and messages of up to this size.
+constexpr int kRxmBufferBytes = 4096;
 
 // Where no RDMA device is usable, `auto` runs shm for a job whose peers are
 // all on this machine, unless it must survive lost peers (a peer that dies
@@ -185,7 +190,13 @@ bool auto_picks_shm(const TransportOptions& options) { return options.peers_on_t
 // The bench's bandwidth and round trip did not move, and a message nobody
 // has asked for still does not hold up the others, however many there are
 // (rxm copies them out and posts the buffer again; the test
-// AnUnclaimedMessageDoesNotHoldUpAnotherTag sends 200).
+// AnUnclaimedMessageDoesNotHoldUpAnotherTag sends 200). What tcp still held
+// beyond shm after that, about 25 MiB per peer of that job, was two of
+// rxm's buffer pools of FI_OFI_RXM_BUFFER_SIZE-sized buffers (16.5 MiB
+// each, fully resident, in /proc/PID/smaps; gone with the variable at
+// 4096): murmur names 4096, which took those peers from 129-134 to 106-111
+// MiB, under the budget, with bandwidth and round trip unchanged within the
+// bench's noise (docs/fabric-performance.md, "tcp: memory per connection").
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
   // `auto`'s choice (choose_provider) without asking libfabric: verbs where
   // the kernel lists an RDMA device (rxm over verbs needs its own limits),
@@ -196,6 +207,7 @@ void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked)
   if (!tcp) return;
   ::setenv("FI_OFI_RXM_EAGER_LIMIT", std::to_string(options.chunk_bytes).c_str(), /*overwrite=*/0);
   ::setenv("FI_OFI_RXM_MSG_RX_SIZE", std::to_string(kRxmReceivesPerConnection).c_str(), /*overwrite=*/0);
+  ::setenv("FI_OFI_RXM_BUFFER_SIZE", std::to_string(kRxmBufferBytes).c_str(), /*overwrite=*/0);
 }
 
 // "murmur-<pid>-<64 random bits>" (common/host.h): unique across processes
