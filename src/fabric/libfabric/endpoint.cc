@@ -144,9 +144,9 @@ bool rdma_device_listed() {
 namespace {
 
 constexpr int kRxmReceivesPerConnection = 128;
-// rxm's own buffers (FI_OFI_RXM_BUFFER_SIZE, 16 KiB by default): each of
-// the receives above is one, on every connection, and they are touched in
-// full. With every chunk an eager message landing straight in the user's
+// rxm's own buffers (FI_OFI_RXM_BUFFER_SIZE, 16 KiB by default): each
+// receive rxm posts on a connection (above) holds one, and they are
+// touched in full. With every chunk an eager message landing straight in the user's
 // buffer (below), they hold only headers and messages of up to this size.
 constexpr int kRxmBufferBytes = 4096;
 
@@ -196,7 +196,7 @@ bool auto_picks_shm(const TransportOptions& options) { return options.peers_on_t
 // each, fully resident, in /proc/PID/smaps; gone with the variable at
 // 4096): murmur names 4096, which took those peers from 129-134 to 106-111
 // MiB, under the budget, with bandwidth and round trip unchanged within the
-// bench's noise (docs/fabric-performance.md, "tcp: memory per connection").
+// bench's noise (docs/fabric-performance.md, "tcp: rxm's buffers").
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
   // `auto`'s choice (choose_provider) without asking libfabric: verbs where
   // the kernel lists an RDMA device (rxm over verbs needs its own limits),
