@@ -185,7 +185,7 @@ bool auto_picks_shm(const TransportOptions& options) { return options.peers_on_t
 // (why, not traced into rxm's source): an 8-peer MLP
 // job's peers (exponential graph) peaked at 189-201 MiB over tcp, against
 // 128-136 MiB with the variable at 128 (or anything from 16 to 512) and 99
-// MiB over shm (docs/fabric-performance.md, "Memory per connection"), a
+// MiB over shm (docs/fabric-performance.md, "tcp: memory per connection"), a
 // cost that grows with every peer a rank talks to. So murmur names 128.
 // The bench's bandwidth and round trip did not move, and a message nobody
 // has asked for still does not hold up the others, however many there are
