@@ -134,7 +134,7 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
 LinkProfile parse_link_profile(std::string_view spec) {
   const std::string context = fmt::format("link profile '{}': ", trim(spec));
   LinkProfile profile;
-  bool seen_lat = false, seen_bw = false, seen_jitter = false;
+  bool seen_lat = false, seen_bw = false, seen_jitter = false, seen_uplink = false;
   std::string_view rest = trim(spec);
   if (rest.empty()) throw ProfileError("empty link profile (expected a name such as 10gbe, or lat=..,bw=..)");
   for (bool first = true;; first = false) {
@@ -147,7 +147,7 @@ LinkProfile parse_link_profile(std::string_view spec) {
       if (!base) {
         throw ProfileError(
             fmt::format("{}unknown profile '{}' (expected 10gbe, 100gbe, ib-hdr100, wan, none, "
-                        "loopback, or items like lat=50us,bw=10gbit,jitter=5us)",
+                        "loopback, or items like lat=50us,bw=10gbit,jitter=5us,uplink=10gbit)",
                         context, item));
       }
       if (!first) {
@@ -172,8 +172,11 @@ LinkProfile parse_link_profile(std::string_view spec) {
         } else if (key == "jitter") {
           once(seen_jitter);
           profile.jitter = parse_duration(value);
+        } else if (key == "uplink") {
+          once(seen_uplink);
+          profile.uplink_bytes_per_second = parse_rate(value);
         } else {
-          throw ProfileError(fmt::format("unknown key '{}' (expected lat, bw, jitter)", key));
+          throw ProfileError(fmt::format("unknown key '{}' (expected lat, bw, jitter, uplink)", key));
         }
       } catch (const ProfileError& e) {
         throw ProfileError(fmt::format("{}{}: {}", context, item, e.what()));
@@ -186,9 +189,15 @@ LinkProfile parse_link_profile(std::string_view spec) {
 }
 
 std::string to_string(const LinkProfile& profile) {
-  const std::string bw =
-      profile.bytes_per_second > 0 ? fmt::format("{:.6g}mbit", profile.bytes_per_second * 8 / 1e6) : "unlimited";
-  return fmt::format("lat={},bw={},jitter={}", format_duration(profile.latency), bw, format_duration(profile.jitter));
+  auto rate = [](double bytes_per_second) {
+    return bytes_per_second > 0 ? fmt::format("{:.6g}mbit", bytes_per_second * 8 / 1e6) : std::string("unlimited");
+  };
+  std::string text = fmt::format("lat={},bw={},jitter={}", format_duration(profile.latency),
+                                 rate(profile.bytes_per_second), format_duration(profile.jitter));
+  // Only when set: an edge without one bypasses the uplink, and logs of
+  // profiles without it read as they always have.
+  if (profile.uplink_bytes_per_second > 0) text += ",uplink=" + rate(profile.uplink_bytes_per_second);
+  return text;
 }
 
 }  // namespace murmur::fabric::shaper

@@ -6,6 +6,7 @@
 //   10gbe | 100gbe | ib-hdr100 | wan | none | loopback
 //   lat=50us,bw=10gbit,jitter=5us
 //   10gbe,jitter=5us
+//   10gbe,uplink=10gbit      (the edge also passes through the sender's uplink)
 // Durations take ns, us, ms, s (decimal numbers allowed: 1.5ms). Bandwidths
 // are per second and decimal: bit, kbit, mbit, gbit, tbit (100mbit = 1e8
 // bit/s) or bytes B, kB, MB, GB, TB (1GB = 1e9 bytes/s); an optional "/s"
@@ -32,8 +33,15 @@ struct LinkProfile {
   // Extra delay drawn uniformly from [0, jitter] per message. Jitter never
   // reorders messages to one destination (see shaped_transport.h).
   std::chrono::nanoseconds jitter{0};
+  // The sending rank's uplink (its NIC), one per rank and shared by every
+  // edge whose profile sets it: sends on those edges serialise through it at
+  // this rate as well as through their own link. 0: the edge bypasses it
+  // (edges are then independent, as between ranks on one host).
+  double uplink_bytes_per_second = 0;
 
-  bool shapes() const { return latency.count() > 0 || bytes_per_second > 0 || jitter.count() > 0; }
+  bool shapes() const {
+    return latency.count() > 0 || bytes_per_second > 0 || jitter.count() > 0 || uplink_bytes_per_second > 0;
+  }
   friend bool operator==(const LinkProfile&, const LinkProfile&) = default;
 };
 

@@ -118,12 +118,19 @@ class ShapedTransportImpl final : public ShapedTransport {
       if (!failed) {
         const Clock::time_point now = Clock::now();
         const LinkProfile profile = config_.profile_at(rank_, peer, now - start_);
-        const auto on_wire = profile.bytes_per_second > 0
-                                 ? std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                       static_cast<double>(bytes) / profile.bytes_per_second))
-                                 : Clock::duration::zero();
-        const Clock::time_point start = std::max(now, link.free_at);
+        // Through the uplink too, the message holds both it and the link
+        // for its time at the slower of the two rates.
+        const bool via_uplink = profile.uplink_bytes_per_second > 0;
+        double rate = profile.bytes_per_second;
+        if (via_uplink)
+          rate = rate > 0 ? std::min(rate, profile.uplink_bytes_per_second) : profile.uplink_bytes_per_second;
+        const auto on_wire = rate > 0 ? std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(static_cast<double>(bytes) / rate))
+                                      : Clock::duration::zero();
+        Clock::time_point start = std::max(now, link.free_at);
+        if (via_uplink) start = std::max(start, uplink_free_at_);
         link.free_at = start + on_wire;
+        if (via_uplink) uplink_free_at_ = link.free_at;
         Clock::time_point due = link.free_at + profile.latency;
         if (profile.jitter.count() > 0) {
           std::uniform_int_distribution<std::int64_t> draw(0, profile.jitter.count());
@@ -264,9 +271,10 @@ class ShapedTransportImpl final : public ShapedTransport {
   // Lock order: mutex_ is a leaf; it is never held while calling inner_ or
   // completing a Request.
   mutable std::mutex mutex_;
-  std::condition_variable wake_;    // timer: a new earliest send, or stop
-  std::vector<Link> links_;         // by destination rank; grows with add_peer
-  std::vector<std::string> hosts_;  // by rank, from connect() and add_peer
+  std::condition_variable wake_;        // timer: a new earliest send, or stop
+  std::vector<Link> links_;             // by destination rank; grows with add_peer
+  Clock::time_point uplink_free_at_{};  // when this rank's uplink finishes serialising
+  std::vector<std::string> hosts_;      // by rank, from connect() and add_peer
   std::mt19937_64 rng_;
   std::map<Key, Pending> queue_;
   std::uint64_t next_seq_ = 0;

@@ -16,8 +16,16 @@
 //     are monotone, so neither jitter nor a profile change reorders messages.
 //   - the outer request completes when the inner one completes, with its byte
 //     count or its error.
-// Links to different peers are independent (no shared NIC uplink is
-// modelled). Receives pass straight through.
+//   - when the profile sets an uplink rate, the send also passes through
+//     this rank's one uplink, shared by every edge whose profile sets one:
+//     start is no earlier than uplink_free_at either, the message holds both
+//     for n / min(bw, uplink), and uplink_free_at moves with link_free_at[d].
+//     The uplink sends whole messages one after another (first queued, first
+//     sent), as a NIC that does not interleave flows: the last of several
+//     concurrent sends finishes when fair sharing would finish them all, the
+//     others earlier.
+// Links that bypass the uplink are independent of each other. Receives pass
+// straight through (a receiver's downlink is not modelled).
 //
 // Threads: one timer thread per shaped transport sleeps on a condition
 // variable until the next hand-over is due (no polling) and calls the inner
