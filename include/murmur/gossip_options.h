@@ -56,6 +56,12 @@ struct GossipOptions {
   // the view run a server role (co-located, a thread each, as BytePS);
   // 0: every member (the survey's "as many servers as workers").
   int ps_servers = 0;
+  // bsp-ps, wfbp-ps, bytescheduler-ps: each tensor they push (a layer, or
+  // a bytescheduler partition) is cut into shards of at most this many
+  // floats, spread over the servers on their own, so that one large layer
+  // does not load one server (and its NIC) with most of the model.
+  // BytePS's default partition (BYTEPS_PARTITION_BYTES, 4,096,000 bytes).
+  std::int64_t ps_partition = 1024000;
   // topk-sgd: the fraction of the gradient's values each rank sends, in
   // (0, 1] (the survey's TopK-SGD density, 0.001).
   double topk_density = 0.001;
@@ -82,6 +88,7 @@ void visit_agreed_fields(const GossipOptions& g, Visit&& visit) {
   visit("bytescheduler partition", g.bytescheduler_partition);
   visit("bytescheduler credit", g.bytescheduler_credit);
   visit("servers", g.ps_servers);
+  visit("ps partition", g.ps_partition);
   visit("topk density", g.topk_density);
 }
 

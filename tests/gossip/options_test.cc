@@ -187,22 +187,25 @@ TEST(GossipFlags, GradientMethodKnobs) {
   CLI::App app;
   add_gossip_flags(app, g, kGradientMethodFlags);
   EXPECT_EQ(g.ps_servers, 0);               // every member serves
+  EXPECT_EQ(g.ps_partition, 1024000);       // BytePS's 4,096,000 bytes
   EXPECT_DOUBLE_EQ(g.topk_density, 0.001);  // the survey's
-  app.parse("--servers 2 --topk-density 0.01", /*program_name_included=*/false);
+  app.parse("--servers 2 --topk-density 0.01 --ps-partition 5000", /*program_name_included=*/false);
   EXPECT_EQ(g.ps_servers, 2);
   EXPECT_DOUBLE_EQ(g.topk_density, 0.01);
-  for (const char* bad : {"--servers=-1", "--topk-density 0", "--topk-density 1.5"}) {
+  EXPECT_EQ(g.ps_partition, 5000);
+  for (const char* bad : {"--servers=-1", "--topk-density 0", "--topk-density 1.5", "--ps-partition 0"}) {
     GossipOptions h;
     CLI::App other;
     add_gossip_flags(other, h, kGradientMethodFlags);
     EXPECT_THROW(other.parse(bad, /*program_name_included=*/false), CLI::ValidationError) << bad;
   }
-  // Ranks must agree on both: they decide what each rank sends where.
+  // Ranks must agree on them: they decide what each rank sends where.
   int agreed = 0;
   visit_agreed_fields(g, [&](const char* name, const auto&) {
-    agreed += std::string(name) == "servers" || std::string(name) == "topk density";
+    agreed +=
+        std::string(name) == "servers" || std::string(name) == "topk density" || std::string(name) == "ps partition";
   });
-  EXPECT_EQ(agreed, 2);
+  EXPECT_EQ(agreed, 3);
 }
 
 TEST(GossipFlags, ProgramsPickTheirs) {

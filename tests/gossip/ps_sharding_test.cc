@@ -23,6 +23,18 @@ TEST(PsSharding, LargestFirstOntoTheLeastLoaded) {
   EXPECT_EQ(assign_servers(std::vector<std::size_t>{1}, std::vector<int>{0, 1, 2}), (std::vector<int>{0}));
 }
 
+TEST(PsSharding, LargeTensorsAreCutIntoShards) {
+  // Tensors of 10, 3, 0 and 8 floats, shards of at most 4: 4 4 2 | 3 | | 4 4.
+  const ShardCut cut = cut_shards(std::vector<std::size_t>{10, 3, 0, 8}, 4);
+  EXPECT_EQ(cut.floats, (std::vector<std::size_t>{4, 4, 2, 3, 4, 4}));
+  EXPECT_EQ(cut.first_shard, (std::vector<std::size_t>{0, 3, 4, 4, 6}));
+  // Shards at least as large as every tensor: one shard per non-empty tensor.
+  EXPECT_EQ(cut_shards(std::vector<std::size_t>{10, 3}, 10).floats, (std::vector<std::size_t>{10, 3}));
+  // One large layer no longer lands on one server: its shards spread.
+  const ShardCut big = cut_shards(std::vector<std::size_t>{12, 1}, 3);
+  EXPECT_EQ(assign_servers(big.floats, std::vector<int>{0, 1, 2, 3}), (std::vector<int>{0, 1, 2, 3, 0}));
+}
+
 TEST(PsSharding, TheFirstKMembersServe) {
   const std::vector<int> members{0, 2, 3, 5};
   EXPECT_EQ(server_ranks(members, 0), members);  // default: as many servers as workers

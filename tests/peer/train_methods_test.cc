@@ -194,6 +194,8 @@ TEST_F(TrainMethods, ParameterServerMethodsMatchBspA2aOverShm) {
     SCOPED_TRACE(std::to_string(job.peers) + " peers");
     const auto bsp = train("bsp-a2a", job);
     expect_same_model("bsp-ps", train("bsp-ps", job), bsp);
+    // Layers cut into shards of 700 floats, spread over the servers.
+    expect_same_model("wfbp-ps --ps-partition 700", train("wfbp-ps", job, {"--ps-partition", "700"}), bsp);
     expect_same_model("bytescheduler-ps --servers 2",
                       train("bytescheduler-ps", job,
                             {"--servers", "2", "--bytescheduler-partition", "700", "--bytescheduler-credit", "700"}),

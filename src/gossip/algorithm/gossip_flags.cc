@@ -83,6 +83,12 @@ void add_gossip_flags(CLI::App& app, GossipOptions& o, unsigned which, const std
         ->check(CLI::Range(0, 1000000))
         ->capture_default_str()
         ->group(group);
+    app.add_option("--ps-partition", o.ps_partition,
+                   "bsp-ps, wfbp-ps, bytescheduler-ps: largest shard a server holds, in floats; larger tensors are "
+                   "spread over several servers (BytePS's default partition)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--topk-density", o.topk_density, "topk-sgd: fraction of the gradient each rank sends, in (0, 1]")
         ->check(unit_interval())
         ->capture_default_str()

@@ -31,10 +31,13 @@ GradientAlgorithm::GradientAlgorithm(std::string name, const AlgorithmOptions& o
     if (options_.ps_servers < 0)
       throw std::invalid_argument(name_ + ": --servers " + std::to_string(options_.ps_servers) +
                                   " must be >= 0 (0: every member serves)");
+    if (options_.ps_partition < 1)
+      throw std::invalid_argument(name_ + ": --ps-partition " + std::to_string(options_.ps_partition) +
+                                  " must be >= 1 (floats)");
     ps_ = std::make_unique<ParameterServerExchange>(
         name_, traffic_, [this](const auto& r) { return wait_excusing(r); },
         [this](Phase phase, std::uint64_t round, std::uint32_t id) { return task_tag(phase, round, id); },
-        options_.ps_servers, [this] { return tensor_sizes(); });
+        options_.ps_servers, static_cast<std::size_t>(options_.ps_partition), [this] { return tensor_sizes(); });
   }
   worker_ = comm_.start_thread([this] { worker_loop(); });
 }

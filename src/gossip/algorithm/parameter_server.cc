@@ -153,7 +153,7 @@ void ParameterServer::serve(Job& job) {
                                     " bytes for shard " + std::to_string(job.shard.id) + " of round " +
                                     std::to_string(round_) + ", expected " + std::to_string(n * sizeof(float)) +
                                     ": gradient layouts differ across ranks (the same model, --servers and "
-                                    "--bytescheduler-partition on every rank?)");
+                                    "--bytescheduler-partition and --ps-partition on every rank?)");
       values = job.pushes[j]->data();
     }
     for (std::size_t i = 0; i < n; ++i) sum[i] += values[i];

@@ -7,6 +7,18 @@
 
 namespace murmur::gossip::detail {
 
+ShardCut cut_shards(std::span<const std::size_t> tensor_floats, std::size_t max_floats) {
+  MURMUR_CHECK_GE(max_floats, std::size_t{1});
+  ShardCut cut;
+  cut.first_shard.reserve(tensor_floats.size() + 1);
+  for (const std::size_t floats : tensor_floats) {
+    cut.first_shard.push_back(cut.floats.size());
+    for (std::size_t at = 0; at < floats; at += max_floats) cut.floats.push_back(std::min(max_floats, floats - at));
+  }
+  cut.first_shard.push_back(cut.floats.size());
+  return cut;
+}
+
 std::vector<int> assign_servers(std::span<const std::size_t> sizes, std::span<const int> servers) {
   MURMUR_CHECK(!servers.empty());
   std::vector<std::size_t> order(sizes.size());
