@@ -54,43 +54,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
 from common import Event, Key  # noqa: E402
+from scaled_links import SEED_LINKS, SEED_MODELS, scaled_spec  # noqa: E402
 
 CENTRALIZED = {"allreduce", "topk-allreduce", "local-sgd"}
 MLP_PARAMETERS = 235146
 BATCH = 64
 
-# Shi et al. 2020 (docs/experiments.md, docs/seed-paper.md):
-# parameters, per-GPU batch, single-GPU samples per second.
-SEED_MODELS = {
-    "resnet50": {"parameters": 25.6e6, "batch": 64, "samples_per_s": 253.1},
-    "bert-large": {"parameters": 340e6, "batch": 8, "samples_per_s": 49.0},
-}
-# Link bytes per second and the named murmur profile whose latency is kept.
-SEED_LINKS = {
-    "scaled-10gbe": {"bytes_per_s": 1.25e9, "latency": "25us", "seed_link": "10GbE"},
-    "scaled-ib": {"bytes_per_s": 12.5e9, "latency": "1.5us", "seed_link": "100Gb IB"},
-}
 # Measured on this 2-core machine: median over ranks of compute_seconds / steps,
 # 8 peers, MLP, batch 64, unshaped (bench/experiments/matrix.py --calibrate).
 DEFAULT_COMPUTE_S_PER_STEP = 0.0024
 
 
-def comm_compute_ratio(model, link):
-    m, l = SEED_MODELS[model], SEED_LINKS[link]
-    transfer_s = 4 * m["parameters"] / l["bytes_per_s"]
-    step_s = m["batch"] / m["samples_per_s"]
-    return transfer_s / step_s, transfer_s, step_s
-
-
 def scaled_profile(link, model, compute_s):
-    """The lat=..,bw=.. spec of a scaled profile, and its derivation."""
-    ratio, transfer_s, step_s = comm_compute_ratio(model, link)
-    bw_bytes = 4 * MLP_PARAMETERS / (ratio * compute_s)
-    kbit = max(1, round(bw_bytes * 8 / 1e3))
-    spec = f"lat={SEED_LINKS[link]['latency']},bw={kbit}kbit"
-    return spec, {"profile": link, "model": model, "seed_link": SEED_LINKS[link]["seed_link"], "ratio": ratio,
-                  "seed_transfer_s": transfer_s, "seed_step_s": step_s, "cpu_compute_s": compute_s,
-                  "bw_bytes_per_s": bw_bytes, "spec": spec}
+    """The lat=..,bw=.. spec of a scaled profile for the MLP, and its derivation."""
+    return scaled_spec(link, model, 4 * MLP_PARAMETERS, compute_s)
 
 
 def derivation_table(compute_s):

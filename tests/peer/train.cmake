@@ -18,6 +18,15 @@ find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   add_test(NAME bench_common_test COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/common_test.py)
   set_tests_properties(bench_common_test PROPERTIES LABELS unit)
+  # seed_methods.py derives a scaled profile from a calibration job it runs
+  # and puts every rank behind one uplink (docs/seed-methods.md).
+  add_test(NAME seed_methods_scaled_script
+    COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/experiments/seed_methods.py
+      --build ${PROJECT_BINARY_DIR} --peers 2 --model mlp:16,8 --train-examples 128 --profiles scaled-10gbe
+      --methods bsp-ps --evals-per-epoch 2 --target 0.05 --out ${CMAKE_CURRENT_BINARY_DIR}/seed_methods_scaled_script)
+  set_tests_properties(seed_methods_scaled_script PROPERTIES LABELS multiprocess TIMEOUT 300
+    PASS_REGULAR_EXPRESSION
+    "[|] scaled-10gbe [|] bsp-ps [|] 2 [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|][^\n]*[|] [0-9.]+ [|]\n.*scaled-10gbe: --link-profile lat=25us,bw=[0-9]+kbit,uplink=[0-9]+kbit")
 else()
   message(STATUS "bench_common_test: no python3, the metrics names of bench/common.py go unchecked")
 endif()
