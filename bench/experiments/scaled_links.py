@@ -20,8 +20,8 @@ SEED_MODELS = {
 }
 # Link bytes per second and the named murmur profile whose latency is kept.
 SEED_LINKS = {
-    "scaled-10gbe": {"bytes_per_s": 1.25e9, "latency": "25us", "seed_link": "10GbE"},
-    "scaled-ib": {"bytes_per_s": 12.5e9, "latency": "1.5us", "seed_link": "100Gb IB"},
+    "scaled-10gbe": {"bytes_per_s": 1.25e9, "latency": "25us", "latency_s": 25e-6, "seed_link": "10GbE"},
+    "scaled-ib": {"bytes_per_s": 12.5e9, "latency": "1.5us", "latency_s": 1.5e-6, "seed_link": "100Gb IB"},
 }
 
 
@@ -47,4 +47,4 @@ def scaled_spec(link, model, model_bytes, compute_s, uplink=False):
         spec += f",uplink={kbit}kbit"
     return spec, {"profile": link, "model": model, "seed_link": SEED_LINKS[link]["seed_link"], "ratio": ratio,
                   "seed_transfer_s": transfer_s, "seed_step_s": step_s, "cpu_compute_s": compute_s,
-                  "bw_bytes_per_s": bw_bytes, "spec": spec}
+                  "bw_bytes_per_s": bw_bytes, "latency_s": SEED_LINKS[link]["latency_s"], "spec": spec}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The survey's methods (the A2A and parameter-server families, signSGD and
-TopK-SGD; allreduce for reference) as murmur-peer jobs
-on this host: one row per method and link profile with the iteration time,
+TopK-SGD; allreduce for reference) and murmur's gossip (dpsgd, and choco
+with top-1% compression, both on the exponential graph, as the main job
+runs) as murmur-peer jobs on this host: one row per method and link profile with the iteration time,
 the communication time, how much of it overlapped computation, the time
 the trainer waited, and the test accuracy of the averaged model.
 
@@ -20,7 +21,8 @@ it instead).
 
 Per iteration, from rank 0's last epoch record: train_seconds / steps,
 communication_thread_seconds / steps, communication_overlap_seconds / steps
-and communication_wait_seconds / steps; with --repeats N, the median of N
+and communication_wait_seconds / steps; the busiest rank's bytes_sent per
+step in models (murmur-run's summary); with --repeats N, the median of N
 runs, interleaved (every method once, then again), so that a change in the
 host's load spreads over all methods. Time to --target: rank 0's training
 seconds (train_seconds, without setup and test passes) at its first
@@ -41,7 +43,11 @@ import common  # noqa: E402
 from scaled_links import SEED_LINKS, SEED_MODELS, scaled_spec  # noqa: E402
 
 METHODS = ["bsp-a2a", "wfbp-a2a", "mg-wfbp", "bytescheduler-a2a", "bsp-ps", "wfbp-ps", "bytescheduler-ps",
-           "signsgd", "topk-sgd", "allreduce"]
+           "signsgd", "topk-sgd", "allreduce", "dpsgd", "choco"]
+# murmur's gossip algorithms as the main job runs them (scripts/demo.sh):
+# the exponential graph, CHOCO-SGD with top-1% compression.
+GOSSIP_FLAGS = {"dpsgd": ["--topology", "exponential"],
+                "choco": ["--topology", "exponential", "--compress", "topk:0.01"]}
 
 
 def run_one(args, method, profile, out, spec=None):
@@ -67,6 +73,7 @@ def run_one(args, method, profile, out, spec=None):
         command += ["--servers", str(args.servers)]
     if method.endswith("-ps") and getattr(args, "ps_partition", 0):
         command += ["--ps-partition", str(args.ps_partition)]
+    command += GOSSIP_FLAGS.get(method, [])
     if method == "signsgd":
         # Every step moves each weight by the learning rate: SGD's would
         # throw the model about (docs/seed-methods.md).
@@ -78,6 +85,8 @@ def run_one(args, method, profile, out, spec=None):
     K = common.Key
     reach = common.time_to_target(common.events(records, common.Event.EVAL), getattr(args, "target", 0.85))
     summary_record = common.read_summary(summary)
+    peers = summary_record[common.SUMMARY_PEERS]
+    model_bytes = 4 * peers[0][K.PARAMETERS]
     return {
         "method": method,
         "profile": profile,
@@ -88,6 +97,9 @@ def run_one(args, method, profile, out, spec=None):
         "wait_ms": 1e3 * epoch[K.COMMUNICATION_WAIT_SECONDS] / steps,
         "accuracy": summary_record["average_model_test_accuracy"],
         "train_to_target_s": reach[1] if reach else None,
+        # The busiest rank's bytes sent per step, in models: what its one
+        # uplink carries (a hot parameter server shows here).
+        "most_sent_models": max(p[K.BYTES_SENT] for p in peers) / (model_bytes * max(1, peers[0][K.STEPS])),
         "spec": spec,
     }
 
@@ -167,7 +179,7 @@ def main():
     rows = []
     for (profile, method), done in runs.items():
         row = dict(done[0])
-        for k in ("iteration_ms", "comm_ms", "overlap_ms", "wait_ms", "accuracy"):
+        for k in ("iteration_ms", "comm_ms", "overlap_ms", "wait_ms", "accuracy", "most_sent_models"):
             row[k] = statistics.median(r[k] for r in done)
         reached = [r["train_to_target_s"] for r in done if r["train_to_target_s"] is not None]
         # A median only when every run got there; otherwise how many did.
@@ -179,15 +191,16 @@ def main():
         json.dump({"rows": rows, "specs": specs, "scaled": derivations}, f, indent=1)
     target = f"{args.target * 100:g}%"
     print(f"| link | method | steps | iteration ms (min-max) | comm ms | overlap ms | wait ms | accuracy | "
-          f"training s to {target} |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"training s to {target} | most sent, models/step |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         low = min(x["iteration_ms"] for x in r["runs"])
         high = max(x["iteration_ms"] for x in r["runs"])
         reach = (f"{r['train_to_target_s']:.1f}" if r["train_to_target_s"] is not None
                  else f"not reached ({r['reached']} of {len(r['runs'])} runs)")
         print(f"| {r['profile']} | {r['method']} | {r['steps']} | {r['iteration_ms']:.1f} ({low:.0f}-{high:.0f}) | "
-              f"{r['comm_ms']:.1f} | {r['overlap_ms']:.1f} | {r['wait_ms']:.1f} | {r['accuracy']:.4f} | {reach} |")
+              f"{r['comm_ms']:.1f} | {r['overlap_ms']:.1f} | {r['wait_ms']:.1f} | {r['accuracy']:.4f} | {reach} | "
+              f"{r['most_sent_models']:.2f} |")
     for p, spec in specs.items():
         if spec != p:
             print(f"\n{p}: --link-profile {spec}")

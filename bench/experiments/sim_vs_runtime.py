@@ -61,7 +61,8 @@ SIM_NAMES = {"bsp-a2a": "BSP-A2A", "wfbp-a2a": "WFBP-A2A", "mg-wfbp": "MG-WFBP",
 # The predictions, by what tells murmur-sim about the host (module doc).
 KINDS = ("cores", "shared", "probed", "split")
 # murmur-peer's --link-profile names (docs/link-profiles.md): one-way latency
-# in seconds and bandwidth in bytes/s (None: unlimited).
+# in seconds and bandwidth in bytes/s (None: unlimited). The scaled ones
+# (scaled_links.py) are derived per model when the run starts.
 LINKS = {"loopback": (0.0, None), "10gbe": (25e-6, 1.25e9), "100gbe": (10e-6, 12.5e9)}
 
 
@@ -118,13 +119,21 @@ def write_profile(split, step_s, batch, path):
         f.write(text + f"samples-per-s {batch / step_s:.6g}  # single-peer step {1e3 * step_s:.3f} ms\n")
 
 
+def probe_spec(spec):
+    """What the probes run under: `spec` without its bandwidth items. The
+    probes measure a message's cost; a scaled link's bandwidth, far below
+    the host's, would add a probe model's bytes to it."""
+    items = [i for i in spec.split(",") if not i.startswith(("bw=", "uplink="))]
+    return ",".join(items) or "loopback"
+
+
 def message_probe_s(args, profile, out):
     """One ring step's cost on this host under the job's own contention: a
     --peers job of murmur-peer's logreg (7,850 parameters, about no
     compute) under bsp-a2a, its communication time per step over the
     ring's 2(P-1) messages. A communication benchmark of the cluster, as
     nccl-tests is for a GPU one; none of the predicted jobs."""
-    run = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out)
+    run = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out, probe_spec(args.specs[profile]))
     return run["comm_ms"] / 1e3 / (2 * (args.peers - 1))
 
 
@@ -139,20 +148,22 @@ def split_probe_s(args, profile, out):
     difference is the messages', the rest of the first a cost per step
     (the hand-offs between the trainer and the communication thread,
     waiting for the slowest peer) that does not grow with messages."""
-    one = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out + "-one")
-    many = seed_methods.run_one(seed_args(args, SPLIT_PROBE_MODEL), "wfbp-a2a", profile, out + "-many")
+    spec = probe_spec(args.specs[profile])
+    one = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out + "-one", spec)
+    many = seed_methods.run_one(seed_args(args, SPLIT_PROBE_MODEL), "wfbp-a2a", profile, out + "-many", spec)
     ring = 2 * (args.peers - 1)
     message = max(0.0, (many["iteration_ms"] - one["iteration_ms"]) / 1e3 / (12 * ring))
     return message, max(0.0, one["iteration_ms"] / 1e3 - ring * message)
 
 
 def write_cluster(args, profile, cores, path, slowest_factor=1.0, message_s=None):
-    latency, bandwidth = LINKS[profile]
+    latency, bandwidth = args.links[profile]
     latency = message_s if message_s is not None else latency + args.fabric_latency_us * 1e-6
     bandwidth = min(bandwidth or float("inf"), args.fabric_GBps * 1e9)
     link = f"latency={latency * 1e6:.3f}us bandwidth={bandwidth / 1e6:.3f}MB/s"
     with open(path, "w") as f:
-        f.write(f"# {args.peers} murmur peers on one host, link profile {profile} over libfabric {args.provider}\n"
+        f.write(f"# {args.peers} murmur peers on one host, link profile {profile} ({args.specs[profile]}) over "
+                f"libfabric {args.provider}\n"
                 f"gpus {args.peers}\ngpus-per-node 1\nstack murmur\ninter-node {link}\nintra-node {link}\n")
         if cores:
             f.write(f"host peers={args.peers} cores={cores}\n")
@@ -176,7 +187,20 @@ def seed_args(args, model):
     """seed_methods.run_one's arguments for one model."""
     return types.SimpleNamespace(build=args.build, peers=args.peers, timeout=args.timeout, model=model, epochs=1,
                                  batch=args.batch, train_examples=args.train_examples, provider=args.provider,
-                                 partition=0, credit=4000000, servers=0, sign_lr=0.001)
+                                 partition=args.partition, credit=args.credit, ps_partition=args.ps_partition,
+                                 servers=0, sign_lr=0.001)
+
+
+def resolve_links(args, model, out):
+    """args.specs (profile -> --link-profile spec) and args.links (profile ->
+    (latency s, bandwidth B/s or None)) for `model`: the scaled profiles'
+    bandwidth follows the model's bytes and compute (seed_methods.py)."""
+    scaled = types.SimpleNamespace(**vars(seed_args(args, model)), out=out, compute_s_per_step=0, model_bytes=0,
+                                   scale_model=args.scale_model)
+    args.specs, derivations = seed_methods.resolve_specs(scaled, args.profiles)
+    args.links = {p: LINKS[p] for p in args.profiles if p in LINKS}
+    for d in derivations:
+        args.links[d["profile"]] = (d["latency_s"], d["bw_bytes_per_s"])
 
 
 def main():
@@ -196,6 +220,10 @@ def main():
     p.add_argument("--fabric-GBps", type=float, default=0.5, help="libfabric tcp's throughput between two peers")
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--partition", type=int, default=0, help="bytescheduler's partition (0: its default)")
+    p.add_argument("--credit", type=int, default=4000000, help="with --partition: bytescheduler's credit")
+    p.add_argument("--ps-partition", type=int, default=0, help="the -ps methods' largest shard (0: its default)")
+    p.add_argument("--scale-model", default="bert-large", help="the seed model of the scaled profiles")
     p.add_argument("--out", default="/tmp/murmur-sim-vs-runtime")
     args = p.parse_args()
     common.stop_on_signals()
@@ -206,14 +234,22 @@ def main():
             sys.exit(f"--methods: murmur-sim has no cost model of '{m}' (known: {', '.join(SIM_NAMES)})")
     profiles = args.profiles.split(",")
     for profile in profiles:
-        if profile not in LINKS:
-            sys.exit(f"--profiles: '{profile}' is not one of {', '.join(LINKS)}")
+        if profile not in LINKS and profile not in seed_methods.SEED_LINKS:
+            sys.exit(f"--profiles: '{profile}' is not one of {', '.join([*LINKS, *seed_methods.SEED_LINKS])}")
+    args.profiles = profiles
 
+    # Once per model, before the repeats: every repeat runs on the same links.
+    links_of = {}
+    for model in models:
+        tag = model.replace(":", "-").replace(",", "_")
+        resolve_links(args, model, os.path.join(args.out, f"{tag}-links"))
+        links_of[model] = (args.specs, args.links)
     cells = {}  # (model, profile, method) -> {"measured": [...], "cores": [...], "shared": [...]}
     for repeat in range(args.repeats):
         for model in models:
             tag = model.replace(":", "-").replace(",", "_")
             base = os.path.join(args.out, f"{tag}-{repeat}")
+            args.specs, args.links = links_of[model]
             compute = compute_profiles(args, model, base)
             solo_file, shared_file = os.path.join(base, "solo.profile"), os.path.join(base, "shared.profile")
             write_profile(compute["split"], compute["solo_step_s"], args.batch, solo_file)
@@ -240,7 +276,7 @@ def main():
                              "split": predict(args, split_file, split_cluster, methods)}
                 for method in methods:
                     run = seed_methods.run_one(seed_args(args, model), method, profile,
-                                               os.path.join(base, f"{profile}-{method}"))
+                                               os.path.join(base, f"{profile}-{method}"), args.specs[profile])
                     cell = cells.setdefault((model, profile, method), {"measured": [], "message_s": []})
                     cell["measured"].append(run["iteration_ms"] / 1e3)
                     cell["message_s"].append(message_s)

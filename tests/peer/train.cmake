@@ -26,7 +26,7 @@ if(Python3_Interpreter_FOUND)
       --methods bsp-ps --evals-per-epoch 2 --target 0.05 --out ${CMAKE_CURRENT_BINARY_DIR}/seed_methods_scaled_script)
   set_tests_properties(seed_methods_scaled_script PROPERTIES LABELS multiprocess TIMEOUT 300
     PASS_REGULAR_EXPRESSION
-    "[|] scaled-10gbe [|] bsp-ps [|] 2 [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|][^\n]*[|] [0-9.]+ [|]\n.*scaled-10gbe: --link-profile lat=25us,bw=[0-9]+kbit,uplink=[0-9]+kbit")
+    "[|] scaled-10gbe [|] bsp-ps [|] 2 [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|][^\n]*[|] [0-9.]+ [|] [0-9.]+ [|]\n.*scaled-10gbe: --link-profile lat=25us,bw=[0-9]+kbit,uplink=[0-9]+kbit")
 else()
   message(STATUS "bench_common_test: no python3, the metrics names of bench/common.py go unchecked")
 endif()
