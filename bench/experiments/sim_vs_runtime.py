@@ -223,7 +223,8 @@ def main():
     p.add_argument("--partition", type=int, default=0, help="bytescheduler's partition (0: its default)")
     p.add_argument("--credit", type=int, default=4000000, help="with --partition: bytescheduler's credit")
     p.add_argument("--ps-partition", type=int, default=0, help="the -ps methods' largest shard (0: its default)")
-    p.add_argument("--scale-model", default="bert-large", help="the seed model of the scaled profiles")
+    p.add_argument("--scale-model", default="bert-large", choices=sorted(seed_methods.SEED_MODELS),
+                   help="the seed model of the scaled profiles")
     p.add_argument("--out", default="/tmp/murmur-sim-vs-runtime")
     args = p.parse_args()
     common.stop_on_signals()
