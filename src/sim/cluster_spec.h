@@ -20,7 +20,14 @@ namespace murmur::sim {
 struct LinkSpec {
   double latency_s = 0;
   double bandwidth_Bps = 0;
+  // What latency_s becomes while the sender's host computes (0: the same).
+  // On a CPU host the communication threads wait for cores the compute
+  // holds, so a message sent during backward waits for a core at every
+  // hop; on a GPU it does not (the GPU stacks' contention is
+  // overlap_share's). Read by the paper methods on `stack murmur` only.
+  double busy_latency_s = 0;
   double seconds(double bytes) const { return latency_s + bytes / bandwidth_Bps; }
+  double busy_latency() const { return busy_latency_s > latency_s ? busy_latency_s : latency_s; }
 };
 
 struct Straggler {

@@ -185,7 +185,7 @@ TEST(GossipFlags, GossipWarmupGoesWithThePeriod) {
 TEST(GossipFlags, GradientMethodKnobs) {
   GossipOptions g;
   CLI::App app;
-  add_gossip_flags(app, g, kGradientMethodFlags);
+  add_gossip_flags(app, g, kGradientMethodFlags | kPartitionFlags);
   EXPECT_EQ(g.ps_servers, 0);               // every member serves
   EXPECT_EQ(g.ps_partition, 1024000);       // BytePS's 4,096,000 bytes
   EXPECT_DOUBLE_EQ(g.topk_density, 0.001);  // the survey's
@@ -196,7 +196,7 @@ TEST(GossipFlags, GradientMethodKnobs) {
   for (const char* bad : {"--servers=-1", "--topk-density 0", "--topk-density 1.5", "--ps-partition 0"}) {
     GossipOptions h;
     CLI::App other;
-    add_gossip_flags(other, h, kGradientMethodFlags);
+    add_gossip_flags(other, h, kGradientMethodFlags | kPartitionFlags);
     EXPECT_THROW(other.parse(bad, /*program_name_included=*/false), CLI::ValidationError) << bad;
   }
   // Ranks must agree on them: they decide what each rank sends where.

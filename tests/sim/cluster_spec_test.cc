@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "sim/cost/network_preset.h"
+#include "tests/support/scratch_dir.h"
 
 namespace murmur::sim {
 namespace {
@@ -48,10 +49,10 @@ TEST(ClusterSpec, SlowdownIsOneUnlessAStraggler) {
   EXPECT_EQ(c.node_of(9), 2);
 }
 
-// Loads `text` from a file in the test's temporary directory, one per
-// process (ctest runs the cases in parallel); `path` says where.
+// Loads `text` from a file in this process's scratch directory; `path`
+// says where.
 ClusterSpec load(const std::string& text, std::string* path = nullptr) {
-  const std::string file = testing::TempDir() + "murmur-sim-" + std::to_string(getpid()) + ".cluster";
+  const std::string file = murmur::testing::scratch_path("test.cluster").string();
   std::ofstream(file) << text;
   if (path) *path = file;
   return load_cluster_file(file);
@@ -84,6 +85,11 @@ TEST(ClusterFile, LinkLinesOverrideThePreset) {
   EXPECT_DOUBLE_EQ(c.inter_node.latency_s, 25e-6);
   EXPECT_DOUBLE_EQ(c.inter_node.bandwidth_Bps, 1.25e9);
   EXPECT_DOUBLE_EQ(c.intra_node.bandwidth_Bps, cost::network_preset("100gb-ib-rdma").intra_node.bandwidth_Bps);
+  // A busy latency defaults to the link's own.
+  EXPECT_DOUBLE_EQ(c.inter_node.busy_latency(), 25e-6);
+  const ClusterSpec busy = load("gpus 4\nintra-node latency=1ms busy-latency=7ms\n");
+  EXPECT_DOUBLE_EQ(busy.intra_node.busy_latency(), 7e-3);
+  EXPECT_DOUBLE_EQ(busy.intra_node.latency_s, 1e-3);
 }
 
 TEST(ClusterFile, LinkEpisodesSlowOnePairForAWhile) {
@@ -172,9 +178,13 @@ const BadCluster kBadClusters[] = {
     {"network 10gbe-tcp\nnetwork 10gbe-tcp\n", 2, "'network' given twice (first on line 1)"},
     {"gpus 8\nnetwork 40gbe\n", 2, "unknown network '40gbe' (known: 10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)"},
     {"gpus 8\ninter-node latency=1us\ninter-node bandwidth=1GB/s\n", 3, "'inter-node' given twice (first on line 2)"},
-    {"intra-node\n", 1, "missing value; expected 'intra-node latency=T bandwidth=B'"},
+    {"intra-node\n", 1, "missing value; expected 'intra-node latency=T bandwidth=B [busy-latency=T]'"},
+    {"gpus 4\ninter-node busy-latency=soon\n", 2,
+     "busy-latency 'soon' is not a number >= 0 with a unit (ms, us, ns, s), e.g. 2ms"},
+    {"gpus 4\ninter-node busy-latency=10us latency=25us\n", 2,
+     "busy-latency 10 us is below the link's latency 25 us; a busy host only adds to a message's cost"},
     {"inter-node delay=5us\n", 1,
-     "unknown key 'delay=5us' in 'inter-node'; expected 'inter-node latency=T bandwidth=B'"},
+     "unknown key 'delay=5us' in 'inter-node'; expected 'inter-node latency=T bandwidth=B [busy-latency=T]'"},
     {"inter-node latency=5us latency=6us\n", 1, "'latency=' given twice"},
     {"inter-node latency=\n", 1, "missing value after 'latency='"},
     {"inter-node latency=25\n", 1, "latency '25' " + kLatency},
@@ -196,7 +206,7 @@ const BadCluster kBadClusters[] = {
     {"network 10gbe-tcp\n\n", 2, "no 'gpus N' line; say how many GPUs to simulate"},
 };
 
-class ClusterFileRefuses : public testing::TestWithParam<BadCluster> {};
+class ClusterFileRefuses : public ::testing::TestWithParam<BadCluster> {};
 
 TEST_P(ClusterFileRefuses, AtTheLineAtFault) {
   std::string path, message = "no error";
@@ -208,10 +218,10 @@ TEST_P(ClusterFileRefuses, AtTheLineAtFault) {
   EXPECT_EQ(message, path + ":" + std::to_string(GetParam().line) + ": " + GetParam().reason);
 }
 
-INSTANTIATE_TEST_SUITE_P(BadFiles, ClusterFileRefuses, testing::ValuesIn(kBadClusters));
+INSTANTIATE_TEST_SUITE_P(BadFiles, ClusterFileRefuses, ::testing::ValuesIn(kBadClusters));
 
 TEST(ClusterFileErrors, UnreadableFileNamesPathAndReason) {
-  const std::string missing = testing::TempDir() + "murmur-sim-no-such.cluster";
+  const std::string missing = murmur::testing::scratch_path("no-such.cluster").string();
   try {
     load_cluster_file(missing);
     FAIL() << "no error";

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <set>
 
+#include "tests/support/scratch_dir.h"
+
 namespace murmur::sim {
 namespace {
 
@@ -54,7 +56,7 @@ struct BertCase {
 // "bert." part is HuggingFace's BertModel plus 6 padded embedding rows, then
 // 7 head tensors (cls.predictions.bias, transform dense and LayerNorm,
 // seq_relationship).
-class BertProfile : public testing::TestWithParam<BertCase> {};
+class BertProfile : public ::testing::TestWithParam<BertCase> {};
 
 TEST_P(BertProfile, HasPretrainingTensors) {
   const BertCase& c = GetParam();
@@ -68,8 +70,8 @@ TEST_P(BertProfile, HasPretrainingTensors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Builtins, BertProfile,
-                         testing::Values(BertCase{"bert-base", 110'111'042, 12, 768, 109'482'240, 64, 212.8},
-                                         BertCase{"bert-large", 336'232'258, 24, 1024, 335'141'888, 8, 49}));
+                         ::testing::Values(BertCase{"bert-base", 110'111'042, 12, 768, 109'482'240, 64, 212.8},
+                                           BertCase{"bert-large", 336'232'258, 24, 1024, 335'141'888, 8, 49}));
 
 TEST(BuiltinProfile, TimesAddUpToSingleGpuThroughput) {
   for (const auto& name : builtin_profile_names()) {
@@ -165,10 +167,9 @@ TEST(ProfileFile, ExampleLoads) {
   EXPECT_NEAR(p.layers[2].backward_s, 2 * p.layers[2].forward_s, 1e-15);
 }
 
-// A file holding `text` in the test's temporary directory, one per process
-// (ctest runs the cases in parallel).
+// A file holding `text` in this process's scratch directory.
 std::string temp_file(const std::string& text) {
-  const std::string path = testing::TempDir() + "murmur-sim-" + std::to_string(getpid()) + ".profile";
+  const std::string path = murmur::testing::scratch_path("test.profile").string();
   std::ofstream(path) << text;
   return path;
 }
@@ -248,7 +249,7 @@ const BadProfile kBadProfiles[] = {
     {"", 0, "no 'model NAME' line; name the model"},
 };
 
-class ProfileFileRefuses : public testing::TestWithParam<BadProfile> {};
+class ProfileFileRefuses : public ::testing::TestWithParam<BadProfile> {};
 
 TEST_P(ProfileFileRefuses, AtTheLineAtFault) {
   const std::string path = temp_file(GetParam().text);
@@ -263,17 +264,17 @@ TEST_P(ProfileFileRefuses, AtTheLineAtFault) {
   EXPECT_EQ(message, where + ": " + GetParam().reason);
 }
 
-INSTANTIATE_TEST_SUITE_P(BadFiles, ProfileFileRefuses, testing::ValuesIn(kBadProfiles));
+INSTANTIATE_TEST_SUITE_P(BadFiles, ProfileFileRefuses, ::testing::ValuesIn(kBadProfiles));
 
 TEST(ProfileFileErrors, UnreadableFileNamesPathAndReason) {
-  const std::string missing = testing::TempDir() + "murmur-sim-no-such.profile";
+  const std::string missing = murmur::testing::scratch_path("no-such.profile").string();
   try {
     load_profile_file(missing);
     FAIL() << "no error";
   } catch (const ProfileError& e) {
     EXPECT_EQ(std::string(e.what()), missing + ": cannot read profile file: No such file or directory");
   }
-  EXPECT_THROW(load_profile_file(testing::TempDir()), ProfileError);
+  EXPECT_THROW(load_profile_file(::testing::TempDir()), ProfileError);
 }
 
 TEST(ResolveProfile, BuiltinNameThenFile) {

@@ -58,6 +58,22 @@ TEST(IterationPipeline, BackwardContentionSlowsTheWire) {
   EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 7.5);
 }
 
+// A busy host (murmur's threads sharing cores with compute) slows the
+// per-message costs that run during backward, not the wire, and not after.
+TEST(IterationPipeline, ABusyHostSlowsFixedCostsUntilBackwardEnds) {
+  PipelineSpec spec = two_layers();  // compute ends at 6; layer 1's gradient at 4
+  spec.units.push_back({{1}, 50, 1, 0, 1});
+  spec.units.push_back({{0}, 50, 1, 0, 0});
+  EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 7);  // 4..5, then 6..7
+  // Four times as slow while backward runs: 4..6 does half a second of
+  // layer 1's, the rest 6..6.5; layer 0's, after compute, 6.5..7.5.
+  spec.units[0].busy_fixed_s = spec.units[1].busy_fixed_s = 4;
+  EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 7.5);
+  // Twice as slow: layer 1's ends with backward (4..6), layer 0's 6..7.
+  spec.units[0].busy_fixed_s = spec.units[1].busy_fixed_s = 2;
+  EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 7);
+}
+
 TEST(IterationPipeline, PriorityLetsTheNextForwardStartEarly) {
   // Layer 1's two partitions are queued before layer 0's. FIFO sends layer
   // 0's last; by priority it overtakes layer 1's second partition, and
@@ -256,6 +272,83 @@ TEST(PaperMethods, MurmurPeersOnSharedCoresComputeAtTheirShareAndPayOnlyTheirLin
   const MethodPrediction bs = predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, c, calibrated_constants());
   EXPECT_GE(bs.iteration_s, bs.compute_s);
   EXPECT_NEAR(bs.exposed_s, bs.iteration_s - bs.compute_s, 1e-12);
+  // A busy latency slows the rings that run during backward (WFBP's) and
+  // not the one after it (BSP's).
+  const MethodPrediction wfbp = predict_paper_method(PaperMethod::kWfbpA2A, profile, c, calibrated_constants());
+  c.inter_node.busy_latency_s = c.intra_node.busy_latency_s = 5e-3;
+  EXPECT_GT(predict_paper_method(PaperMethod::kWfbpA2A, profile, c, calibrated_constants()).iteration_s,
+            wfbp.iteration_s);
+  EXPECT_DOUBLE_EQ(predict_paper_method(PaperMethod::kBspA2A, profile, c, calibrated_constants()).iteration_s,
+                   bsp.iteration_s);
+}
+
+// One 8M-parameter tensor (32 MB of gradient) and no compute to speak of:
+// an iteration is its communication.
+ModelProfile one_tensor_profile() {
+  ModelProfile profile;
+  profile.name = "one-tensor";
+  profile.batch = 1;
+  profile.layers = {{"w", 8'000'000, 1e-6, 1e-6}};
+  profile.single_gpu_samples_per_s = 1 / profile.iteration_s();
+  return profile;
+}
+
+// `gpus` murmur peers, each its own node, every link `link`.
+ClusterSpec murmur_peers(int gpus, LinkSpec link) {
+  ClusterSpec c;
+  c.gpus = gpus;
+  c.gpus_per_node = 1;
+  c.network = "custom";
+  c.stack = Stack::kMurmur;
+  c.inter_node = c.intra_node = link;
+  return c;
+}
+
+// murmur's parameter servers are its peers, each behind one NIC: a pull
+// leaves the server's NIC once per remote worker, so the servers with a
+// partition in flight carry every pull. ByteScheduler-PS with a credit of
+// four partitions on eight peers pulls from four servers at a time:
+// (7/8 + 7/4) of the bytes over the link, against (7/8 + 7/8) when all
+// eight pull (a credit of eight partitions), 1.5 times as long.
+TEST(PaperMethods, MurmurServersWithAPartitionInFlightCarryThePulls) {
+  const ModelProfile profile = one_tensor_profile();
+  const ClusterSpec c = murmur_peers(8, {0, 1e8});
+  MethodKnobs knobs;
+  knobs.bytescheduler_partition_bytes = 1e6;
+  knobs.bytescheduler_credit_bytes = 4e6;
+  const double four =
+      predict_paper_method(PaperMethod::kByteSchedulerPs, profile, c, calibrated_constants(), knobs).exposed_s;
+  knobs.bytescheduler_credit_bytes = 8e6;
+  const double eight =
+      predict_paper_method(PaperMethod::kByteSchedulerPs, profile, c, calibrated_constants(), knobs).exposed_s;
+  EXPECT_NEAR(eight, 1.75 * 32e6 / 1e8, 1e-3);
+  EXPECT_NEAR(four / eight, 1.5, 1e-3);
+  // BSP-PS cut into 4 MB shards (eight of them) pulls from every server; in
+  // one 32 MB shard, from one: (7/8 + 7) of the bytes.
+  knobs.ps_partition_bytes = 4e6;
+  EXPECT_NEAR(predict_paper_method(PaperMethod::kBspPs, profile, c, calibrated_constants(), knobs).exposed_s,
+              1.75 * 32e6 / 1e8, 1e-3);
+  knobs.ps_partition_bytes = 32e6;
+  EXPECT_NEAR(predict_paper_method(PaperMethod::kBspPs, profile, c, calibrated_constants(), knobs).exposed_s,
+              7.875 * 32e6 / 1e8, 1e-3);
+}
+
+// murmur's bytescheduler-a2a runs a window's partitions as concurrent
+// rings: 32 partitions in windows of four pay eight rings' latency (and
+// the leader's message before each window), not 32.
+TEST(PaperMethods, MurmurByteSchedulerPaysTheRingLatencyOncePerWindow) {
+  const ModelProfile profile = one_tensor_profile();
+  const ClusterSpec c = murmur_peers(8, {1e-3, 1e15});  // latency only
+  MethodKnobs knobs;
+  knobs.bytescheduler_partition_bytes = 1e6;
+  knobs.bytescheduler_credit_bytes = 4e6;
+  const MethodPrediction p =
+      predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, c, calibrated_constants(), knobs);
+  // 8 windows of 14 ring steps; the leader's 1 ms announcements delay a
+  // window's first partition only and hide under the rings in flight (at
+  // most one of them shows). One ring per partition would be 32 x 14 ms.
+  EXPECT_GE(p.exposed_s, 8 * 14e-3 - 1e-9);
+  EXPECT_LE(p.exposed_s, 8 * 14e-3 + 1e-3 + 1e-9);
 }
 
 TEST(Calibration, EveryResNet50CellIsWithin15Percent) {

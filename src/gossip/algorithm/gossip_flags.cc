@@ -68,6 +68,17 @@ void add_gossip_flags(CLI::App& app, GossipOptions& o, unsigned which, const std
         ->group(group);
   }
   if (which & kGradientMethodFlags) {
+    app.add_option("--servers", o.ps_servers,
+                   "bsp-ps, wfbp-ps, bytescheduler-ps: the first K members run a server thread (0: every member)")
+        ->check(CLI::Range(0, 1000000))
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--topk-density", o.topk_density, "topk-sgd: fraction of the gradient each rank sends, in (0, 1]")
+        ->check(unit_interval())
+        ->capture_default_str()
+        ->group(group);
+  }
+  if (which & kPartitionFlags) {
     app.add_option("--bytescheduler-partition", o.bytescheduler_partition,
                    "bytescheduler-a2a and -ps: largest gradient partition, in floats (ByteScheduler's default)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
@@ -78,19 +89,10 @@ void add_gossip_flags(CLI::App& app, GossipOptions& o, unsigned which, const std
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
         ->capture_default_str()
         ->group(group);
-    app.add_option("--servers", o.ps_servers,
-                   "bsp-ps, wfbp-ps, bytescheduler-ps: the first K members run a server thread (0: every member)")
-        ->check(CLI::Range(0, 1000000))
-        ->capture_default_str()
-        ->group(group);
     app.add_option("--ps-partition", o.ps_partition,
                    "bsp-ps, wfbp-ps, bytescheduler-ps: largest shard a server holds, in floats; larger tensors are "
                    "spread over several servers (BytePS's default partition)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
-        ->capture_default_str()
-        ->group(group);
-    app.add_option("--topk-density", o.topk_density, "topk-sgd: fraction of the gradient each rank sends, in (0, 1]")
-        ->check(unit_interval())
         ->capture_default_str()
         ->group(group);
   }

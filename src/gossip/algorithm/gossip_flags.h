@@ -30,10 +30,12 @@ enum GossipFlags : unsigned {
   kPeriodFlag = 1u << 4,        // how often ranks communicate: --period, ...
   kGammaFlag = 1u << 5,         // --gamma
   kScheduleFlags = 1u << 6,     // the scheduler: --schedule, --schedule-interval
-  // The gradient methods' knobs: --bytescheduler-partition,
-  // --bytescheduler-credit, --servers, --topk-density.
+  // The gradient methods' knobs: --servers, --topk-density.
   kGradientMethodFlags = 1u << 7,
-  kGossipAll = (1u << 8) - 1,
+  // How the gradient methods cut tensors: --bytescheduler-partition,
+  // --bytescheduler-credit, --ps-partition (murmur-sim models these too).
+  kPartitionFlags = 1u << 8,
+  kGossipAll = (1u << 9) - 1,
 };
 
 // Adds the flags in `which` to `app`, in the option group `group`.

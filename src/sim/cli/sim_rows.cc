@@ -37,7 +37,19 @@ bool is_paper_method(const std::string& name) {
   return false;
 }
 
-SimRow paper_row(cost::PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster) {
+// The methods' partition knobs as the job's flags set them (murmur-peer's,
+// in parameters).
+cost::MethodKnobs method_knobs(const GossipOptions& options, const ModelProfile& profile) {
+  cost::MethodKnobs knobs;
+  knobs.bytescheduler_partition_bytes =
+      static_cast<double>(options.bytescheduler_partition) * profile.bytes_per_parameter;
+  knobs.bytescheduler_credit_bytes = static_cast<double>(options.bytescheduler_credit) * profile.bytes_per_parameter;
+  knobs.ps_partition_bytes = static_cast<double>(options.ps_partition) * profile.bytes_per_parameter;
+  return knobs;
+}
+
+SimRow paper_row(cost::PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
+                 const cost::MethodKnobs& knobs = {}) {
   SimRow row;
   row.model = profile.name;
   row.network = cluster.network;
@@ -50,7 +62,8 @@ SimRow paper_row(cost::PaperMethod method, const ModelProfile& profile, const Cl
     row.iteration_s = row.compute_s = profile.iteration_s();
     return row;
   }
-  const cost::MethodPrediction p = cost::predict_paper_method(method, profile, cluster, cost::calibrated_constants());
+  const cost::MethodPrediction p =
+      cost::predict_paper_method(method, profile, cluster, cost::calibrated_constants(), knobs);
   row.samples_per_s = p.samples_per_s;
   row.speedup = p.speedup;
   row.iteration_s = p.iteration_s;
@@ -174,7 +187,8 @@ std::vector<SimRow> simulate(const SimRequest& request) {
   for (const std::string& method : request.methods)
     for (const ClusterSpec& cluster : clusters) {
       if (is_paper_method(method)) {
-        rows.push_back(paper_row(cost::paper_method_by_name(method), profile, cluster));
+        rows.push_back(paper_row(cost::paper_method_by_name(method), profile, cluster,
+                                 method_knobs(request.gossip.gossip, profile)));
       } else {
         rows.push_back(gossip_row(method, profile, cluster, request.gossip));
       }

@@ -53,6 +53,14 @@ double wire_end(double start, double wire_s, double compute_end, double share) {
   return slow >= wire_s ? start + wire_s / share : compute_end + (wire_s - slow);
 }
 
+// When `fixed_s` of per-message costs that start at `start` end: while
+// compute runs each costs busy_fixed_s / fixed_s times as much.
+double fixed_end(double start, double fixed_s, double busy_fixed_s, double compute_end) {
+  if (start >= compute_end || busy_fixed_s <= fixed_s) return start + fixed_s;
+  const double done = (compute_end - start) * fixed_s / busy_fixed_s;  // idle seconds' worth done before compute ends
+  return done >= fixed_s ? start + busy_fixed_s : compute_end + (fixed_s - done);
+}
+
 std::vector<double> schedule_units(const PipelineSpec& spec, const std::vector<double>& ready, double compute_end,
                                    CommState& state) {
   const std::size_t n = spec.units.size();
@@ -92,7 +100,7 @@ std::vector<double> schedule_units(const PipelineSpec& spec, const std::vector<d
     }
     queue.pop();
     const CommUnit& unit = spec.units[pick];
-    const double wire_start = std::max(now + unit.fixed_s, state.wire_free);
+    const double wire_start = std::max(fixed_end(now, unit.fixed_s, unit.busy_fixed_s, compute_end), state.wire_free);
     done[pick] = wire_end(wire_start, unit.wire_s, compute_end, spec.overlap_share);
     state.wire_free = done[pick];
     state.in_flight.emplace_back(done[pick], weight(pick));

@@ -34,6 +34,10 @@ struct CommUnit {
   // one at a time in readiness order, pipelined with earlier units' wire
   // time.
   double host_s = 0;
+  // > fixed_s: what fixed_s costs while backward runs (murmur's threads
+  // waiting for cores the host's compute holds: LinkSpec::busy_latency_s);
+  // full speed again after. 0: fixed_s throughout.
+  double busy_fixed_s = 0;
 };
 
 // Order among ready units: FIFO by readiness (Horovod, BytePS), or by

@@ -10,9 +10,6 @@
 namespace murmur::sim::cost {
 namespace {
 
-constexpr double kBytePsPartitionBytes = 4'096'000;
-constexpr double kByteSchedulerPartitionBytes = 4'000'000;
-constexpr double kByteSchedulerCreditBytes = 16'000'000;
 // BytePS keeps several partitions in flight (push of one while another is
 // pulled); their per-partition handling overlaps.
 constexpr int kBytePsSlots = 4;
@@ -59,6 +56,10 @@ class CostModel {
       const LinkSpec& inter = cluster.inter_node;
       stack_ = {inter.bandwidth_Bps, inter.latency_s, inter.bandwidth_Bps, inter.bandwidth_Bps, 2 * inter.latency_s};
       intra_ = cluster.intra_node;
+      // While the host computes, a message waits for a core at each hop
+      // (LinkSpec::busy_latency_s): the same hops, at the busy latency.
+      busy_ring_step_s_ = k_ > 1 ? std::max(inter.busy_latency(), intra_.busy_latency()) : intra_.busy_latency();
+      busy_ps_partition_s_ = 2 * inter.busy_latency();
     } else if (it != constants.networks.end()) {
       stack_ = it->second;
       intra_ = {constants.intra_ring_step_s, constants.intra_ring_bandwidth_Bps};
@@ -87,6 +88,7 @@ class CostModel {
     const bool across = k_ > 1;
     const double step_s = across ? std::max(stack_.ring_step_s, intra_.latency_s) : intra_.latency_s;
     unit.fixed_s += steps * step_s;
+    if (murmur_) unit.busy_fixed_s = steps * busy_ring_step_s_;
     const double bandwidth = across ? std::min(stack_.ring_bandwidth_Bps, intra_.bandwidth_Bps) : intra_.bandwidth_Bps;
     unit.wire_s = steps / n_ * bytes / bandwidth;
   }
@@ -99,13 +101,26 @@ class CostModel {
   // network stage, which pipeline across partitions, so the slower one
   // sets the pace. Each NIC carries 2(k-1)/k of the bytes each way
   // (servers on every node share the load).
-  void push_pull(double bytes, CommUnit& unit) const {
+  //
+  // murmur's servers are its peers, each behind its own NIC: a partition's
+  // push crosses its worker's NIC once (to a remote server: (k-1)/k of the
+  // bytes), and its pull leaves the SERVER's NIC once for each of the k-1
+  // remote workers. With `servers` partitions in flight on as many
+  // servers, those servers' NICs carry the pulls and the rest idle: per
+  // byte, (k-1)/k + (k-1)/min(servers, k) over the link's bandwidth, which
+  // is BytePS's 2(k-1)/k when every server has a share in flight.
+  void push_pull(double bytes, CommUnit& unit, int servers) const {
     // On one node there are no remote servers: only the local stages.
     unit.fixed_s = k_ > 1 ? stack_.ps_partition_s : 0;
+    if (murmur_ && k_ > 1) unit.busy_fixed_s = busy_ps_partition_s_;
     // murmur's servers sum in the worker's own memory: no GPU copies.
     const double local = murmur_ ? 0 : bytes / constants_.ps_local_bandwidth_Bps;
     double network = 0;
-    if (k_ > 1) {
+    if (k_ > 1 && murmur_) {
+      const int active = servers > 0 ? std::min(servers, k_) : k_;
+      network =
+          (static_cast<double>(k_ - 1) / k_ + static_cast<double>(k_ - 1) / active) * bytes / stack_.ps_bandwidth_Bps;
+    } else if (k_ > 1) {
       // A worker reaches the k-1 remote servers over one connection each:
       // on two nodes one connection carries everything.
       const double rate = std::min(stack_.ps_bandwidth_Bps, (k_ - 1) * stack_.ps_connection_Bps);
@@ -114,10 +129,12 @@ class CostModel {
     unit.wire_s = std::max(local, network);
   }
 
-  void cost(double bytes, CommUnit& unit) const {
+  // `servers`: the parameter servers the unit's partitions in flight reach
+  // at once (0: all of them); read on murmur's stack only.
+  void cost(double bytes, CommUnit& unit, int servers = 0) const {
     unit.bytes = bytes;
     if (parameter_server_)
-      push_pull(bytes, unit);
+      push_pull(bytes, unit, servers);
     else
       all_reduce(bytes, unit);
   }
@@ -148,6 +165,9 @@ class CostModel {
   const bool murmur_;
   StackOnNetwork stack_;
   LinkSpec intra_;  // the ring inside a node
+  // murmur only: a ring step's and a push/pull's latency while compute runs.
+  double busy_ring_step_s_ = 0;
+  double busy_ps_partition_s_ = 0;
 };
 
 // Splits `bytes` into parts of at most `part` bytes.
@@ -171,12 +191,14 @@ std::vector<ReadyTensor> tensors_in_backward_order(const ModelProfile& profile, 
   return tensors;
 }
 
-void add_unit(PipelineSpec& spec, const CostModel& cost, std::vector<int> layers, double bytes, double extra_fixed_s) {
+void add_unit(PipelineSpec& spec, const CostModel& cost, std::vector<int> layers, double bytes, double extra_fixed_s,
+              int servers = 0) {
   CommUnit unit;
   unit.layers = std::move(layers);
   unit.priority = *std::min_element(unit.layers.begin(), unit.layers.end());
-  cost.cost(bytes, unit);
+  cost.cost(bytes, unit, servers);
   unit.fixed_s += extra_fixed_s;
+  if (unit.busy_fixed_s > 0) unit.busy_fixed_s += extra_fixed_s;
   spec.units.push_back(std::move(unit));
 }
 
@@ -232,31 +254,36 @@ void add_merged_units(PipelineSpec& spec, const CostModel& cost, const std::vect
 // Parameter servers need no agreement (a server sums what arrives), so
 // ByteScheduler-PS pays only BytePS's per-partition handling.
 void add_bytescheduler_units(PipelineSpec& spec, const CostModel& cost, const std::vector<ReadyTensor>& tensors,
-                             const PaperConstants& constants, bool ps) {
-  const auto per_round = static_cast<std::size_t>(kByteSchedulerCreditBytes / kByteSchedulerPartitionBytes);
+                             const PaperConstants& constants, const MethodKnobs& knobs, bool ps) {
+  const auto per_round = std::max<std::size_t>(
+      1, static_cast<std::size_t>(knobs.bytescheduler_credit_bytes / knobs.bytescheduler_partition_bytes));
   // murmur's variant (src/gossip/algorithm/bytescheduler.cc): its leader
   // announces each window in one small message, and the trainer updates
   // the whole model after the round (no per-layer start of the next
   // forward).
   const double round_s = cost.murmur() ? cost.message_s() : constants.bytescheduler_round_s + cost.gather_s();
   for (const ReadyTensor& t : tensors) {
-    const std::vector<double> parts = partitions(t.bytes, kByteSchedulerPartitionBytes);
+    const std::vector<double> parts = partitions(t.bytes, knobs.bytescheduler_partition_bytes);
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      add_unit(spec, cost, {t.layer}, parts[i], 0);
+      // The credit holds per_round partitions: as many servers pull at once.
+      add_unit(spec, cost, {t.layer}, parts[i], 0, static_cast<int>(per_round));
       if ((!ps || cost.murmur()) && i % per_round == 0) spec.units.back().host_s = round_s;
     }
   }
   spec.order = UnitOrder::kPriority;
   spec.barrier = cost.murmur();
   // NCCL runs one collective at a time; the parameter servers take as
-  // many partitions as the 16 MB credit allows (many small ones at once).
-  if (ps) spec.credit_bytes = kByteSchedulerCreditBytes;
+  // many partitions as the 16 MB credit allows (many small ones at once),
+  // and so does murmur's bytescheduler-a2a, whose window's partitions run
+  // as concurrent rings (their messages' latencies overlap).
+  if (ps || cost.murmur()) spec.credit_bytes = knobs.bytescheduler_credit_bytes;
 }
 
 // The communication units of `method`, in the order backward produces
 // their gradients.
 void add_method_units(PaperMethod method, PipelineSpec& spec, const CostModel& cost,
-                      const std::vector<ReadyTensor>& tensors, double model_bytes, const PaperConstants& constants) {
+                      const std::vector<ReadyTensor>& tensors, double model_bytes, const PaperConstants& constants,
+                      const MethodKnobs& knobs) {
   std::vector<int> all_layers;
   for (const ReadyTensor& t : tensors) all_layers.push_back(t.layer);
   switch (method) {
@@ -271,20 +298,29 @@ void add_method_units(PaperMethod method, PipelineSpec& spec, const CostModel& c
       break;
     case PaperMethod::kByteSchedulerA2A:
     case PaperMethod::kByteSchedulerPs:
-      add_bytescheduler_units(spec, cost, tensors, constants, shape(method).parameter_server);
+      add_bytescheduler_units(spec, cost, tensors, constants, knobs, shape(method).parameter_server);
       break;
     case PaperMethod::kBspPs:
       // BytePS does not fuse tensors: each is pushed and pulled in its own
       // partitions, all after backward (the units carry every layer, so
-      // none is ready before the last gradient).
-      for (const ReadyTensor& t : tensors)
-        for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, all_layers, part, 0);
+      // none is ready before the last gradient), all at once: as many
+      // servers as there are partitions pull at once (murmur's stack).
+      {
+        std::vector<double> parts;
+        for (const ReadyTensor& t : tensors)
+          for (double part : partitions(t.bytes, knobs.ps_partition_bytes)) parts.push_back(part);
+        for (double part : parts) add_unit(spec, cost, all_layers, part, 0, static_cast<int>(parts.size()));
+      }
       // murmur's bsp-ps pushes every layer at once (one push/pull set).
       spec.slots = cost.murmur() ? std::max<int>(1, static_cast<int>(spec.units.size())) : kBytePsSlots;
       break;
     case PaperMethod::kWfbpPs:
-      for (const ReadyTensor& t : tensors)
-        for (double part : partitions(t.bytes, kBytePsPartitionBytes)) add_unit(spec, cost, {t.layer}, part, 0);
+      // A tensor's partitions are in flight together: a small tensor's one
+      // partition is pulled from one server (murmur's stack).
+      for (const ReadyTensor& t : tensors) {
+        const std::vector<double> parts = partitions(t.bytes, knobs.ps_partition_bytes);
+        for (double part : parts) add_unit(spec, cost, {t.layer}, part, 0, static_cast<int>(parts.size()));
+      }
       // murmur's wfbp-ps pulls a layer's mean before it pushes the next.
       spec.slots = cost.murmur() ? 1 : kBytePsSlots;
       break;
@@ -314,12 +350,12 @@ PaperMethod paper_method_by_name(const std::string& name) {
 }
 
 MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
-                                      const PaperConstants& constants) {
+                                      const PaperConstants& constants, const MethodKnobs& knobs) {
   const CostModel cost(cluster, constants, shape(method).parameter_server);
   PipelineSpec spec = compute_spec(profile, cluster, constants);
   const std::vector<ReadyTensor> tensors = tensors_in_backward_order(profile, spec);
   const double model_bytes = profile.gradient_bytes();
-  add_method_units(method, spec, cost, tensors, model_bytes, constants);
+  add_method_units(method, spec, cost, tensors, model_bytes, constants, knobs);
 
   const PipelineResult run = run_pipeline(spec);
   MethodPrediction p;

@@ -79,6 +79,14 @@ struct MethodPrediction {
   double nic_bytes = 0;  // bytes each NIC sends per iteration (each direction)
 };
 
+// The methods' own settings, in bytes; murmur-peer's flags of the same
+// names set them in floats (4 bytes). Defaults: the systems' published ones.
+struct MethodKnobs {
+  double bytescheduler_partition_bytes = 4'000'000;  // ByteScheduler's largest partition
+  double bytescheduler_credit_bytes = 16'000'000;    // ByteScheduler's bytes of partitions in flight
+  double ps_partition_bytes = 4'096'000;             // BytePS's partition: the largest shard a server holds
+};
+
 // A preset network uses its calibrated constants; a network given by value
 // ("custom": a cluster file's link lines) has none, and its stacks are taken
 // to reach the links' own latency and bandwidth (an optimistic bound). A
@@ -87,6 +95,6 @@ struct MethodPrediction {
 // against murmur's own runs"); a host line slows compute by
 // ClusterSpec::host_contention() under either stack.
 MethodPrediction predict_paper_method(PaperMethod method, const ModelProfile& profile, const ClusterSpec& cluster,
-                                      const PaperConstants& constants);
+                                      const PaperConstants& constants, const MethodKnobs& knobs = {});
 
 }  // namespace murmur::sim::cost
