@@ -21,7 +21,9 @@ Then every method on every profile (seed_methods.run_one), and murmur-sim
 with `stack murmur` and links of the profile's latency plus the fabric's
 per-message cost, its bandwidth capped by the fabric's (--fabric-latency-us,
 --fabric-GBps: docs/fabric-performance.md's libfabric tcp figures, measured
-by fabric_bench, not on these runs). Two predictions per row:
+by fabric_bench, not on these runs), and the jobs' partition knobs
+(--partition, --credit, --ps-partition: murmur-peer's flags, which
+murmur-sim takes too). Five predictions per row:
   - "cores": the solo profile and `host peers=P cores=C` (C = --cores, this
     host's count): compute P/C times the solo time;
   - "shared": the concurrent-solo total, no host line, and a straggler
@@ -34,7 +36,21 @@ by fabric_bench, not on these runs). Two predictions per row:
     communication time per step over 2(P-1) messages; message_probe_s);
   - "split": as "shared", with a cost per message and one per step from
     two such jobs (one ring a step and thirteen; split_probe_s): the
-    links' latency is the first, the profile's total grows by the second.
+    links' latency is the first, the profile's total grows by the second;
+  - "busy": as "split", and the links' busy-latency (what a message costs
+    while the host computes: docs/sim-files.md) from the logreg job run
+    while --peers murmur-sim-profile processes of the model compute
+    (busy_probe_s): murmur's communication threads wait for cores the
+    compute holds, so a message sent during backward costs several times
+    an idle one (WFBP's, not BSP's, which runs after backward).
+With --measured DIR, the jobs are not run: their iteration times are those
+a seed_methods.py run wrote to DIR (every repeat of it), and the peers,
+model, batch, examples, provider, profiles and links are those jobs' own
+(their records and DIR/seed_methods.json); the compute profiles and probes
+above are measured now, --repeats times, as before any job.
+
+    bench/experiments/sim_vs_runtime.py --measured /tmp/seed-methods-8 --repeats 3 --out /tmp/sim-vs-8
+
 Errors are (predicted - measured) / measured of the medians over repeats.
 Writes a markdown table to stdout and <out>/sim_vs_runtime.json.
 """
@@ -59,7 +75,7 @@ SIM_NAMES = {"bsp-a2a": "BSP-A2A", "wfbp-a2a": "WFBP-A2A", "mg-wfbp": "MG-WFBP",
              "bytescheduler-a2a": "ByteScheduler-A2A", "bsp-ps": "BSP-PS", "wfbp-ps": "WFBP-PS",
              "bytescheduler-ps": "ByteScheduler-PS"}
 # The predictions, by what tells murmur-sim about the host (module doc).
-KINDS = ("cores", "shared", "probed", "split")
+KINDS = ("cores", "shared", "probed", "split", "busy")
 # murmur-peer's --link-profile names (docs/link-profiles.md): one-way latency
 # in seconds and bandwidth in bytes/s (None: unlimited). The scaled ones
 # (scaled_links.py) are derived per model when the run starts.
@@ -127,28 +143,43 @@ def probe_spec(spec):
     return ",".join(items) or "loopback"
 
 
-def message_probe_s(args, profile, out):
+def message_probe_s(args, profile, spec, out):
     """One ring step's cost on this host under the job's own contention: a
     --peers job of murmur-peer's logreg (7,850 parameters, about no
     compute) under bsp-a2a, its communication time per step over the
     ring's 2(P-1) messages. A communication benchmark of the cluster, as
     nccl-tests is for a GPU one; none of the predicted jobs."""
-    run = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out, probe_spec(args.specs[profile]))
+    run = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out, probe_spec(spec))
     return run["comm_ms"] / 1e3 / (2 * (args.peers - 1))
+
+
+def busy_probe_s(args, model, profile, spec, out):
+    """One message's cost while the host computes: message_probe_s's job run
+    while --peers murmur-sim-profile processes of `model` compute without
+    pause (one per peer, as the job's forward and backward passes do)."""
+    command = [common.binary(args.build, "murmur-sim-profile"), "--model", model, "--batch", str(args.batch),
+               "--steps", "100000", "--out", os.devnull]
+    load = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(args.peers)]
+    try:
+        return message_probe_s(args, profile, spec, out)
+    finally:
+        for process in load:
+            process.kill()
+            process.wait()
 
 
 # A model of 13 parameter layers and almost no compute (6,394 parameters).
 SPLIT_PROBE_MODEL = "mlp:" + ",".join(["8"] * 12)
 
 
-def split_probe_s(args, profile, out):
+def split_probe_s(args, profile, spec, out):
     """(per message, per step): two jobs of almost no compute, logreg under
     bsp-a2a (one ring, 2(P-1) messages a step) and SPLIT_PROBE_MODEL under
     wfbp-a2a (13 rings, 13 x 2(P-1) messages); their iteration times'
     difference is the messages', the rest of the first a cost per step
     (the hand-offs between the trainer and the communication thread,
     waiting for the slowest peer) that does not grow with messages."""
-    spec = probe_spec(args.specs[profile])
+    spec = probe_spec(spec)
     one = seed_methods.run_one(seed_args(args, "logreg"), "bsp-a2a", profile, out + "-one", spec)
     many = seed_methods.run_one(seed_args(args, SPLIT_PROBE_MODEL), "wfbp-a2a", profile, out + "-many", spec)
     ring = 2 * (args.peers - 1)
@@ -156,13 +187,18 @@ def split_probe_s(args, profile, out):
     return message, max(0.0, one["iteration_ms"] / 1e3 - ring * message)
 
 
-def write_cluster(args, profile, cores, path, slowest_factor=1.0, message_s=None):
-    latency, bandwidth = args.links[profile]
+def write_cluster(args, profile, spec, link, cores, path, slowest_factor=1.0, message_s=None, busy_s=None):
+    """A murmur-sim cluster file: `link` is the profile's (latency s,
+    bandwidth B/s or None); `message_s`, when given, replaces its latency;
+    `busy_s` is its busy-latency (no less than the latency)."""
+    latency, bandwidth = link
     latency = message_s if message_s is not None else latency + args.fabric_latency_us * 1e-6
     bandwidth = min(bandwidth or float("inf"), args.fabric_GBps * 1e9)
     link = f"latency={latency * 1e6:.3f}us bandwidth={bandwidth / 1e6:.3f}MB/s"
+    if busy_s is not None:
+        link += f" busy-latency={max(busy_s, latency) * 1e6:.3f}us"
     with open(path, "w") as f:
-        f.write(f"# {args.peers} murmur peers on one host, link profile {profile} ({args.specs[profile]}) over "
+        f.write(f"# {args.peers} murmur peers on one host, link profile {profile} ({spec}) over "
                 f"libfabric {args.provider}\n"
                 f"gpus {args.peers}\ngpus-per-node 1\nstack murmur\ninter-node {link}\nintra-node {link}\n")
         if cores:
@@ -175,12 +211,31 @@ def predict(args, profile_file, cluster_file, methods):
     """murmur-sim's iteration time in seconds, by murmur method name."""
     command = [common.binary(args.build, "murmur-sim"), "--model", profile_file, "--cluster", cluster_file,
                "--method", ",".join(SIM_NAMES[m] for m in methods), "--csv"]
+    for flag, value in knob_flags(args).items():
+        command += [flag, str(value)]
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.exit(f"murmur-sim failed ({done.returncode}): {done.stderr.strip()}")
     # The model's name may hold commas (mlp:96,40,...): csv unquotes it.
     by_sim_name = {row["method"]: float(row["iteration_ms"]) / 1e3 for row in csv.DictReader(io.StringIO(done.stdout))}
     return {m: by_sim_name[SIM_NAMES[m]] for m in methods}
+
+
+# The methods' partition knobs: murmur-peer's flags, which murmur-sim takes
+# too (in parameters), by this script's argument that sets each.
+KNOB_FLAGS = {"--bytescheduler-partition": "partition", "--bytescheduler-credit": "credit",
+              "--ps-partition": "ps_partition"}
+
+
+def knob_flags(args):
+    """The knobs the jobs ran with, as flags (none: murmur-peer's defaults).
+    --credit counts only with --partition, as seed_methods.run_one passes it."""
+    flags = {}
+    if args.partition:
+        flags["--bytescheduler-partition"], flags["--bytescheduler-credit"] = args.partition, args.credit
+    if args.ps_partition:
+        flags["--ps-partition"] = args.ps_partition
+    return flags
 
 
 def seed_args(args, model):
@@ -191,16 +246,113 @@ def seed_args(args, model):
                                  servers=0, sign_lr=0.001)
 
 
+def model_tag(model):
+    """A model name as part of a directory name (mlp:16,8 -> mlp-16_8)."""
+    return model.replace(":", "-").replace(",", "_")
+
+
 def resolve_links(args, model, out):
-    """args.specs (profile -> --link-profile spec) and args.links (profile ->
-    (latency s, bandwidth B/s or None)) for `model`: the scaled profiles'
-    bandwidth follows the model's bytes and compute (seed_methods.py)."""
+    """(specs: profile -> --link-profile spec, links: profile -> (latency s,
+    bandwidth B/s or None)) for `model`: the scaled profiles' bandwidth
+    follows the model's bytes and compute (seed_methods.py)."""
     scaled = types.SimpleNamespace(**vars(seed_args(args, model)), out=out, compute_s_per_step=0, model_bytes=0,
                                    scale_model=args.scale_model)
-    args.specs, derivations = seed_methods.resolve_specs(scaled, args.profiles)
-    args.links = {p: LINKS[p] for p in args.profiles if p in LINKS}
+    specs, derivations = seed_methods.resolve_specs(scaled, args.profiles)
+    return specs, links_of(args.profiles, derivations)
+
+
+def links_of(profiles, derivations):
+    links = {p: LINKS[p] for p in profiles if p in LINKS}
     for d in derivations:
-        args.links[d["profile"]] = (d["latency_s"], d["bw_bytes_per_s"])
+        links[d["profile"]] = (d["latency_s"], d["bw_bytes_per_s"])
+    return links
+
+
+# murmur-peer's flags that fix a measured job's shape, and the attribute of
+# this script's arguments each sets (--measured).
+SHAPE_FLAGS = {"--model": "model", "--batch": "batch", "--train-examples": "train_examples", "--provider": "provider"}
+
+
+def load_measured(args, directory):
+    """A seed_methods.py output directory as this script's measured side:
+    sets args' shape (peers, batch, train examples, provider, profiles) and
+    the methods' partition knobs from the jobs' own command lines, refusing
+    a directory whose jobs differ in them, and returns (model, specs, links, {(profile, method): [iteration s]})."""
+    path = os.path.join(directory, "seed_methods.json")
+    try:
+        with open(path) as f:
+            table = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"--measured: cannot read {path}: {e}")
+    shape, measured, knobs = None, {}, {}
+    for row in table["rows"]:
+        if row["method"] not in SIM_NAMES:
+            continue  # murmur-sim models the survey's methods only
+        summary_path = os.path.join(directory, f"{row['profile']}-{row['method']}-0", "summary.json")
+        summary = common.read_summary(summary_path)
+        command = summary["command"]
+        this = {"peers": summary["np"]}
+        for flag, key in SHAPE_FLAGS.items():
+            if flag not in command:
+                sys.exit(f"--measured: {summary_path}: the job's command has no {flag}")
+            this[key] = command[command.index(flag) + 1]
+        if shape is None:
+            shape = this
+        elif this != shape:
+            sys.exit(f"--measured: {summary_path}: a job of another shape ({this}) than the others ({shape})")
+        measured[(row["profile"], row["method"])] = [r["iteration_ms"] / 1e3 for r in row["runs"]]
+        for flag, key in KNOB_FLAGS.items():
+            if flag in command:
+                value = int(command[command.index(flag) + 1])
+                if knobs.setdefault(key, value) != value:
+                    sys.exit(f"--measured: {summary_path}: {flag} {value}, another job's {knobs[key]}")
+    if not measured:
+        sys.exit(f"--measured: {path} has no run of a method murmur-sim models ({', '.join(SIM_NAMES)})")
+    args.peers, args.batch = int(shape["peers"]), int(shape["batch"])
+    args.partition, args.credit = knobs.get("partition", 0), knobs.get("credit", args.credit)
+    args.ps_partition = knobs.get("ps_partition", 0)
+    args.train_examples, args.provider = int(shape["train_examples"]), shape["provider"]
+    args.profiles = list(dict.fromkeys(profile for profile, _ in measured))
+    return shape["model"], table["specs"], links_of(args.profiles, table["scaled"]), measured
+
+
+def predictions(args, model, profiles, specs, link_of, methods, base):
+    """Yields (profile, method, {kind: predicted s, and the probes' figures})
+    for one repeat: the compute profiles, the probes and murmur-sim's four
+    predictions (module doc), measured and made before any job they predict."""
+    compute = compute_profiles(args, model, base)
+    solo_file, shared_file = os.path.join(base, "solo.profile"), os.path.join(base, "shared.profile")
+    write_profile(compute["split"], compute["solo_step_s"], args.batch, solo_file)
+    write_profile(compute["split"], compute["shared_step_s"], args.batch, shared_file)
+    for profile in profiles:
+        spec, link = specs[profile], link_of[profile]
+        cores_cluster = os.path.join(base, f"{profile}-cores.cluster")
+        shared_cluster = os.path.join(base, f"{profile}-shared.cluster")
+        write_cluster(args, profile, spec, link, args.cores, cores_cluster)
+        write_cluster(args, profile, spec, link, 0, shared_cluster, compute["slowest_factor"])
+        probed_cluster = os.path.join(base, f"{profile}-probed.cluster")
+        message_s = message_probe_s(args, profile, spec, os.path.join(base, f"{profile}-probe"))
+        write_cluster(args, profile, spec, link, 0, probed_cluster, compute["slowest_factor"], message_s)
+        # The split probe's per-step cost joins the profile's total, less the
+        # straggler's slowdown, which murmur-sim applies to it.
+        split_message_s, split_step_s = split_probe_s(args, profile, spec, os.path.join(base, f"{profile}-split"))
+        split_cluster = os.path.join(base, f"{profile}-split.cluster")
+        split_file = os.path.join(base, f"{profile}-split.profile")
+        write_cluster(args, profile, spec, link, 0, split_cluster, compute["slowest_factor"], split_message_s)
+        write_profile(compute["split"], compute["shared_step_s"] + split_step_s / compute["slowest_factor"],
+                      args.batch, split_file)
+        busy_s = busy_probe_s(args, model, profile, spec, os.path.join(base, f"{profile}-busy"))
+        busy_cluster = os.path.join(base, f"{profile}-busy.cluster")
+        write_cluster(args, profile, spec, link, 0, busy_cluster, compute["slowest_factor"], split_message_s, busy_s)
+        predicted = {"cores": predict(args, solo_file, cores_cluster, methods),
+                     "shared": predict(args, shared_file, shared_cluster, methods),
+                     "probed": predict(args, shared_file, probed_cluster, methods),
+                     "split": predict(args, split_file, split_cluster, methods),
+                     "busy": predict(args, split_file, busy_cluster, methods)}
+        for method in methods:
+            yield profile, method, {**{kind: predicted[kind][method] for kind in KINDS}, "message_s": message_s,
+                                    "split_message_s": split_message_s, "split_step_s": split_step_s,
+                                    "busy_message_s": busy_s}
 
 
 def main():
@@ -226,66 +378,49 @@ def main():
     p.add_argument("--scale-model", default="bert-large", choices=sorted(seed_methods.SEED_MODELS),
                    help="the seed model of the scaled profiles")
     p.add_argument("--out", default="/tmp/murmur-sim-vs-runtime")
+    p.add_argument("--measured", metavar="DIR",
+                   help="predict the jobs of a seed_methods.py output directory instead of running them: the "
+                        "peers, model, batch, examples, provider, profiles and links are those jobs' own")
     args = p.parse_args()
     common.stop_on_signals()
-    models = split_models(args.models)
     methods = args.methods.split(",")
     for m in methods:
         if m not in SIM_NAMES:
             sys.exit(f"--methods: murmur-sim has no cost model of '{m}' (known: {', '.join(SIM_NAMES)})")
-    profiles = args.profiles.split(",")
-    for profile in profiles:
-        if profile not in LINKS and profile not in seed_methods.SEED_LINKS:
-            sys.exit(f"--profiles: '{profile}' is not one of {', '.join([*LINKS, *seed_methods.SEED_LINKS])}")
-    args.profiles = profiles
-
-    # Once per model, before the repeats: every repeat runs on the same links.
-    links_of = {}
-    for model in models:
-        tag = model.replace(":", "-").replace(",", "_")
-        resolve_links(args, model, os.path.join(args.out, f"{tag}-links"))
-        links_of[model] = (args.specs, args.links)
-    cells = {}  # (model, profile, method) -> {"measured": [...], "cores": [...], "shared": [...]}
+    cells = {}  # (model, profile, method) -> {"measured": [...], kind: [...], ...}
+    if args.measured:
+        model, specs, link_of, measured = load_measured(args, args.measured)
+        models, links = [model], {model: (specs, link_of)}
+        methods = [m for m in methods if any(key[1] == m for key in measured)]
+        for (profile, method), times in measured.items():
+            if method in methods:
+                cells[(model, profile, method)] = {"measured": times}
+        print(f"measured: {model}, {args.peers} peers, {args.train_examples} examples a peer, "
+              f"{', '.join(args.profiles)}; {', '.join(methods)}", file=sys.stderr)
+    else:
+        models = split_models(args.models)
+        args.profiles = args.profiles.split(",")
+        for profile in args.profiles:
+            if profile not in LINKS and profile not in seed_methods.SEED_LINKS:
+                sys.exit(f"--profiles: '{profile}' is not one of {', '.join([*LINKS, *seed_methods.SEED_LINKS])}")
+        # Once per model, before the repeats: every repeat runs on the same links.
+        links = {model: resolve_links(args, model, os.path.join(args.out, f"{model_tag(model)}-links"))
+                 for model in models}
     for repeat in range(args.repeats):
         for model in models:
-            tag = model.replace(":", "-").replace(",", "_")
-            base = os.path.join(args.out, f"{tag}-{repeat}")
-            args.specs, args.links = links_of[model]
-            compute = compute_profiles(args, model, base)
-            solo_file, shared_file = os.path.join(base, "solo.profile"), os.path.join(base, "shared.profile")
-            write_profile(compute["split"], compute["solo_step_s"], args.batch, solo_file)
-            write_profile(compute["split"], compute["shared_step_s"], args.batch, shared_file)
-            for profile in profiles:
-                cores_cluster = os.path.join(base, f"{profile}-cores.cluster")
-                shared_cluster = os.path.join(base, f"{profile}-shared.cluster")
-                write_cluster(args, profile, args.cores, cores_cluster)
-                write_cluster(args, profile, 0, shared_cluster, compute["slowest_factor"])
-                probed_cluster = os.path.join(base, f"{profile}-probed.cluster")
-                message_s = message_probe_s(args, profile, os.path.join(base, f"{profile}-probe"))
-                write_cluster(args, profile, 0, probed_cluster, compute["slowest_factor"], message_s)
-                # The split probe's per-step cost joins the profile's total,
-                # less the straggler's slowdown, which murmur-sim applies to it.
-                split_message_s, split_step_s = split_probe_s(args, profile, os.path.join(base, f"{profile}-split"))
-                split_cluster = os.path.join(base, f"{profile}-split.cluster")
-                split_file = os.path.join(base, f"{profile}-split.profile")
-                write_cluster(args, profile, 0, split_cluster, compute["slowest_factor"], split_message_s)
-                write_profile(compute["split"], compute["shared_step_s"] + split_step_s / compute["slowest_factor"],
-                              args.batch, split_file)
-                predicted = {"cores": predict(args, solo_file, cores_cluster, methods),
-                             "shared": predict(args, shared_file, shared_cluster, methods),
-                             "probed": predict(args, shared_file, probed_cluster, methods),
-                             "split": predict(args, split_file, split_cluster, methods)}
-                for method in methods:
+            specs, link_of = links[model]
+            base = os.path.join(args.out, f"{model_tag(model)}-{repeat}")
+            for profile, method, predicted in predictions(args, model, args.profiles, specs, link_of, methods, base):
+                if args.measured and (model, profile, method) not in cells:
+                    continue  # the measured directory has no such job
+                cell = cells.setdefault((model, profile, method), {"measured": []})
+                for key, value in predicted.items():
+                    cell.setdefault(key, []).append(value)
+                if not args.measured:
                     run = seed_methods.run_one(seed_args(args, model), method, profile,
-                                               os.path.join(base, f"{profile}-{method}"), args.specs[profile])
-                    cell = cells.setdefault((model, profile, method), {"measured": [], "message_s": []})
+                                               os.path.join(base, f"{profile}-{method}"), specs[profile])
                     cell["measured"].append(run["iteration_ms"] / 1e3)
-                    cell["message_s"].append(message_s)
-                    cell.setdefault("split_message_s", []).append(split_message_s)
-                    cell.setdefault("split_step_s", []).append(split_step_s)
-                    for kind in KINDS:
-                        cell.setdefault(kind, []).append(predicted[kind][method])
-                    print(f"done: {model} {method} on {profile} ({repeat + 1}/{args.repeats})", file=sys.stderr)
+                print(f"done: {model} {method} on {profile} ({repeat + 1}/{args.repeats})", file=sys.stderr)
     report(args, cells)
 
 
@@ -333,9 +468,11 @@ def report(args, cells):
     for r in rows:
         if r["profile"] in probes:
             m, t = r["runs"]["split_message_s"], r["runs"]["split_step_s"]
+            b = r["runs"]["busy_message_s"]
             print(f"\nsplit probe, {r['profile']}: {1e6 * statistics.median(m):.0f} us per message "
                   f"({1e6 * min(m):.0f}-{1e6 * max(m):.0f}), {1e3 * statistics.median(t):.2f} ms per step "
-                  f"({1e3 * min(t):.2f}-{1e3 * max(t):.2f})")
+                  f"({1e3 * min(t):.2f}-{1e3 * max(t):.2f}); busy probe: {1e6 * statistics.median(b):.0f} us per "
+                  f"message while the host computes ({1e6 * min(b):.0f}-{1e6 * max(b):.0f})")
             del probes[r["profile"]]
     for kind in KINDS:
         errors = [abs(r[f"{kind}_error"]) for r in rows]

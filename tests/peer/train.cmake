@@ -25,8 +25,26 @@ if(Python3_Interpreter_FOUND)
       --build ${PROJECT_BINARY_DIR} --peers 2 --model mlp:16,8 --train-examples 128 --profiles scaled-10gbe
       --methods bsp-ps --evals-per-epoch 2 --target 0.05 --out ${CMAKE_CURRENT_BINARY_DIR}/seed_methods_scaled_script)
   set_tests_properties(seed_methods_scaled_script PROPERTIES LABELS multiprocess TIMEOUT 300
+    FIXTURES_SETUP seed_methods_table
     PASS_REGULAR_EXPRESSION
     "[|] scaled-10gbe [|] bsp-ps [|] 2 [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|][^\n]*[|] [0-9.]+ [|] [0-9.]+ [|]\n.*scaled-10gbe: --link-profile lat=25us,bw=[0-9]+kbit,uplink=[0-9]+kbit")
+  # sim_vs_runtime.py --measured predicts that table's jobs without running
+  # them again: the shape (2 peers, mlp:16,8, 128 examples) and the scaled
+  # link come from the jobs' own records.
+  add_test(NAME sim_vs_runtime_measured_script
+    COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/experiments/sim_vs_runtime.py
+      --build ${PROJECT_BINARY_DIR} --measured ${CMAKE_CURRENT_BINARY_DIR}/seed_methods_scaled_script
+      --repeats 1 --out ${CMAKE_CURRENT_BINARY_DIR}/sim_vs_runtime_measured_script)
+  set_tests_properties(sim_vs_runtime_measured_script PROPERTIES LABELS multiprocess TIMEOUT 300
+    FIXTURES_REQUIRED seed_methods_table
+    PASS_REGULAR_EXPRESSION
+    "measured: mlp:16,8, 2 peers, 128 examples a peer, scaled-10gbe; bsp-ps.*[|] deep mlp [|] scaled-10gbe [|] bsp-ps [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|] [0-9.]+ [|] [-+][0-9]+% [|]")
+  # A directory that holds no seed_methods.py table is refused, naming it.
+  add_test(NAME sim_vs_runtime_measured_missing
+    COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/experiments/sim_vs_runtime.py
+      --build ${PROJECT_BINARY_DIR} --measured ${CMAKE_CURRENT_BINARY_DIR}/no-such-table)
+  set_tests_properties(sim_vs_runtime_measured_missing PROPERTIES LABELS unit
+    PASS_REGULAR_EXPRESSION "--measured: cannot read [^\n]*/no-such-table/seed_methods.json")
 else()
   message(STATUS "bench_common_test: no python3, the metrics names of bench/common.py go unchecked")
 endif()
