@@ -159,9 +159,17 @@ def busy_probe_s(args, model, profile, spec, out):
     pause (one per peer, as the job's forward and backward passes do)."""
     command = [common.binary(args.build, "murmur-sim-profile"), "--model", model, "--batch", str(args.batch),
                "--steps", "100000", "--out", os.devnull]
-    load = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(args.peers)]
+    load = []
     try:
-        return message_probe_s(args, profile, spec, out)
+        for _ in range(args.peers):
+            load.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        message_s = message_probe_s(args, profile, spec, out)
+        # A load that ended early would make this an idle figure.
+        ended = [p.returncode for p in load if p.poll() is not None]
+        if ended:
+            sys.exit(f"busy probe: {len(ended)} of the {args.peers} murmur-sim-profile loads ended during the probe "
+                     f"(exit status {ended[0]}): {' '.join(command)}")
+        return message_s
     finally:
         for process in load:
             process.kill()
@@ -291,6 +299,12 @@ def load_measured(args, directory):
         summary_path = os.path.join(directory, f"{row['profile']}-{row['method']}-0", "summary.json")
         summary = common.read_summary(summary_path)
         command = summary["command"]
+        if "--servers" in command:
+            sys.exit(f"--measured: {summary_path}: the job ran with --servers, which murmur-sim's cost models do "
+                     f"not have (every peer serves)")
+        if row["profile"] not in LINKS and row["profile"] not in {d["profile"] for d in table["scaled"]}:
+            sys.exit(f"--measured: {summary_path}: link profile '{row['profile']}' is neither one this script "
+                     f"knows ({', '.join(LINKS)}) nor a scaled one the run derived")
         this = {"peers": summary["np"]}
         for flag, key in SHAPE_FLAGS.items():
             if flag not in command:
@@ -318,8 +332,9 @@ def load_measured(args, directory):
 
 def predictions(args, model, profiles, specs, link_of, methods, base):
     """Yields (profile, method, {kind: predicted s, and the probes' figures})
-    for one repeat: the compute profiles, the probes and murmur-sim's four
-    predictions (module doc), measured and made before any job they predict."""
+    for one repeat: the compute profiles, the probes and murmur-sim's
+    predictions (KINDS, module doc), measured and made before any job they
+    predict."""
     compute = compute_profiles(args, model, base)
     solo_file, shared_file = os.path.join(base, "solo.profile"), os.path.join(base, "shared.profile")
     write_profile(compute["split"], compute["solo_step_s"], args.batch, solo_file)
@@ -392,6 +407,8 @@ def main():
         model, specs, link_of, measured = load_measured(args, args.measured)
         models, links = [model], {model: (specs, link_of)}
         methods = [m for m in methods if any(key[1] == m for key in measured)]
+        if not methods:
+            sys.exit(f"--measured: {args.measured} has no job of --methods {args.methods}")
         for (profile, method), times in measured.items():
             if method in methods:
                 cells[(model, profile, method)] = {"measured": times}

@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -124,19 +126,25 @@ class ClusterParser {
   // the straggler ranks against the final GPU count.
   ClusterSpec finish(int last_line) {
     if (gpus_line_ == 0) fail(last_line, "no 'gpus N' line; say how many GPUs to simulate");
-    cost::apply_network_preset(spec_, network_line_ ? network_ : kDefaultNetwork);
-    for (auto [link, given] : {std::pair{&spec_.inter_node, &inter_}, {&spec_.intra_node, &intra_}}) {
+    const std::string preset = network_line_ ? network_ : kDefaultNetwork;
+    cost::apply_network_preset(spec_, preset);
+    for (auto [link, given, name] :
+         {std::tuple{&spec_.inter_node, &inter_, "inter-node"}, std::tuple{&spec_.intra_node, &intra_, "intra-node"}}) {
       if (given->line == 0) continue;
-      spec_.network = "custom";
+      // A busy latency alone leaves the preset's links (and, on stack
+      // paper, its calibrated constants) as they are.
+      if (given->latency_s || given->bandwidth_Bps) spec_.network = "custom";
       if (given->latency_s) link->latency_s = *given->latency_s;
       if (given->bandwidth_Bps) link->bandwidth_Bps = *given->bandwidth_Bps;
       if (given->busy_latency_s) {
         // Checked here, not at the key: the latency it is held against may
         // come from the preset or stand later on the line.
         if (*given->busy_latency_s < link->latency_s) {
-          fail(given->line, fmt::format("busy-latency {:g} us is below the link's latency {:g} us; a busy host only "
-                                        "adds to a message's cost",
-                                        *given->busy_latency_s * 1e6, link->latency_s * 1e6));
+          fail(given->line,
+               fmt::format("{} busy-latency {:g} us is below its latency {:g} us ({}); a busy host only adds to a "
+                           "message's cost",
+                           name, *given->busy_latency_s * 1e6, link->latency_s * 1e6,
+                           given->latency_s ? "given on the line" : "network " + preset + "'s"));
         }
         link->busy_latency_s = *given->busy_latency_s;
       }

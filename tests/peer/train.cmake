@@ -38,7 +38,7 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(sim_vs_runtime_measured_script PROPERTIES LABELS multiprocess TIMEOUT 300
     FIXTURES_REQUIRED seed_methods_table
     PASS_REGULAR_EXPRESSION
-    "measured: mlp:16,8, 2 peers, 128 examples a peer, scaled-10gbe; bsp-ps.*[|] deep mlp [|] scaled-10gbe [|] bsp-ps [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|] [0-9.]+ [|] [-+][0-9]+% [|]")
+    "measured: mlp:16,8, 2 peers, 128 examples a peer, scaled-10gbe; bsp-ps.*[|] deep mlp [|] scaled-10gbe [|] bsp-ps [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|] [0-9.]+ [|] [-+][0-9]+% [|].*busy probe: [0-9]+ us per message.*median [|]error[|], busy: [0-9.]+%")
   # A directory that holds no seed_methods.py table is refused, naming it.
   add_test(NAME sim_vs_runtime_measured_missing
     COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/experiments/sim_vs_runtime.py

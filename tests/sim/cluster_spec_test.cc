@@ -90,6 +90,19 @@ TEST(ClusterFile, LinkLinesOverrideThePreset) {
   const ClusterSpec busy = load("gpus 4\nintra-node latency=1ms busy-latency=7ms\n");
   EXPECT_DOUBLE_EQ(busy.intra_node.busy_latency(), 7e-3);
   EXPECT_DOUBLE_EQ(busy.intra_node.latency_s, 1e-3);
+  // A busy latency alone keeps the preset (and its calibrated constants).
+  const ClusterSpec only_busy = load("gpus 4\nnetwork 100gbe-tcp\ninter-node busy-latency=1s\n");
+  EXPECT_EQ(only_busy.network, "100gbe-tcp");
+  EXPECT_DOUBLE_EQ(only_busy.inter_node.busy_latency(), 1);
+  // Below a preset's latency it is refused, saying whose latency it is.
+  std::string message;
+  try {
+    load("gpus 4\ninter-node busy-latency=0us\n");
+  } catch (const ClusterError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find(":2: inter-node busy-latency 0 us is below its latency "), std::string::npos) << message;
+  EXPECT_NE(message.find("(network 10gbe-tcp's)"), std::string::npos) << message;
 }
 
 TEST(ClusterFile, LinkEpisodesSlowOnePairForAWhile) {
@@ -182,7 +195,8 @@ const BadCluster kBadClusters[] = {
     {"gpus 4\ninter-node busy-latency=soon\n", 2,
      "busy-latency 'soon' is not a number >= 0 with a unit (ms, us, ns, s), e.g. 2ms"},
     {"gpus 4\ninter-node busy-latency=10us latency=25us\n", 2,
-     "busy-latency 10 us is below the link's latency 25 us; a busy host only adds to a message's cost"},
+     "inter-node busy-latency 10 us is below its latency 25 us (given on the line); a busy host only adds to a "
+     "message's cost"},
     {"inter-node delay=5us\n", 1,
      "unknown key 'delay=5us' in 'inter-node'; expected 'inter-node latency=T bandwidth=B [busy-latency=T]'"},
     {"inter-node latency=5us latency=6us\n", 1, "'latency=' given twice"},

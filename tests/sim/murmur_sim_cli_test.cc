@@ -145,7 +145,9 @@ TEST(MurmurSimCli, TakesThePartitionKnobsOfMurmurPeer) {
   const double published = iteration_ms("");
   EXPECT_DOUBLE_EQ(iteration_ms("--bytescheduler-partition 1000000 --bytescheduler-credit 4000000"), published);
   EXPECT_GT(iteration_ms("--bytescheduler-credit 1000000"), published);
-  EXPECT_EQ(run("--servers 2").status, 2);
+  const Result servers = run("--servers 2");
+  EXPECT_EQ(servers.status, 2);
+  EXPECT_NE(servers.err.find("--servers"), std::string::npos) << servers.err;
 }
 
 TEST(MurmurSimCli, UsageErrorsNameTheFlag) {

@@ -72,6 +72,11 @@ TEST(IterationPipeline, ABusyHostSlowsFixedCostsUntilBackwardEnds) {
   // Twice as slow: layer 1's ends with backward (4..6), layer 0's 6..7.
   spec.units[0].busy_fixed_s = spec.units[1].busy_fixed_s = 2;
   EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 7);
+  // Free when idle, 4 s when busy: 4..6 does half of layer 1's, and the
+  // rest costs nothing once compute ends; layer 0's, after it, nothing.
+  spec.units[0].fixed_s = spec.units[1].fixed_s = 0;
+  spec.units[0].busy_fixed_s = spec.units[1].busy_fixed_s = 4;
+  EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 6);
 }
 
 TEST(IterationPipeline, PriorityLetsTheNextForwardStartEarly) {

@@ -37,14 +37,16 @@ bool is_paper_method(const std::string& name) {
   return false;
 }
 
-// The methods' partition knobs as the job's flags set them (murmur-peer's,
-// in parameters).
-cost::MethodKnobs method_knobs(const GossipOptions& options, const ModelProfile& profile) {
+// The methods' partition knobs as the job's flags set them: murmur-peer's,
+// which count floats (the published defaults are bytes: 1,000,000 floats
+// are ByteScheduler's 4,000,000 bytes, whatever the profile's gradient
+// precision).
+cost::MethodKnobs method_knobs(const GossipOptions& options) {
+  constexpr double kFloatBytes = sizeof(float);
   cost::MethodKnobs knobs;
-  knobs.bytescheduler_partition_bytes =
-      static_cast<double>(options.bytescheduler_partition) * profile.bytes_per_parameter;
-  knobs.bytescheduler_credit_bytes = static_cast<double>(options.bytescheduler_credit) * profile.bytes_per_parameter;
-  knobs.ps_partition_bytes = static_cast<double>(options.ps_partition) * profile.bytes_per_parameter;
+  knobs.bytescheduler_partition_bytes = static_cast<double>(options.bytescheduler_partition) * kFloatBytes;
+  knobs.bytescheduler_credit_bytes = static_cast<double>(options.bytescheduler_credit) * kFloatBytes;
+  knobs.ps_partition_bytes = static_cast<double>(options.ps_partition) * kFloatBytes;
   return knobs;
 }
 
@@ -187,8 +189,8 @@ std::vector<SimRow> simulate(const SimRequest& request) {
   for (const std::string& method : request.methods)
     for (const ClusterSpec& cluster : clusters) {
       if (is_paper_method(method)) {
-        rows.push_back(paper_row(cost::paper_method_by_name(method), profile, cluster,
-                                 method_knobs(request.gossip.gossip, profile)));
+        rows.push_back(
+            paper_row(cost::paper_method_by_name(method), profile, cluster, method_knobs(request.gossip.gossip)));
       } else {
         rows.push_back(gossip_row(method, profile, cluster, request.gossip));
       }

@@ -53,12 +53,13 @@ double wire_end(double start, double wire_s, double compute_end, double share) {
   return slow >= wire_s ? start + wire_s / share : compute_end + (wire_s - slow);
 }
 
-// When `fixed_s` of per-message costs that start at `start` end: while
-// compute runs each costs busy_fixed_s / fixed_s times as much.
+// When per-message costs that start at `start` end: they take
+// busy_fixed_s while compute runs and fixed_s after (fixed_s may be 0: a
+// link whose messages cost nothing on an idle host).
 double fixed_end(double start, double fixed_s, double busy_fixed_s, double compute_end) {
   if (start >= compute_end || busy_fixed_s <= fixed_s) return start + fixed_s;
-  const double done = (compute_end - start) * fixed_s / busy_fixed_s;  // idle seconds' worth done before compute ends
-  return done >= fixed_s ? start + busy_fixed_s : compute_end + (fixed_s - done);
+  const double share = (compute_end - start) / busy_fixed_s;  // of the work, done before compute ends
+  return share >= 1 ? start + busy_fixed_s : compute_end + (1 - share) * fixed_s;
 }
 
 std::vector<double> schedule_units(const PipelineSpec& spec, const std::vector<double>& ready, double compute_end,

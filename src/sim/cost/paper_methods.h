@@ -80,7 +80,8 @@ struct MethodPrediction {
 };
 
 // The methods' own settings, in bytes; murmur-peer's flags of the same
-// names set them in floats (4 bytes). Defaults: the systems' published ones.
+// names set them in floats (4 bytes each). Defaults: the systems' published
+// ones.
 struct MethodKnobs {
   double bytescheduler_partition_bytes = 4'000'000;  // ByteScheduler's largest partition
   double bytescheduler_credit_bytes = 16'000'000;    // ByteScheduler's bytes of partitions in flight
