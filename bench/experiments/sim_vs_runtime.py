@@ -45,8 +45,8 @@ murmur-sim takes too). Five predictions per row:
     an idle one (WFBP's, not BSP's, which runs after backward).
 With --measured DIR, the jobs are not run: their iteration times are those
 a seed_methods.py run wrote to DIR (every repeat of it), and the peers,
-model, batch, examples, provider, profiles and links are those jobs' own
-(their records and DIR/seed_methods.json); the compute profiles and probes
+model, batch, examples, provider, profiles, links and partition knobs are
+those jobs' own (their records and DIR/seed_methods.json); the compute profiles and probes
 above are measured now, --repeats times, as before any job.
 
     bench/experiments/sim_vs_runtime.py --measured /tmp/seed-methods-8 --repeats 3 --out /tmp/sim-vs-8
@@ -281,6 +281,11 @@ def links_of(profiles, derivations):
 SHAPE_FLAGS = {"--model": "model", "--batch": "batch", "--train-examples": "train_examples", "--provider": "provider"}
 
 
+def flag_value(command, flag):
+    """The word after `flag` in a job's command line (None: not given)."""
+    return command[command.index(flag) + 1] if flag in command else None
+
+
 def load_measured(args, directory):
     """A seed_methods.py output directory as this script's measured side:
     sets args' shape (peers, batch, train examples, provider, profiles) and
@@ -307,17 +312,18 @@ def load_measured(args, directory):
                      f"knows ({', '.join(LINKS)}) nor a scaled one the run derived")
         this = {"peers": summary["np"]}
         for flag, key in SHAPE_FLAGS.items():
-            if flag not in command:
+            this[key] = flag_value(command, flag)
+            if this[key] is None:
                 sys.exit(f"--measured: {summary_path}: the job's command has no {flag}")
-            this[key] = command[command.index(flag) + 1]
         if shape is None:
             shape = this
         elif this != shape:
             sys.exit(f"--measured: {summary_path}: a job of another shape ({this}) than the others ({shape})")
         measured[(row["profile"], row["method"])] = [r["iteration_ms"] / 1e3 for r in row["runs"]]
         for flag, key in KNOB_FLAGS.items():
-            if flag in command:
-                value = int(command[command.index(flag) + 1])
+            given = flag_value(command, flag)
+            if given is not None:
+                value = int(given)
                 if knobs.setdefault(key, value) != value:
                     sys.exit(f"--measured: {summary_path}: {flag} {value}, another job's {knobs[key]}")
     if not measured:

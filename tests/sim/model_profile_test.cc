@@ -4,7 +4,6 @@
 #include "sim/model_profile.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
