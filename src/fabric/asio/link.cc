@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <new>
 
 #include <sys/socket.h>
@@ -17,6 +18,19 @@
 namespace murmur::fabric::asio {
 
 namespace net = boost::asio;
+
+namespace {
+
+// async_write's completion condition: the whole rest of the frame in every
+// write. asio's transfer_all() caps each write at 64 KiB
+// (default_max_transfer_size), so a 4 MiB frame took 64 sendmsg calls,
+// each completion queued through the io_context before the next; the
+// kernel takes as much of one writev as the socket's buffer holds.
+std::size_t whole_frame(const boost::system::error_code& ec, std::size_t /*written*/) {
+  return ec ? 0 : std::numeric_limits<std::size_t>::max();
+}
+
+}  // namespace
 
 Link::Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local)
     : rank_(rank), chunk_bytes_(chunk_bytes), max_unexpected_bytes_(max_unexpected_bytes), local_(local) {}
@@ -150,7 +164,7 @@ void Link::start_write() {
     buffer += n;
     skip -= n;
   }
-  net::async_write(*socket_, buffers,
+  net::async_write(*socket_, buffers, whole_frame,
                    [this, chunk](const boost::system::error_code& ec, std::size_t) { on_write(ec, chunk); });
 }
 
