@@ -9,6 +9,11 @@ the trainer waited, and the test accuracy of the averaged model.
     bench/experiments/seed_methods.py --peers 4 --model cnn --epochs 1 \\
         --train-examples 4000 --profiles loopback,10gbe --repeats 3 --out /tmp/seed-methods
 
+Methods: murmur-peer --algorithm names; NAME+layerwise runs NAME with
+--layerwise-update (each layer's update made in the next forward pass, as
+its mean comes in: ByteScheduler's cross-iteration overlap), e.g.
+--methods bytescheduler-a2a,bytescheduler-a2a+layerwise.
+
 Profiles: murmur-peer's --link-profile values (loopback, 10gbe, lat=..,bw=..)
 or "scaled-10gbe" / "scaled-ib" (scaled_links.py, docs/experiments.md): the
 link that gives this model on this host the communication-to-computation
@@ -54,6 +59,9 @@ def run_one(args, method, profile, out, spec=None):
     """One job; `spec` is the --link-profile value (default: `profile`)."""
     os.makedirs(out, exist_ok=True)
     spec = spec or profile
+    method, _, variant = method.partition("+")
+    if variant not in ("", "layerwise"):
+        sys.exit(f"--methods: {method}+{variant}: the only variant is +layerwise")
     metrics = os.path.join(out, "m-{rank}.jsonl")
     summary = os.path.join(out, "summary.json")
     command = [common.binary(args.build, "murmur-run"), "-np", str(args.peers),
@@ -74,10 +82,13 @@ def run_one(args, method, profile, out, spec=None):
     if method.endswith("-ps") and getattr(args, "ps_partition", 0):
         command += ["--ps-partition", str(args.ps_partition)]
     command += GOSSIP_FLAGS.get(method, [])
+    if variant:
+        command += ["--layerwise-update"]
     if method == "signsgd":
         # Every step moves each weight by the learning rate: SGD's would
         # throw the model about (docs/seed-methods.md).
         command += ["--lr", str(args.sign_lr)]
+    method += f"+{variant}" if variant else ""
     common.run_or_exit(command, f"{method} on {profile}")
     records = common.read_metrics(metrics, 0)
     epoch = common.events(records, common.Event.EPOCH)[-1]

@@ -74,6 +74,21 @@ def total(spans):
     return sum(s[1] - s[0] for s in spans)
 
 
+def self_times(spans):
+    """[(span, its duration less its direct children's)] for properly nested
+    spans sorted by begin: a wait inside forward_backward (murmur-peer
+    --layerwise-update) is waiting, not compute too."""
+    out, stack = [], []
+    for s in spans:
+        while stack and stack[-1][0][1] <= s[0]:
+            out.append(tuple(stack.pop()))
+        if stack:
+            stack[-1][1] -= s[1] - s[0]
+        stack.append([s, s[1] - s[0]])
+    out.extend(tuple(entry) for entry in reversed(stack))
+    return out
+
+
 def split_peer(pid, threads, names):
     """The per-step split of one peer, in milliseconds."""
     main = [k for k in threads if k[0] == pid and names.get(k) == "main"]
@@ -85,9 +100,9 @@ def split_peer(pid, threads, names):
         return None
     compute, waiting, handoff = [], [], []
     for b, e, _, _ in steps:
-        within = inside(main_spans, b, e)
-        c = total([s for s in within if s[2] == "compute"])
-        w = total([s for s in within if s[2] == "wait"])
+        within = self_times(inside(main_spans, b, e))
+        c = sum(t for s, t in within if s[2] == "compute")
+        w = sum(t for s, t in within if s[2] == "wait")
         compute.append(c)
         waiting.append(w)
         handoff.append((e - b) - c - w)

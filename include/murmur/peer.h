@@ -237,6 +237,18 @@ class Peer final {
   // layers not handed over yet and blocks until every layer's gradient is
   // the mean over the live members.
   void average_gradients();
+  // The layer-wise optimizer step, instead of waiting for every layer at
+  // once: after the backward pass, blocks until layer `layer`'s gradient
+  // alone is the mean (it hands over the layers not handed over yet, as
+  // average_gradients() does); update that layer, and call
+  // average_gradients() (it then returns at once) before step(). With
+  // bytescheduler-a2a and bytescheduler-ps, front layers are done first,
+  // so the next forward pass can start on them while the back layers still
+  // communicate; the other methods return when the whole round is done.
+  // A round that fails (a PeerError from a later wait, or from
+  // average_gradients()) may do so after front layers were returned, and
+  // updated by the caller: the model is then partly updated.
+  void wait_layer_averaged(std::size_t layer);
 
   void step();    // after each local update
   void flush();   // wait for the round in flight and fold it into the tensors

@@ -171,6 +171,14 @@ class Peer:
         layer's gradient is the mean over the members."""
         self._peer.average_gradients()
 
+    def wait_layer_averaged(self, layer: int) -> None:
+        """The layer-wise step, instead of waiting for every layer at once:
+        after backward, blocks until ``layer``'s gradient alone is the mean
+        (bytescheduler-a2a and -ps finish front layers first, so the next
+        forward pass can start on them); update that layer, and call
+        average_gradients() (it then returns at once) before step()."""
+        self._peer.wait_layer_averaged(layer)
+
     def step(self) -> None:
         """After each local update: every period-th call takes part in a gossip round."""
         self._peer.step()

@@ -264,6 +264,12 @@ void bind_peer(nb::module_& m) {
           "average_gradients", [](PeerHandle& h) { h.get("average_gradients").average_gradients(); }, Release(),
           "Hands over the layers not handed over yet and blocks until every gradient is the mean over the members.")
       .def(
+          "wait_layer_averaged",
+          [](PeerHandle& h, std::size_t layer) { h.get("wait_layer_averaged").wait_layer_averaged(layer); },
+          nb::arg("layer"), Release(),
+          "The layer-wise step: after backward, blocks until `layer`'s gradient alone is the mean (front layers "
+          "first under bytescheduler-*); average_gradients() still closes the round before step().")
+      .def(
           "step", [](PeerHandle& h) { h.get("step").step(); }, Release())
       .def(
           "flush", [](PeerHandle& h) { h.get("flush").flush(); }, Release())

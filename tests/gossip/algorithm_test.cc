@@ -581,8 +581,11 @@ namespace {
 // so layers split and windows hold several partitions).
 // Three ranks in one process run `name` for three steps of rank- and
 // step-dependent gradients (r + 1 + step + 0.25 i); returns every rank's
-// last gradient after average_gradients().
-std::vector<std::vector<float>> run_gradient_method(const std::string& name, AlgorithmOptions o) {
+// last gradient after average_gradients(). `layerwise`: waits for each
+// layer (front first) before average_gradients(), and checks that the
+// layer is the step's exact mean as soon as its wait returns.
+std::vector<std::vector<float>> run_gradient_method(const std::string& name, AlgorithmOptions o,
+                                                    bool layerwise = false) {
   auto c = make_cluster(3);
   const std::vector<std::size_t> layers{5, 1, 7, 3};
   std::vector<std::future<std::vector<float>>> fs;
@@ -595,6 +598,12 @@ std::vector<std::vector<float>> run_gradient_method(const std::string& name, Alg
         for (std::size_t i = 0; i < gradients.size(); ++i)
           gradients[i] = static_cast<float>(r + 1 + step) + 0.25f * static_cast<float>(i);
         for (std::size_t l = layers.size(); l-- > 0;) a->gradient_ready(l);
+        for (std::size_t l = 0, first = 0; layerwise && l < layers.size(); first += layers[l++]) {
+          a->wait_layer_averaged(l);
+          for (std::size_t i = first; i < first + layers[l]; ++i)
+            EXPECT_NEAR(gradients[i], 2.0f + static_cast<float>(step) + 0.25f * static_cast<float>(i), 1e-5)
+                << "layer " << l << " float " << i << " step " << step;
+        }
         a->average_gradients();
         a->step(params);
       }
@@ -797,6 +806,19 @@ TEST(InProcess, GradientMethodsAverageEveryLayer) {
   }
 }
 
+// The layer-wise step: each layer is the mean when its wait returns, for
+// the methods that finish layers one by one (bytescheduler-*) and those
+// that finish the round at once.
+TEST(InProcess, EachLayerIsTheMeanWhenItsWaitReturns) {
+  for (const std::string name : {"bytescheduler-a2a", "bytescheduler-ps", "bsp-a2a", "wfbp-ps"}) {
+    SCOPED_TRACE(name);
+    AlgorithmOptions o;
+    o.bytescheduler_partition = 3;
+    o.bytescheduler_credit = 5;
+    for (const auto& g : run_gradient_method(name, o, /*layerwise=*/true)) expect_last_mean(g);
+  }
+}
+
 // Bad hand-offs fail with what is wrong, not a hang.
 TEST(InProcess, GradientMethodsNameABadHandOff) {
   auto c = make_cluster(1);
@@ -816,6 +838,12 @@ TEST(InProcess, GradientMethodsNameABadHandOff) {
     FAIL() << "no throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("gradient_ready(2)"), std::string::npos) << e.what();
+  }
+  try {
+    a->wait_layer_averaged(2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("wait_layer_averaged(2)"), std::string::npos) << e.what();
   }
   a->gradient_ready(1);
   EXPECT_THROW(a->gradient_ready(1), std::logic_error);  // twice in one round

@@ -215,4 +215,74 @@ TEST(GradientHook, HandsEveryLayerOverInBackwardOrderWhenItsSliceIsFinal) {
   }
 }
 
+// The layer-wise optimizer step's hook: before each parameter layer, front
+// first, and once after the last; a layer written in its call is what the
+// forward pass uses (the same loss and gradients as a model that had those
+// parameters from the start), and a model written at the last call is run
+// again when the hook says so. evaluate() never calls it.
+TEST(ForwardHook, RunsBeforeEachLayerAndAgainWhenTheLastCallChangedTheModel) {
+  for (const std::string name : {"cnn", "mlp:7,5,9"}) {
+    SCOPED_TRACE(name);
+    mm::ModelSpec spec = mm::parse_model_spec(name, mm::Device::kCpu);
+    spec.input_rows = spec.input_cols = 8;
+    spec.max_batch = 4;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> pixel(0, 1);
+    std::vector<float> x(4 * 64);
+    for (float& v : x) v = pixel(rng);
+    const std::vector<std::uint8_t> labels{1, 7, 3, 0};
+    auto fresh = [&] {
+      auto model = mm::make_model(spec);
+      model->initialize(3);
+      return model;
+    };
+    const std::vector<std::size_t> sizes = fresh()->gradient_layer_sizes();
+    std::vector<std::size_t> offsets{0};
+    for (std::size_t n : sizes) offsets.push_back(offsets.back() + n);
+    // Each layer scaled by its own factor: the parameters the hook writes.
+    auto scale_layer = [&](mm::Model& m, std::size_t layer) {
+      for (float& v : m.parameters().subspan(offsets[layer], sizes[layer]))
+        v *= 1.0f - 0.05f * static_cast<float>(layer + 1);
+    };
+    auto reference = fresh();
+    for (std::size_t l = 0; l < sizes.size(); ++l) scale_layer(*reference, l);
+    const auto want = reference->train_batch(x.data(), labels.data(), 4);
+    const std::vector<float> want_gradients(reference->gradients().begin(), reference->gradients().end());
+    auto same_as_reference = [&](mm::Model& m, const mm::StepResult& r) {
+      return r.loss == want.loss && r.correct == want.correct &&
+             std::equal(m.gradients().begin(), m.gradients().end(), want_gradients.begin(), want_gradients.end());
+    };
+
+    // Each layer written just before it runs.
+    auto layerwise = fresh();
+    std::vector<std::size_t> order;
+    layerwise->set_forward_hook([&](std::size_t layer) {
+      order.push_back(layer);
+      if (layer < sizes.size()) scale_layer(*layerwise, layer);
+      return false;
+    });
+    const auto got = layerwise->train_batch(x.data(), labels.data(), 4);
+    std::vector<std::size_t> front_first(sizes.size() + 1);
+    for (std::size_t i = 0; i < front_first.size(); ++i) front_first[i] = i;
+    EXPECT_EQ(order, front_first);
+    EXPECT_TRUE(same_as_reference(*layerwise, got));
+    order.clear();
+    layerwise->evaluate(x.data(), labels.data(), 4);
+    EXPECT_TRUE(order.empty());
+
+    // Every layer written after the forward pass: run again only if told.
+    for (const bool changed : {true, false}) {
+      SCOPED_TRACE(changed ? "rerun" : "not rerun");
+      auto late = fresh();
+      late->set_forward_hook([&](std::size_t layer) {
+        if (layer < sizes.size()) return false;
+        for (std::size_t l = 0; l < sizes.size(); ++l) scale_layer(*late, l);
+        return changed;
+      });
+      const auto r = late->train_batch(x.data(), labels.data(), 4);
+      EXPECT_EQ(same_as_reference(*late, r), changed);
+    }
+  }
+}
+
 }  // namespace

@@ -62,7 +62,8 @@ class TrainMethods : public ::testing::Test {
   // and returns every rank's parameters from its checkpoint.
   std::vector<std::vector<float>> train(const std::string& algorithm, const Job& job,
                                         std::vector<std::string> extra = {}) {
-    const fs::path out = dir_ / (algorithm + "-" + std::to_string(job.peers) + "-" + job.provider);
+    const fs::path out =
+        dir_ / (algorithm + "-" + std::to_string(job.peers) + "-" + job.provider + "-" + std::to_string(++jobs_));
     fs::create_directories(out);
     std::vector<std::string> argv = {bin("src/peer/launcher/murmur-run"),
                                      "-np",
@@ -115,6 +116,7 @@ class TrainMethods : public ::testing::Test {
   }
 
   fs::path dir_, last_metrics_;
+  int jobs_ = 0;
 };
 
 void expect_ranks_equal(const std::string& algorithm, const std::vector<std::vector<float>>& params) {
@@ -212,6 +214,39 @@ TEST_F(TrainMethods, LayerWiseMethodsMatchBspA2aOverShm) {
         "bytescheduler-a2a",
         train("bytescheduler-a2a", job, {"--bytescheduler-partition", "700", "--bytescheduler-credit", "700"}), bsp);
   }
+}
+
+// --layerwise-update moves each layer's update into the next forward pass
+// and changes no parameter: the same update, bit for bit, whether a method
+// finishes layers one by one (bytescheduler-a2a) or the round at once
+// (bsp-ps); evaluations inside the epoch make it settle mid-epoch too. The
+// communication that runs while the forward pass computes counts as
+// overlap. A model-averaging algorithm refuses the flag, naming it.
+TEST_F(TrainMethods, TheLayerWiseStepChangesNoParameter) {
+  const Job job{3, "tcp"};
+  for (const std::string algorithm : {"bytescheduler-a2a", "bsp-ps"}) {
+    SCOPED_TRACE(algorithm);
+    const std::vector<std::string> knobs = {"--bytescheduler-partition", "1000", "--bytescheduler-credit", "3000",
+                                            "--evals-per-epoch",         "3"};
+    const auto whole = train(algorithm, job, knobs);
+    auto layerwise_knobs = knobs;
+    layerwise_knobs.push_back("--layerwise-update");
+    const auto layerwise = train(algorithm, job, layerwise_knobs);
+    expect_ranks_equal(algorithm + " --layerwise-update", layerwise);
+    ASSERT_FALSE(layerwise.empty());
+    EXPECT_TRUE(layerwise[0] == whole[0]) << "largest difference " << max_difference(layerwise[0], whole[0]);
+    const auto epoch = epoch_record();
+    ASSERT_TRUE(epoch["communication_overlap_seconds"].is_number()) << epoch.dump();
+    EXPECT_GE(epoch["communication_overlap_seconds"].get<double>(), 0);
+    EXPECT_LE(epoch["communication_overlap_seconds"].get<double>(),
+              epoch["communication_thread_seconds"].get<double>() + 1e-9);
+  }
+  const auto r = murmur::testing::run_program(
+      {bin("src/peer/launcher/murmur-run"), "-np", "2", "--timeout", "60", "--", bin("src/peer/train/murmur-peer"),
+       "--algorithm", "allreduce", "--layerwise-update", "--epochs", "1", "--train-examples", "64"},
+      std::chrono::seconds(120), /*merge_stderr=*/true);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--layerwise-update needs an algorithm that averages gradients"), std::string::npos) << r.out;
 }
 
 }  // namespace

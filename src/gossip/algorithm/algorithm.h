@@ -136,8 +136,10 @@ struct AlgorithmStats {
   std::uint64_t incomplete_rounds = 0;
   std::uint64_t view_generation = 0;  // the membership view in use
   // Gradient averaging: communication-thread time that ran while the caller
-  // was still computing (before it called average_gradients()); the rest of
-  // comm_seconds is what the caller waited for.
+  // was still computing (not waiting in average_gradients() or
+  // wait_layer_averaged(): the rest of its backward pass, and with the
+  // layer-wise step the next forward pass); the rest of comm_seconds is
+  // what the caller waited for.
   double overlap_seconds = 0;
 };
 
@@ -234,8 +236,16 @@ class Algorithm {
   // hands over the layers not handed over yet, then blocks until every
   // slice holds the mean over the members. Throws std::invalid_argument for
   // a bad layout or layer index, and a PeerError as step() does.
+  // wait_layer_averaged(layer): the layer-wise optimizer step; after the
+  // backward pass, hands over the layers not handed over yet (as
+  // average_gradients() does) and blocks until `layer`'s slice alone holds
+  // the mean; the caller may then update that layer, and must still call
+  // average_gradients() (which closes the round) before step(). A method
+  // that finishes layers in priority order (bytescheduler: front layers
+  // first) returns as each is done; the others when the whole round is.
   virtual void set_gradients(std::span<float> /*gradients*/, std::vector<std::size_t> /*layer_sizes*/) {}
   virtual void gradient_ready(std::size_t /*layer*/) {}
+  virtual void wait_layer_averaged(std::size_t /*layer*/) {}
   virtual void average_gradients() {}
 
   // Checkpoints (docs/resilience.md, "Checkpoints"). The algorithm's own

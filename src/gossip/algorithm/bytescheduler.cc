@@ -19,12 +19,15 @@
 // chosen layers to be handed over. One small message per window is the
 // price of the agreement (Horovod negotiates the same way).
 //
-// Simplifications, stated: the window is refilled when it empties, not
-// partition by partition (ByteScheduler's credit is a sliding window); and
-// the trainer applies the optimizer step to the whole model after the
-// round, so priority reorders communication within the backward pass only
-// (ByteScheduler's larger gain, starting the next forward pass on the front
-// layers while back layers still communicate, needs a layer-wise update).
+// Each layer is marked averaged when its last partition is, so that a
+// caller with the layer-wise step (murmur-peer --layerwise-update,
+// Peer::wait_layer_averaged) starts the next forward pass on the front
+// layers while back layers still communicate: ByteScheduler's
+// cross-iteration gain. Without it, priority reorders communication within
+// the backward pass only.
+//
+// Simplification, stated: the window is refilled when it empties, not
+// partition by partition (ByteScheduler's credit is a sliding window).
 //
 // A lost leader aborts the round's remaining windows on the ranks that see
 // it (they keep their local gradient); the view without it has a new
@@ -96,8 +99,9 @@ class ByteScheduler final : public GradientAlgorithm {
       average(round, pieces, chosen);
       for (std::uint32_t id : chosen) {
         done[id] = true;
-        --left[partitions_[id].layer];
         --remaining;
+        // A layer's last partition: the layer-wise step may update it now.
+        if (--left[partitions_[id].layer] == 0) mark_averaged(partitions_[id].layer);
       }
     }
   }

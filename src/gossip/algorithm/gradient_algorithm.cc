@@ -113,6 +113,7 @@ void GradientAlgorithm::set_gradients(std::span<float> gradients, std::vector<st
   gradients_ = gradients;
   offsets_ = std::move(offsets);
   ready_.assign(layer_sizes.size(), false);
+  averaged_.assign(layer_sizes.size(), false);
   ready_at_.assign(layer_sizes.size(), 0.0);
 }
 
@@ -123,13 +124,17 @@ void GradientAlgorithm::start_round_locked() {
   busy_.clear();
 }
 
-void GradientAlgorithm::gradient_ready(std::size_t layer) {
+void GradientAlgorithm::check_layer_call(const char* call, std::size_t layer) const {
   MURMUR_CHECK(!finished_);
   check_not_failed();
-  if (offsets_.empty()) throw std::logic_error(name_ + ": gradient_ready() before set_gradients()");
+  if (offsets_.empty()) throw std::logic_error(name_ + ": " + call + "() before set_gradients()");
   if (layer >= layers())
-    throw std::invalid_argument(name_ + ": gradient_ready(" + std::to_string(layer) +
-                                "), but the gradient layout has " + std::to_string(layers()) + " layers");
+    throw std::invalid_argument(name_ + ": " + call + "(" + std::to_string(layer) + "), but the gradient layout has " +
+                                std::to_string(layers()) + " layers");
+}
+
+void GradientAlgorithm::gradient_ready(std::size_t layer) {
+  check_layer_call("gradient_ready", layer);
   ready_at_[layer] = comm_.now();
   {
     std::lock_guard lock(mutex_);
@@ -142,6 +147,42 @@ void GradientAlgorithm::gradient_ready(std::size_t layer) {
   comm_.notify_local(cv_);
 }
 
+void GradientAlgorithm::hand_over_rest_locked(double now) {
+  for (std::size_t l = 0; l < ready_.size(); ++l)
+    if (!ready_[l]) {
+      ready_[l] = true;
+      ready_at_[l] = now;
+    }
+  if (!round_open_) start_round_locked();
+}
+
+void GradientAlgorithm::mark_averaged(std::size_t layer) {
+  {
+    std::lock_guard lock(mutex_);
+    averaged_[layer] = true;
+  }
+  comm_.notify_local(cv_);
+}
+
+void GradientAlgorithm::wait_layer_averaged(std::size_t layer) {
+  check_layer_call("wait_layer_averaged", layer);
+  const double entered = comm_.now();
+  bool round_failed = false;
+  {
+    std::unique_lock lock(mutex_);
+    hand_over_rest_locked(entered);
+    lock.unlock();
+    comm_.notify_local(cv_);
+    lock.lock();
+    comm_.wait_local(lock, cv_, [&] { return averaged_[layer] || !has_job_; });
+    round_failed = !has_job_ && job_error_ != nullptr;
+  }
+  caller_waits_.emplace_back(entered, comm_.now());
+  // The round's error surfaces where average_gradients() would raise it,
+  // before the caller updates a layer with a gradient that is not the mean.
+  if (round_failed) average_gradients();
+}
+
 void GradientAlgorithm::average_gradients() {
   MURMUR_CHECK(!finished_);
   check_not_failed();
@@ -149,12 +190,7 @@ void GradientAlgorithm::average_gradients() {
   const double entered = comm_.now();
   {
     std::lock_guard lock(mutex_);
-    for (std::size_t l = 0; l < ready_.size(); ++l)
-      if (!ready_[l]) {
-        ready_[l] = true;
-        ready_at_[l] = entered;
-      }
-    if (!round_open_) start_round_locked();
+    hand_over_rest_locked(entered);
   }
   comm_.notify_local(cv_);
   std::exception_ptr error;
@@ -164,12 +200,22 @@ void GradientAlgorithm::average_gradients() {
     const double now = comm_.now();
     stats_.wait_seconds += now - entered;
     // Communication that ran before the caller asked for the result ran
-    // while the caller computed (the rest of its backward pass).
-    for (const auto& [begin, end] : busy_) stats_.overlap_seconds += std::max(0.0, std::min(end, entered) - begin);
+    // while the caller computed (the rest of its backward pass, and with
+    // the layer-wise step the next forward pass), except while it waited
+    // for a layer.
+    for (const auto& [begin, end] : busy_) {
+      double computed = std::max(0.0, std::min(end, entered) - begin);
+      for (const auto& [wait_begin, wait_end] : caller_waits_)
+        computed -= std::max(0.0, std::min(end, wait_end) - std::max(begin, wait_begin));
+      stats_.overlap_seconds += std::max(0.0, computed);
+    }
+    for (const auto& [wait_begin, wait_end] : caller_waits_) stats_.wait_seconds += wait_end - wait_begin;
+    caller_waits_.clear();
     const double first = *std::min_element(ready_at_.begin(), ready_at_.end());
     last_ready_times_.resize(ready_at_.size());
     for (std::size_t l = 0; l < ready_at_.size(); ++l) last_ready_times_[l] = ready_at_[l] - first;
     std::fill(ready_.begin(), ready_.end(), false);
+    std::fill(averaged_.begin(), averaged_.end(), false);
     round_open_ = false;
     error = job_error_;
     job_error_ = nullptr;

@@ -9,6 +9,12 @@
 //   caller:  gradient_ready(L-1) ... gradient_ready(0)  average_gradients()  optimizer  step()
 //   comm:         communicate(r): wait_ready(l), average(ranges) ...  done
 //
+// The layer-wise step: the caller may instead wait_layer_averaged(l) for
+// each layer l, front first, and update it (the next forward pass runs on
+// each as it is done), then average_gradients() closes the round. A method
+// that finishes layers early says so with mark_averaged(l)
+// (bytescheduler); for the others a layer is done when the round is.
+//
 // Exchange: average() runs a ring all-reduce (the A2A methods) or, for a
 // method made with Exchange::kParameterServer, pushes the pieces to their
 // servers and pulls the means (ps_exchange.h; bsp-ps, wfbp-ps,
@@ -85,6 +91,7 @@ class GradientAlgorithm : public Algorithm {
 
   void set_gradients(std::span<float> gradients, std::vector<std::size_t> layer_sizes) override;
   void gradient_ready(std::size_t layer) override;
+  void wait_layer_averaged(std::size_t layer) override;
   void average_gradients() override;
 
  protected:
@@ -111,6 +118,10 @@ class GradientAlgorithm : public Algorithm {
   std::span<float> range_span(LayerRange r) const {
     return gradients_.subspan(offsets_[r.first], offsets_[r.last] - offsets_[r.first]);
   }
+  // `layer` holds this round's final value (its mean, or the local gradient
+  // where a lost peer aborted its all-reduce): wait_layer_averaged(layer)
+  // returns. Optional (the round's end marks every layer).
+  void mark_averaged(std::size_t layer);
   // Blocks until gradient_ready(layer) (or average_gradients()) this round.
   void wait_ready(std::size_t layer);
   // Blocks until some layer not in `taken` is ready; returns every ready
@@ -151,24 +162,29 @@ class GradientAlgorithm : public Algorithm {
  private:
   void worker_loop();
   void check_not_failed() const;
+  // The checks of a per-layer call (named `call` in the errors).
+  void check_layer_call(const char* call, std::size_t layer) const;
   void start_round_locked();
+  void hand_over_rest_locked(double now);
   void adopt(const ViewChange& change, std::span<float> params);
 
   const std::string name_;
-  std::span<float> gradients_;        // the caller's, from set_gradients
-  std::vector<std::size_t> offsets_;  // layers() + 1 offsets into gradients_
-  ViewSchedule* gate_ = nullptr;      // caller thread only
-  std::uint64_t next_round_ = 0;      // caller thread only
-  bool asked_gate_ = false;           // caller thread only: before(next_round_) asked
-  bool finished_ = false;             // caller thread only
-  std::vector<double> ready_at_;      // caller thread only: this round's gradient_ready times
+  std::span<float> gradients_;                           // the caller's, from set_gradients
+  std::vector<std::size_t> offsets_;                     // layers() + 1 offsets into gradients_
+  ViewSchedule* gate_ = nullptr;                         // caller thread only
+  std::uint64_t next_round_ = 0;                         // caller thread only
+  bool asked_gate_ = false;                              // caller thread only: before(next_round_) asked
+  bool finished_ = false;                                // caller thread only
+  std::vector<double> ready_at_;                         // caller thread only: this round's gradient_ready times
+  std::vector<std::pair<double, double>> caller_waits_;  // caller thread only: this round's wait_layer_averaged()
 
   // Lock order: mutex_ is taken alone (never while calling out).
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::vector<bool> ready_;  // this round's handed-over layers
-  bool round_open_ = false;  // a round started and average_gradients() has not returned
-  bool has_job_ = false;     // the communication thread runs (or will run) the round
+  std::vector<bool> ready_;     // this round's handed-over layers
+  std::vector<bool> averaged_;  // this round's layers marked final (mark_averaged)
+  bool round_open_ = false;     // a round started and average_gradients() has not returned
+  bool has_job_ = false;        // the communication thread runs (or will run) the round
   std::uint64_t job_round_ = 0;
   bool stop_ = false;
   std::exception_ptr job_error_;

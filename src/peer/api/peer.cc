@@ -324,6 +324,11 @@ class Peer::Impl {
     if (gossip_) gossip_->average_gradients();
   }
 
+  void wait_layer_averaged(std::size_t layer) {
+    start();
+    if (gossip_) gossip_->wait_layer_averaged(layer);
+  }
+
   void flush() {
     start();
     if (!gossip_) return;
@@ -680,6 +685,9 @@ void Peer::gradient_ready(std::size_t layer) {
 }
 void Peer::average_gradients() {
   impl_->guarded([&] { impl_->average_gradients(); });
+}
+void Peer::wait_layer_averaged(std::size_t layer) {
+  impl_->guarded([&] { impl_->wait_layer_averaged(layer); });
 }
 std::string Peer::save_state() {
   return impl_->guarded([&] { return impl_->save_state(); });

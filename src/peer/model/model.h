@@ -87,6 +87,18 @@ class Model {
   // when the hook runs (which costs the device its lead). The hook must not
   // call back into the model; an empty function removes it.
   virtual void set_gradient_hook(std::function<void(std::size_t layer)> hook) = 0;
+  // The layer-wise optimizer step (ByteScheduler's cross-iteration
+  // overlap): called by train_batch's forward pass just before parameter
+  // layer `layer` runs (front layer first), and once more with `layer` ==
+  // gradient_layer_sizes().size() when the forward pass is done and
+  // backward is next; on the calling thread, never by evaluate(). The hook
+  // may write that layer's parameters (nothing has read them yet this
+  // step). At the last call it may write any parameter, and returns
+  // whether it did: the forward pass already read them, so the model runs
+  // it again (without the hook) before the loss and backward. The other
+  // calls' answers are ignored. It must not call back into the model; an
+  // empty function removes it.
+  virtual void set_forward_hook(std::function<bool(std::size_t layer)> hook) = 0;
   // Forward only; gradients are left alone.
   virtual EvalResult evaluate(const float* x, const std::uint8_t* labels, int batch) = 0;
   // Bytes of model-related buffers (params, grads, activations, scratch),

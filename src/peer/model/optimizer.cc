@@ -15,10 +15,16 @@ SgdOptimizer::~SgdOptimizer() = default;
 
 void SgdOptimizer::step(std::span<float> params, std::span<const float> grads, double learning_rate) {
   MURMUR_CHECK_EQ(params.size(), momentum_.size());
-  MURMUR_CHECK_EQ(grads.size(), momentum_.size());
-  ops_->sgd_momentum(params.data(), grads.data(), momentum_.data(), momentum_.size(), static_cast<float>(learning_rate),
-                     static_cast<float>(options_.momentum), static_cast<float>(options_.weight_decay),
-                     options_.nesterov);
+  step_slice(params, grads, 0, learning_rate);
+}
+
+void SgdOptimizer::step_slice(std::span<float> params, std::span<const float> grads, std::size_t offset,
+                              double learning_rate) {
+  MURMUR_CHECK_EQ(grads.size(), params.size());
+  MURMUR_CHECK_LE(offset + params.size(), momentum_.size());
+  ops_->sgd_momentum(params.data(), grads.data(), momentum_.data() + offset, params.size(),
+                     static_cast<float>(learning_rate), static_cast<float>(options_.momentum),
+                     static_cast<float>(options_.weight_decay), options_.nesterov);
   ops_->synchronize();
 }
 

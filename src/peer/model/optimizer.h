@@ -35,6 +35,11 @@ class SgdOptimizer {
 
   // params and grads: `parameters` floats each, on the optimizer's device.
   void step(std::span<float> params, std::span<const float> grads, double learning_rate);
+  // The same update on the floats [offset, offset + params.size()) of the
+  // model only (one layer: the layer-wise step); params and grads are that
+  // slice of the model's buffers. The update is element-wise, so stepping
+  // every slice once equals one step() of the whole, bit for bit.
+  void step_slice(std::span<float> params, std::span<const float> grads, std::size_t offset, double learning_rate);
   // The velocity v (same device and layout as the parameters), for checkpoints.
   std::span<float> momentum();
   const SgdOptions& options() const { return options_; }

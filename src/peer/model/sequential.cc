@@ -78,6 +78,7 @@ class SequentialModel final : public Model {
   }
 
   void set_gradient_hook(std::function<void(std::size_t layer)> hook) override { gradient_hook_ = std::move(hook); }
+  void set_forward_hook(std::function<bool(std::size_t layer)> hook) override { forward_hook_ = std::move(hook); }
 
   void initialize(std::uint64_t seed) override {
     std::vector<float> host(parameter_count_);
@@ -89,7 +90,7 @@ class SequentialModel final : public Model {
   }
 
   StepResult train_batch(const float* x, const std::uint8_t* labels, int batch) override {
-    forward(x, labels, batch);
+    forward(x, labels, batch, forward_hook_);
     ops_->softmax_xent(act_.back(), labels_or(labels), std::size_t(batch), std::size_t(spec_.classes),
                        1.0f / static_cast<float>(batch), grad_[0]);
     backward(batch);
@@ -98,15 +99,17 @@ class SequentialModel final : public Model {
   }
 
   EvalResult evaluate(const float* x, const std::uint8_t* labels, int batch) override {
-    forward(x, labels, batch);
+    forward(x, labels, batch, {});
     ops_->softmax_xent(act_.back(), labels_or(labels), std::size_t(batch), std::size_t(spec_.classes), 0.0f, nullptr);
     const LossResult r = ops_->read_loss();
     return EvalResult{r.loss_sum, r.correct, batch};
   }
 
  private:
-  // Checks the batch, stages it on the device if need be, runs the layers.
-  void forward(const float* x, const std::uint8_t* labels, int batch) {
+  // Checks the batch, stages it on the device if need be, runs the layers;
+  // `hook` (may be empty) before each parameter layer and after the last
+  // (model.h: set_forward_hook), and the layers again if it says so.
+  void forward(const float* x, const std::uint8_t* labels, int batch, const std::function<bool(std::size_t)>& hook) {
     MURMUR_CHECK_GT(batch, 0);
     MURMUR_CHECK_LE(batch, spec_.max_batch);
     MURMUR_CHECK(x != nullptr && labels != nullptr);
@@ -122,8 +125,14 @@ class SequentialModel final : public Model {
       ops_->copy_from_host(labels_, labels, std::size_t(batch));
       input_used_ = input_;
     }
-    for (std::size_t i = 0; i < layers_.size(); ++i)
+    std::size_t parameter_layer = 0;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      if (hook && layers_[i]->parameter_count() > 0) hook(parameter_layer++);
       layers_[i]->forward(i == 0 ? input_used_ : act_[i - 1], act_[i], batch);
+    }
+    if (hook && hook(parameter_layers_))
+      for (std::size_t i = 0; i < layers_.size(); ++i)
+        layers_[i]->forward(i == 0 ? input_used_ : act_[i - 1], act_[i], batch);
   }
 
   // d(loss)/d(logits) is in grad_[0]; walks the layers back, alternating
@@ -166,6 +175,7 @@ class SequentialModel final : public Model {
   std::vector<float*> act_;
   float* grad_[2] = {nullptr, nullptr};
   std::function<void(std::size_t)> gradient_hook_;
+  std::function<bool(std::size_t)> forward_hook_;
 };
 
 }  // namespace

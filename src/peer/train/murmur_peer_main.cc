@@ -64,6 +64,11 @@ void add_training_flags(CLI::App& app, TrainOptions& o, int& blas_threads) {
       ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str()
       ->group(training);
+  app.add_flag("--layerwise-update", o.layerwise_update,
+               "gradient-averaging algorithms: update each layer just before the next forward pass runs it, as "
+               "soon as its mean is in (bytescheduler-* finish front layers first), instead of the whole model "
+               "after the round")
+      ->group(training);
   app.add_option("--blas-threads", blas_threads, "BLAS threads (0: $MURMUR_BLAS_THREADS, else 1)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()

@@ -29,6 +29,11 @@ struct TrainOptions {
   std::string lr_decay = "cosine";
   std::uint64_t seed = 1;       // model initialisation (identical on every rank) and shuffling
   double extra_compute_ms = 0;  // sleep per step: an accelerator's compute time, CPU left idle (experiments)
+  // The layer-wise optimizer step (gradient-averaging algorithms): a step's
+  // update of layer k waits for the next forward pass to reach layer k,
+  // so the front layers' forward runs while back layers still communicate
+  // (ByteScheduler's cross-iteration overlap). The same parameters, bit for bit.
+  bool layerwise_update = false;
 
   std::string metrics;         // JSON lines path; "{rank}" becomes the rank
   std::string checkpoint_dir;  // a checkpoint per rank after every epoch

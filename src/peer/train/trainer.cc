@@ -123,6 +123,10 @@ class TrainingRun {
   void write_start();
   EpochTotals train_epoch(int epoch);
   model::StepResult train_step();
+  bool before_forward_layer(std::size_t layer);
+  void settle_update();
+  void step_peer(long step, int epoch, long step_in_epoch);
+  void sleep_extra_compute();
   void end_epoch(int epoch, const EpochTotals& totals);
   void take_shard(int members, int position);
   JoinState join_state_now();
@@ -156,10 +160,26 @@ class TrainingRun {
   std::optional<data::Batcher> batcher_;
   std::uint64_t partition_generation_ = 0;     // the view the shard was cut for
   std::int64_t schedule_steps_per_epoch_ = 0;  // what schedule_ was made for
-  int epoch_now_ = 0;                          // the epoch of the step in progress (join_state_now)
+  // The step whose peer_.step() runs, for join_state_now (with
+  // --layerwise-update, the step before the one in progress).
+  int epoch_now_ = 0;
   long step_in_epoch_now_ = 0;
-  long first_step_in_epoch_ = 0;     // a joiner enters first_epoch_ here
-  std::optional<JoinState> joined_;  // what a joiner's sponsor sent
+  long step_now_ = 0;
+  // --layerwise-update: the step whose optimizer update is still to come,
+  // layer by layer, in the next forward pass (before_forward_layer), or at
+  // once where parameters are read (settle_update).
+  struct PendingUpdate {
+    long step = 0;
+    int epoch = 0;
+    long step_in_epoch = 0;
+    double learning_rate = 0;
+  };
+  std::optional<PendingUpdate> pending_;
+  std::vector<std::size_t> layer_offsets_;  // gradient layer k: floats [offsets[k], offsets[k + 1])
+  double forward_wait_seconds_ = 0;         // this step's waits inside the forward pass
+  bool view_adopted_ = false;               // on_view ran (peer_.step() re-averaged the parameters)
+  long first_step_in_epoch_ = 0;            // a joiner enters first_epoch_ here
+  std::optional<JoinState> joined_;         // what a joiner's sponsor sent
 
   int first_epoch_ = 0;
   long step_ = 0;
@@ -213,6 +233,16 @@ TrainingRun::TrainingRun(const TrainOptions& options)
     auto gradients = model_->gradients();
     peer_.set_gradients(gradients.data(), gradients.size(), model_->gradient_layer_sizes());
     model_->set_gradient_hook([this](std::size_t layer) { peer_.gradient_ready(layer); });
+  }
+  if (o_.layerwise_update) {
+    if (!averages_gradients_)
+      throw std::invalid_argument(
+          "--layerwise-update needs an algorithm that averages gradients (bsp-a2a, "
+          "wfbp-a2a, mg-wfbp, bytescheduler-a2a, the -ps forms, signsgd, topk-sgd); --algorithm " +
+          o_.peer.algorithm + " averages models");
+    layer_offsets_.push_back(0);
+    for (std::size_t n : model_->gradient_layer_sizes()) layer_offsets_.push_back(layer_offsets_.back() + n);
+    model_->set_forward_hook([this](std::size_t layer) { return before_forward_layer(layer); });
   }
 }
 
@@ -319,20 +349,98 @@ EpochTotals TrainingRun::train_epoch(int epoch) {
     // One step on the timeline: the compute, then the hand-off to the gossip.
     trace::Scope span(trace::Category::kStep, "step");
     const auto r = train_step();
-    epoch_now_ = epoch;
-    step_in_epoch_now_ = s;
-    peer_.step();
+    if (o_.layerwise_update)
+      pending_ = PendingUpdate{step_, epoch, s, model::learning_rate_at(schedule_, step_)};
+    else
+      step_peer(step_, epoch, s);
     totals.loss_sum += r.loss * batch_.size;
     totals.correct += r.correct;
     totals.seen += batch_.size;
     // Extra evaluations inside the epoch, for time-to-accuracy curves.
     if (s + 1 < steps_per_epoch_ && is_evaluation_step(s + 1, steps_per_epoch_, o_.evals_per_epoch)) {
+      settle_update();
       const auto mid = timed_eval();
       write_eval(epoch, step_ + 1, mid, peer_.stats());
     }
     if ((s + 1) % o_.log_every == 0 || s + 1 == steps_per_epoch_) write_step(epoch, s, totals);
   }
+  settle_update();  // the epoch's end evaluates, checkpoints and may re-cut the data
   return totals;
+}
+
+// peer_.step() after step `step`'s update (its view changes, a joiner's
+// admission: join_state_now reports this step).
+void TrainingRun::step_peer(long step, int epoch, long step_in_epoch) {
+  step_now_ = step;
+  epoch_now_ = epoch;
+  step_in_epoch_now_ = step_in_epoch;
+  peer_.step();
+}
+
+// --layerwise-update, from the forward pass (Model::set_forward_hook):
+// before gradient layer `layer` runs, the previous step's mean of it, then
+// its update; after the last layer (layer == layers), the round is closed
+// and the previous step's peer_.step() made, before backward starts the
+// next round. A view adopted there re-averaged the parameters the forward
+// pass had read: true asks the model to run it again, so that backward
+// sees one model, the one the step without the flag would have used. The
+// waits are communication, not compute.
+bool TrainingRun::before_forward_layer(std::size_t layer) {
+  const auto start = Clock::now();
+  if (pending_ && layer + 1 < layer_offsets_.size()) {
+    {
+      trace::Scope span(trace::Category::kWait, "wait_layer_averaged");
+      peer_.wait_layer_averaged(layer);
+    }
+    forward_wait_seconds_ += seconds_since(start);
+    trace::Scope span(trace::Category::kCompute, "optimizer_layer");
+    const std::size_t offset = layer_offsets_[layer], floats = layer_offsets_[layer + 1] - offset;
+    optimizer_.step_slice(model_->parameters().subspan(offset, floats), model_->gradients().subspan(offset, floats),
+                          offset, pending_->learning_rate);
+    return false;
+  }
+  if (layer + 1 < layer_offsets_.size()) return false;  // the first step: nothing pending
+  view_adopted_ = false;
+  if (pending_) {
+    {
+      trace::Scope span(trace::Category::kWait, "average_gradients");
+      peer_.average_gradients();  // every layer is in: closes the round at once
+    }
+    const PendingUpdate done = *pending_;
+    pending_.reset();
+    step_peer(done.step, done.epoch, done.step_in_epoch);
+    forward_wait_seconds_ += seconds_since(start);
+  }
+  // After the round, before the next: as the whole-model update's place in
+  // the step, this sleep never overlaps communication.
+  sleep_extra_compute();
+  return view_adopted_;
+}
+
+// --layerwise-update: the pending update, whole, where the parameters are
+// read next (evaluations, the epoch's end): the same update, bit for bit.
+void TrainingRun::settle_update() {
+  if (!pending_) return;
+  {
+    trace::Scope span(trace::Category::kWait, "average_gradients");
+    peer_.average_gradients();
+  }
+  {
+    trace::Scope span(trace::Category::kCompute, "optimizer");
+    const auto start = Clock::now();
+    optimizer_.step(model_->parameters(), model_->gradients(), pending_->learning_rate);
+    compute_seconds_ += seconds_since(start);
+  }
+  const PendingUpdate done = *pending_;
+  pending_.reset();
+  step_peer(done.step, done.epoch, done.step_in_epoch);
+}
+
+void TrainingRun::sleep_extra_compute() {
+  if (o_.extra_compute_ms <= 0) return;
+  // A GPU peer's step keeps its CPU free: sleep, do not spin.
+  trace::Scope span(trace::Category::kCompute, "extra_compute");
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.extra_compute_ms));
 }
 
 // The next batch (the shard starts over when it runs out), forward/backward
@@ -343,10 +451,18 @@ model::StepResult TrainingRun::train_step() {
     batcher_->next(batch_);
   }
   const auto compute_start = Clock::now();
+  forward_wait_seconds_ = 0;
   const auto r = [&] {
     trace::Scope span(trace::Category::kCompute, "forward_backward");
     return model_->train_batch(batch_.x.data(), batch_.y.data(), batch_.size);
   }();
+  if (o_.layerwise_update) {
+    // This step's update is made by the next forward pass (train_epoch
+    // records it as pending).
+    compute_seconds_ += seconds_since(compute_start) - forward_wait_seconds_;
+    check_finite(r.loss, step_, o_);
+    return r;
+  }
   double averaging_seconds = 0;
   if (averages_gradients_) {
     // The gradients' mean over the members, before the update (the wait is
@@ -360,11 +476,7 @@ model::StepResult TrainingRun::train_step() {
     trace::Scope span(trace::Category::kCompute, "optimizer");
     optimizer_.step(model_->parameters(), model_->gradients(), model::learning_rate_at(schedule_, step_));
   }
-  if (o_.extra_compute_ms > 0) {
-    // A GPU peer's step keeps its CPU free: sleep, do not spin.
-    trace::Scope span(trace::Category::kCompute, "extra_compute");
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o_.extra_compute_ms));
-  }
+  sleep_extra_compute();
   compute_seconds_ += seconds_since(compute_start) - averaging_seconds;
   check_finite(r.loss, step_, o_);
   return r;
@@ -410,6 +522,7 @@ void TrainingRun::repartition_if_the_view_changed(int epoch) {
 // A view the gossip adopted (from inside step()): a metrics record and the
 // event murmur-run shows once per generation.
 void TrainingRun::on_view(const PeerView& view) {
+  view_adopted_ = true;
   nlohmann::json lost = nlohmann::json::array();
   std::vector<int> lost_ranks;
   for (const auto& d : view.lost) {
@@ -419,7 +532,7 @@ void TrainingRun::on_view(const PeerView& view) {
   const bool gap = std::isfinite(view.spectral_gap);
   write_timed(
       {{key::kEvent, event::kView},
-       {key::kStep, step_},
+       {key::kStep, step_now_},
        {key::kUnixTime, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
        {key::kGeneration, view.generation},
        {key::kMembers, view.ranks},
@@ -437,7 +550,7 @@ void TrainingRun::on_view(const PeerView& view) {
 // started), which the joiner enters with this member's model.
 JoinState TrainingRun::join_state_now() {
   JoinState s;
-  s.step = step_;
+  s.step = step_now_;
   s.epoch = epoch_now_;
   s.step_in_epoch = step_in_epoch_now_;
   s.steps_per_epoch = steps_per_epoch_;
