@@ -59,14 +59,14 @@ def run_one(args, method, profile, out, spec=None):
     """One job; `spec` is the --link-profile value (default: `profile`)."""
     os.makedirs(out, exist_ok=True)
     spec = spec or profile
-    method, _, variant = method.partition("+")
+    algorithm, _, variant = method.partition("+")
     if variant not in ("", "layerwise"):
-        sys.exit(f"--methods: {method}+{variant}: the only variant is +layerwise")
+        sys.exit(f"--methods: {method}: the only variant is +layerwise")
     metrics = os.path.join(out, "m-{rank}.jsonl")
     summary = os.path.join(out, "summary.json")
     command = [common.binary(args.build, "murmur-run"), "-np", str(args.peers),
                "--timeout", str(args.timeout), "--summary", summary, "--",
-               common.binary(args.build, "murmur-peer"), "--algorithm", method,
+               common.binary(args.build, "murmur-peer"), "--algorithm", algorithm,
                "--model", args.model, "--epochs", str(args.epochs), "--batch", str(args.batch),
                "--train-examples", str(args.train_examples), "--seed", "1", "--provider", args.provider,
                "--metrics", metrics, "--blas-threads", "1"]
@@ -75,20 +75,19 @@ def run_one(args, method, profile, out, spec=None):
         command += ["--evals-per-epoch", str(evals_per_epoch)]
     if spec != "loopback":
         command += ["--link-profile", spec]
-    if method.startswith("bytescheduler-") and args.partition:
+    if algorithm.startswith("bytescheduler-") and args.partition:
         command += ["--bytescheduler-partition", str(args.partition), "--bytescheduler-credit", str(args.credit)]
-    if method.endswith("-ps") and args.servers:
+    if algorithm.endswith("-ps") and args.servers:
         command += ["--servers", str(args.servers)]
-    if method.endswith("-ps") and getattr(args, "ps_partition", 0):
+    if algorithm.endswith("-ps") and getattr(args, "ps_partition", 0):
         command += ["--ps-partition", str(args.ps_partition)]
-    command += GOSSIP_FLAGS.get(method, [])
+    command += GOSSIP_FLAGS.get(algorithm, [])
     if variant:
         command += ["--layerwise-update"]
-    if method == "signsgd":
+    if algorithm == "signsgd":
         # Every step moves each weight by the learning rate: SGD's would
         # throw the model about (docs/seed-methods.md).
         command += ["--lr", str(args.sign_lr)]
-    method += f"+{variant}" if variant else ""
     common.run_or_exit(command, f"{method} on {profile}")
     records = common.read_metrics(metrics, 0)
     epoch = common.events(records, common.Event.EPOCH)[-1]

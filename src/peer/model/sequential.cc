@@ -125,14 +125,18 @@ class SequentialModel final : public Model {
       ops_->copy_from_host(labels_, labels, std::size_t(batch));
       input_used_ = input_;
     }
+    if (run_layers(batch, hook)) run_layers(batch, {});
+  }
+
+  // The layers forward over input_used_; `hook` (may be empty) before each
+  // parameter layer and after the last, whose answer is returned.
+  bool run_layers(int batch, const std::function<bool(std::size_t)>& hook) {
     std::size_t parameter_layer = 0;
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       if (hook && layers_[i]->parameter_count() > 0) hook(parameter_layer++);
       layers_[i]->forward(i == 0 ? input_used_ : act_[i - 1], act_[i], batch);
     }
-    if (hook && hook(parameter_layers_))
-      for (std::size_t i = 0; i < layers_.size(); ++i)
-        layers_[i]->forward(i == 0 ? input_used_ : act_[i - 1], act_[i], batch);
+    return hook && hook(parameter_layers_);
   }
 
   // d(loss)/d(logits) is in grad_[0]; walks the layers back, alternating

@@ -125,6 +125,7 @@ class TrainingRun {
   model::StepResult train_step();
   bool before_forward_layer(std::size_t layer);
   void settle_update();
+  void close_pending_step();
   void step_peer(long step, int epoch, long step_in_epoch);
   void sleep_extra_compute();
   void end_epoch(int epoch, const EpochTotals& totals);
@@ -402,13 +403,7 @@ bool TrainingRun::before_forward_layer(std::size_t layer) {
   if (layer + 1 < layer_offsets_.size()) return false;  // the first step: nothing pending
   view_adopted_ = false;
   if (pending_) {
-    {
-      trace::Scope span(trace::Category::kWait, "average_gradients");
-      peer_.average_gradients();  // every layer is in: closes the round at once
-    }
-    const PendingUpdate done = *pending_;
-    pending_.reset();
-    step_peer(done.step, done.epoch, done.step_in_epoch);
+    close_pending_step();  // every layer is in: the round closes at once
     forward_wait_seconds_ += seconds_since(start);
   }
   // After the round, before the next: as the whole-model update's place in
@@ -430,6 +425,16 @@ void TrainingRun::settle_update() {
     const auto start = Clock::now();
     optimizer_.step(model_->parameters(), model_->gradients(), pending_->learning_rate);
     compute_seconds_ += seconds_since(start);
+  }
+  close_pending_step();
+}
+
+// The pending step's round closed (average_gradients(); at once when every
+// layer was waited for) and its peer_.step() made.
+void TrainingRun::close_pending_step() {
+  {
+    trace::Scope span(trace::Category::kWait, "average_gradients");
+    peer_.average_gradients();
   }
   const PendingUpdate done = *pending_;
   pending_.reset();
