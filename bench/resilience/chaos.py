@@ -11,7 +11,9 @@ table per scenario on stdout and a CSV in --out, with the commands.
 
 Scenarios:
   baseline    no fault (every other scenario's reference)
-  kill        SIGKILL one peer in epoch 2, another in epoch 3
+  kill        SIGKILL one peer in epoch 2, another in epoch 3 (ranks 3
+              and 5; in a smaller job, its last rank in their place, and
+              one kill only where both would be the same rank)
   restart     --on-failure restart --max-restarts 1: the peer killed in
               epoch 2 is started again and joins as a new member
   join        two more peers join with murmur-run --join in epoch 3
@@ -24,7 +26,7 @@ Scenarios:
               the same seeds its accuracy is the baseline's to the digit
               (tests/peer/train_job_test.cc compares the checkpoints' bytes)
   launcher    SIGKILL murmur-run (and the rendezvous it hosts) in epoch 1,
-              then one peer in epoch 3
+              then one peer in epoch 3 (rank 5, or the last rank)
   straggler   one peer held to a quarter of a core for the whole run
               (SIGSTOP/SIGCONT duty cycle, 25 ms of every 100 ms running:
               containers without cgroup v2 delegation cannot set cpu.max)
@@ -65,7 +67,10 @@ def parse_args():
     p.add_argument("--build", default=common.DEFAULT_BUILD)
     p.add_argument("--out", default=None)
     p.add_argument("--timeout", type=int, default=1200)
-    return p.parse_args()
+    args = p.parse_args()
+    if args.np < 2:
+        p.error(f"--np {args.np}: the scenarios need at least 2 peers (a victim and a survivor)")
+    return args
 
 
 def peer_flags(algorithm):
@@ -163,6 +168,11 @@ class Job:
                 return False
             time.sleep(0.2)  # polling a file another process writes
         return True
+
+    def rank_or_last(self, rank):
+        """`rank`, or the job's last rank where it has no such rank: a
+        wait for a rank that never starts would last the whole timeout."""
+        return min(rank, self.np - 1)
 
     def signal_peer(self, rank, signo):
         pid = self.pid(rank)
@@ -295,28 +305,32 @@ def run_scenario(args, scenario, algorithm, out_dir, index):
     stop = threading.Event()
     helpers = []
     if scenario == "kill":
-        if job.wait_epoch(3, 2):
-            job.signal_peer(3, signal.SIGKILL)
-        if job.wait_epoch(5, 3):
-            job.signal_peer(5, signal.SIGKILL)
+        first, second = job.rank_or_last(3), job.rank_or_last(5)
+        if job.wait_epoch(first, 2):
+            job.signal_peer(first, signal.SIGKILL)
+        if second != first and job.wait_epoch(second, 3):
+            job.signal_peer(second, signal.SIGKILL)
     elif scenario == "restart":
-        if job.wait_epoch(3, 2):
-            job.signal_peer(3, signal.SIGKILL)
+        victim = job.rank_or_last(3)
+        if job.wait_epoch(victim, 2):
+            job.signal_peer(victim, signal.SIGKILL)
     elif scenario == "join":
         if job.wait_epoch(0, 3):
             job.join(2)
     elif scenario in ("stop", "stop-restart"):
-        if job.wait_epoch(3, 2):
-            job.signal_peer(3, signal.SIGSTOP)
+        victim = job.rank_or_last(3)
+        if job.wait_epoch(victim, 2):
+            job.signal_peer(victim, signal.SIGSTOP)
             time.sleep(args.stop_seconds)  # the fault itself: stopped this long
-            job.signal_peer(3, signal.SIGCONT)
+            job.signal_peer(victim, signal.SIGCONT)
     elif scenario == "launcher":
         if job.wait_started(0):
             job.process.send_signal(signal.SIGKILL)
-        if job.wait_epoch(5, 3):
-            job.signal_peer(5, signal.SIGKILL)
+        victim = job.rank_or_last(5)
+        if job.wait_epoch(victim, 3):
+            job.signal_peer(victim, signal.SIGKILL)
     elif scenario == "straggler":
-        helpers.append(threading.Thread(target=duty_cycle, args=(job, 3, stop)))
+        helpers.append(threading.Thread(target=duty_cycle, args=(job, job.rank_or_last(3), stop)))
     elif scenario == "quiet":
         helpers.append(threading.Thread(target=busy_core, args=(stop,)))
     for h in helpers:
@@ -355,8 +369,8 @@ def main():
                         f"{r['wall']:.1f}", f"{r['ratio']:.2f}", r["views"], delays,
                         seconds_list(r["join_delay"]),
                         seconds_list(r["own_start_delay"])])
-    print(f"| scenario | algorithm | finished | avg-model accuracy (min-max) | wall s | vs baseline | views | "
-          f"kill -> new view (s, min-max over survivors) | start -> in a view (s) | own process start -> in a view (s) |")
+    print("| scenario | algorithm | finished | avg-model accuracy (min-max) | wall s | vs baseline | views | "
+          "kill -> new view (s, min-max over survivors) | start -> in a view (s) | own process start -> in a view (s) |")
     print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
     for r in rows:
         delays = "; ".join(f"rank {v}: {a:.2f}-{b:.2f}" for v, (a, b) in sorted(r["view_delay"].items()))

@@ -228,6 +228,16 @@ class Peer final {
   // finish(). Throws std::invalid_argument for device memory or sizes that
   // do not add up to `count`.
   void set_gradients(float* data, std::size_t count, const std::vector<std::size_t>& layer_sizes);
+  // Before the first step(), optional: `count` floats of host memory at
+  // `data`, the optimizer's state beside the parameters (SGD's momentum,
+  // Adam's moments), the same size on every rank; valid until finish().
+  // When a membership view changes (a peer lost or joined), the members
+  // re-average it with the parameters, so that they go on with one model
+  // and one optimizer: without it their momenta stay apart and so, step
+  // after step, do their models. The peer touches it only inside step().
+  // Only the gradient methods use it. Throws std::invalid_argument for
+  // device memory.
+  void set_optimizer_state(float* data, std::size_t count);
   // From the backward pass: layer `layer`'s gradient is final for this
   // step; it may be read and overwritten with the mean from now until
   // average_gradients() returns. Never blocks (but the first call of a

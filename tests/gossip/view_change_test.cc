@@ -7,14 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -147,6 +150,70 @@ std::vector<std::unique_ptr<Rank>> make_ranks(int size, const Case& c, Board& bo
   return ranks;
 }
 
+// The victim dies: every link to it fails (closing its transport), and the
+// membership service's view without it (generation 1) reaches the others.
+void kill_and_propose_survivors(std::vector<std::unique_ptr<Rank>>& ranks, int victim_rank) {
+  const int size = static_cast<int>(ranks.size());
+  auto& victim = *ranks[victim_rank];
+  const std::string why = "the test killed rank " + std::to_string(victim_rank);
+  for (int p = 0; p < size; ++p)
+    if (p != victim_rank) victim.transport->fail_peer(p, std::make_exception_ptr(fabric::PeerError(p, "host", why)));
+  victim.algorithm.reset();
+  victim.gate.reset();
+  victim.transport.reset();
+  View survivors{1, {}};
+  for (int r = 0; r < size; ++r)
+    if (r != victim_rank) survivors.members.push_back(r);
+  for (int r = 0; r < size; ++r)
+    if (r != victim_rank) ranks[r]->gate->propose(survivors, why);
+}
+
+// Runs `steps` calls of `step(rank)` on every rank in its own thread,
+// the victim's only `kill_at`; once the victim stopped, kills it and
+// proposes the view without it; returns when the survivors finished.
+void run_and_kill(std::vector<std::unique_ptr<Rank>>& ranks, int victim_rank, int kill_at, int steps,
+                  const std::function<void(int rank)>& step) {
+  std::atomic<bool> victim_stopped{false}, proposed{false};
+  std::vector<std::future<void>> runs;
+  for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+    runs.push_back(std::async(std::launch::async, [&, r] {
+      for (int t = 0; t < (r == victim_rank ? kill_at : steps); ++t) {
+        // A survivor's rounds stop waiting for the victim once its links
+        // failed (adpsgd has no rounds to hold anyone back): without this
+        // the survivors could finish before the view reaches them.
+        if (t == 2 * steps / 3) wait_for([&] { return proposed.load(); }, 60s);
+        step(r);
+      }
+      if (r == victim_rank) {
+        victim_stopped = true;
+        return;
+      }
+      ranks[r]->algorithm->finish(ranks[r]->x);
+    }));
+  }
+  EXPECT_TRUE(wait_for([&] { return victim_stopped.load(); }, 60s)) << "the victim never stopped";
+  kill_and_propose_survivors(ranks, victim_rank);
+  proposed = true;
+  for (auto& run : runs) run.get();
+}
+
+// Each vector's largest deviation from their mean, relative to the mean's
+// largest value (at least 1).
+std::vector<double> relative_deviations(const std::vector<const std::vector<float>*>& vectors) {
+  std::vector<double> mean(vectors.front()->size(), 0.0);
+  for (const auto* v : vectors)
+    for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += (*v)[i] / static_cast<double>(vectors.size());
+  double scale = 1.0;
+  for (double m : mean) scale = std::max(scale, std::abs(m));
+  std::vector<double> deviations;
+  for (const auto* v : vectors) {
+    double worst = 0;
+    for (std::size_t i = 0; i < mean.size(); ++i) worst = std::max(worst, std::abs((*v)[i] - mean[i]));
+    deviations.push_back(worst / scale);
+  }
+  return deviations;
+}
+
 // Six ranks; rank 5 stops after `kill_at` steps and its transport is closed;
 // the survivors get the view without it and run to the end.
 TEST_P(ViewChangeTest, SurvivorsAdoptTheViewAndAgree) {
@@ -158,55 +225,16 @@ TEST_P(ViewChangeTest, SurvivorsAdoptTheViewAndAgree) {
   if (c.topology != "none") topology = gossip::make_topology({.kind = c.topology, .nodes = kSize});
   auto ranks = make_ranks(kSize, c, board, topology);
 
-  std::atomic<bool> victim_stopped{false}, proposed{false};
-  std::vector<std::future<void>> runs;
-  for (int r = 0; r < kSize; ++r) {
-    runs.push_back(std::async(std::launch::async, [&, r] {
-      auto& rank = *ranks[r];
-      const int steps = r == kVictim ? kill_at : c.steps;
-      for (int t = 0; t < steps; ++t) {
-        // adpsgd has no rounds to hold the survivors back: without this they
-        // could finish before the view reaches them.
-        if (t == 2 * c.steps / 3) wait_for([&] { return proposed.load(); }, 60s);
-        rank.algorithm->step(rank.x);
-      }
-      if (r == kVictim) {
-        victim_stopped = true;
-        return;
-      }
-      rank.algorithm->finish(rank.x);
-    }));
-  }
-  ASSERT_TRUE(wait_for([&] { return victim_stopped.load(); }, 60s));
-  // The victim dies: every link to it fails (closing its transport), and the
-  // membership service's view without it reaches the survivors.
-  {
-    auto& victim = *ranks[kVictim];
-    for (int p = 0; p < kSize; ++p)
-      if (p != kVictim)
-        victim.transport->fail_peer(p, std::make_exception_ptr(fabric::PeerError(p, "host", "the test killed rank 5")));
-    victim.algorithm.reset();
-    victim.gate.reset();
-    victim.transport.reset();
-  }
-  View survivors{1, {0, 1, 2, 3, 4}};
-  for (int r = 0; r < kSize; ++r)
-    if (r != kVictim) ranks[r]->gate->propose(survivors, "rank 5 was killed");
-  proposed = true;
-  for (int r = 0; r < kSize; ++r) runs[r].get();
+  run_and_kill(ranks, kVictim, kill_at, c.steps, [&](int r) { ranks[r]->algorithm->step(ranks[r]->x); });
 
-  std::vector<double> mean(ranks[0]->x.size(), 0.0);
-  for (int r = 0; r < kVictim; ++r)
-    for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += ranks[r]->x[i] / kVictim;
-  double scale = 0;
-  for (double m : mean) scale = std::max(scale, std::abs(m));
+  std::vector<const std::vector<float>*> survivors;
+  for (int r = 0; r < kVictim; ++r) survivors.push_back(&ranks[r]->x);
+  const std::vector<double> deviations = relative_deviations(survivors);
   for (int r = 0; r < kVictim; ++r) {
     const auto stats = ranks[r]->algorithm->stats();
     EXPECT_EQ(stats.view_generation, 1u) << "rank " << r;
     EXPECT_EQ(stats.steps, static_cast<std::uint64_t>(c.steps)) << "rank " << r;
-    double worst = 0;
-    for (std::size_t i = 0; i < mean.size(); ++i) worst = std::max(worst, std::abs(ranks[r]->x[i] - mean[i]));
-    EXPECT_LT(worst, c.tolerance * std::max(1.0, scale)) << "rank " << r << " disagrees with the survivors";
+    EXPECT_LT(deviations[r], c.tolerance) << "rank " << r << " disagrees with the survivors";
     EXPECT_EQ(ranks[r]->gate->current().generation, 1u);
   }
   for (int r = 0; r < kVictim; ++r) {
@@ -214,6 +242,70 @@ TEST_P(ViewChangeTest, SurvivorsAdoptTheViewAndAgree) {
     ranks[r]->gate.reset();
   }
 }
+
+// A gradient method under SGD with momentum: each rank starts with its own
+// momentum, as the survivors of a round that lost a peer are left with
+// theirs (their own gradient went into it). The view that drops the victim
+// re-averages the parameters and the momentum handed over
+// (set_optimizer_state): from then on every survivor applies the same
+// update to the same model and momentum, and they end equal. Without the
+// momentum's re-averaging their models would drift apart after the view.
+class GradientViewChangeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GradientViewChangeTest, SurvivorsAgreeOnTheModelAndTheMomentum) {
+  const Case c{GetParam(), "none", "none", 1.0, 30, 1e-6};
+  constexpr int kSize = 4, kVictim = 3, kKillAt = 10;
+  constexpr std::size_t kFloats = 200;
+  const std::vector<std::size_t> layers{120, 80};
+  Board board;
+  auto ranks = make_ranks(kSize, c, board, nullptr);
+  std::vector<std::vector<float>> gradient(kSize, std::vector<float>(kFloats)), momentum(kSize);
+  for (int r = 0; r < kSize; ++r) {
+    momentum[r] = initial_vector(13, r, kFloats);
+    ranks[r]->algorithm->set_gradients(gradient[r], layers);
+    ranks[r]->algorithm->set_optimizer_state(momentum[r]);
+  }
+
+  std::vector<std::vector<float>> targets;  // each rank its own data
+  for (int r = 0; r < kSize; ++r) targets.push_back(initial_vector(17, r, kFloats));
+  run_and_kill(ranks, kVictim, kKillAt, c.steps, [&](int r) {
+    auto& rank = *ranks[r];
+    auto& g = gradient[r];
+    auto& m = momentum[r];
+    for (std::size_t i = 0; i < kFloats; ++i) g[i] = rank.x[i] - targets[r][i];
+    for (std::size_t l = layers.size(); l-- > 0;) rank.algorithm->gradient_ready(l);
+    rank.algorithm->average_gradients();
+    for (std::size_t i = 0; i < kFloats; ++i) {
+      m[i] = 0.9f * m[i] + g[i];
+      rank.x[i] -= 0.05f * m[i];
+    }
+    rank.algorithm->step(rank.x);
+  });
+
+  std::vector<const std::vector<float>*> models, momenta;
+  for (int r = 0; r < kVictim; ++r) {
+    models.push_back(&ranks[r]->x);
+    momenta.push_back(&momentum[r]);
+  }
+  const std::vector<double> model_deviations = relative_deviations(models);
+  const std::vector<double> momentum_deviations = relative_deviations(momenta);
+  for (int r = 0; r < kVictim; ++r) {
+    EXPECT_EQ(ranks[r]->algorithm->stats().view_generation, 1u) << "rank " << r;
+    EXPECT_LT(momentum_deviations[r], c.tolerance) << "rank " << r << "'s momentum disagrees with the survivors'";
+    EXPECT_LT(model_deviations[r], c.tolerance) << "rank " << r << "'s model disagrees with the survivors'";
+  }
+  for (int r = 0; r < kVictim; ++r) {
+    ranks[r]->algorithm.reset();
+    ranks[r]->gate.reset();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, GradientViewChangeTest,
+                         ::testing::Values("bsp-a2a", "mg-wfbp", "bytescheduler-a2a"), [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // Four ranks run; a fifth joins: its transport connects to theirs while
 // they add_peer it, the view with it is proposed to all, and rank 0

@@ -244,6 +244,16 @@ class Algorithm {
   // that finishes layers in priority order (bytescheduler: front layers
   // first) returns as each is done; the others when the whole round is.
   virtual void set_gradients(std::span<float> /*gradients*/, std::vector<std::size_t> /*layer_sizes*/) {}
+  // set_optimizer_state: optional, once, before the first step; `state`
+  // (host memory, the caller's, valid for the algorithm's lifetime) is
+  // what the caller's optimizer keeps beside the parameters (SGD's
+  // momentum, Adam's moments), the same size on every rank. The members
+  // agree on it as on the parameters: a view change re-averages both
+  // (gradient_algorithm.h), so that they leave it with one model AND one
+  // optimizer; with the momentum apart, identical mean gradients would
+  // still move the models apart. The algorithm touches it only inside
+  // step(). Model-averaging algorithms ignore it.
+  virtual void set_optimizer_state(std::span<float> /*state*/) {}
   virtual void gradient_ready(std::size_t /*layer*/) {}
   virtual void wait_layer_averaged(std::size_t /*layer*/) {}
   virtual void average_gradients() {}

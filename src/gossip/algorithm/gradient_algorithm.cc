@@ -117,6 +117,12 @@ void GradientAlgorithm::set_gradients(std::span<float> gradients, std::vector<st
   ready_at_.assign(layer_sizes.size(), 0.0);
 }
 
+void GradientAlgorithm::set_optimizer_state(std::span<float> state) {
+  if (next_round_ != 0 || round_open_)
+    throw std::logic_error(name_ + ": set_optimizer_state() after the first round; call it once, before training");
+  optimizer_state_ = state;  // caller thread only: read by adopt()
+}
+
 void GradientAlgorithm::start_round_locked() {
   round_open_ = true;
   has_job_ = true;
@@ -258,15 +264,18 @@ void GradientAlgorithm::adopt(const ViewChange& change, std::span<float> params)
     stats_.view_generation = change.view.generation;
   }
   // Re-agree the model (see the header): one exact mean of the parameters
-  // over the new ring.
-  if (!sum_over_members(params, Phase::kAllreduce, Phase::kAllgather, next_round_)) {
+  // and of the optimizer's state over the new ring, both on the wire at once.
+  std::vector<std::span<float>> pieces{params};
+  if (!optimizer_state_.empty()) pieces.push_back(optimizer_state_);
+  if (!sum_over_members(pieces, Phase::kAllreduce, Phase::kAllgather, next_round_)) {
     gossip_log().warn(
-        "{}: the parameters could not be re-averaged over view {} (a member was lost meanwhile); the "
-        "next view re-averages them",
+        "{}: the parameters and the optimizer state could not be re-averaged over view {} (a member was lost "
+        "meanwhile); the next view re-averages them",
         name_, change.view.generation);
   } else {
     const float inv = 1.0f / static_cast<float>(members_.size());
-    for (float& v : params) v *= inv;
+    for (std::span<float> piece : pieces)
+      for (float& v : piece) v *= inv;
   }
   view_adopted(next_round_);
 }
@@ -353,11 +362,14 @@ std::vector<std::size_t> GradientAlgorithm::tensor_sizes() const {
   return sizes;
 }
 
-bool GradientAlgorithm::sum_over_members(std::span<float> data, Phase reduce, Phase gather, std::uint64_t id) {
-  const RingTensor tensor{data, task_tag(reduce, id, 0), task_tag(gather, id, 0)};
+bool GradientAlgorithm::sum_over_members(std::span<const std::span<float>> pieces, Phase reduce, Phase gather,
+                                         std::uint64_t id) {
+  std::vector<RingTensor> tensors;
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    tensors.push_back({pieces[i], task_tag(reduce, id, i), task_tag(gather, id, i)});
   return ring_allreduce_sum(
-      traffic_, members_, rank(), std::span<const RingTensor>(&tensor, 1),
-      [this](const auto& r) { return wait_excusing(r); }, options_.tolerate_lost_peers);
+      traffic_, members_, rank(), tensors, [this](const auto& r) { return wait_excusing(r); },
+      options_.tolerate_lost_peers);
 }
 
 AlgorithmStats GradientAlgorithm::stats() const {

@@ -26,12 +26,14 @@
 // Membership views (view.h): step() asks the view schedule before the next
 // round, and a change takes effect from it: the ring is rebuilt over the
 // view's members (the rule of allreduce), a joiner receives its model
-// (exchange_params), and then the members average their PARAMETERS once
-// (an exact ring all-reduce on the caller's thread). Gradient averaging
+// (exchange_params), and then the members average their PARAMETERS and
+// the optimizer state the caller handed over (set_optimizer_state) once
+// (one exact ring all-reduce of both, on the caller's thread). Gradient averaging
 // keeps models identical only while every rank applies the same mean
-// gradient; a round that lost a peer left some ranks with their own
-// gradient instead, so the models are re-agreed before gradients are
-// averaged again. A method with measured constants (mg-wfbp) re-measures
+// gradient to the same model with the same momentum; a round that lost a
+// peer left some ranks with their own gradient instead, in their
+// parameters and their momentum, so both are re-agreed before gradients
+// are averaged again. A method with measured constants (mg-wfbp) re-measures
 // them for the new ring (view_adopted()). Over parameter servers, the
 // servers (the view's first --servers members) keep nothing between steps,
 // so the next round only re-shards the tensors over the live ones
@@ -90,6 +92,7 @@ class GradientAlgorithm : public Algorithm {
   void set_views(ViewSchedule* views) override { gate_ = views; }
 
   void set_gradients(std::span<float> gradients, std::vector<std::size_t> layer_sizes) override;
+  void set_optimizer_state(std::span<float> state) override;
   void gradient_ready(std::size_t layer) override;
   void wait_layer_averaged(std::size_t layer) override;
   void average_gradients() override;
@@ -139,10 +142,11 @@ class GradientAlgorithm : public Algorithm {
   // figure. Returns false when a lost peer aborted them (they keep the
   // local gradient).
   bool average(std::uint64_t round, std::span<const std::span<float>> pieces, std::span<const std::uint32_t> tasks);
-  // The sum of `data` over the members, under another phase pair (the
-  // re-averaging at a view change, mg-wfbp's probe); not counted as
-  // communication time. False: a lost peer aborted it (data unchanged).
-  bool sum_over_members(std::span<float> data, Phase reduce, Phase gather, std::uint64_t id);
+  // The sum of each of `pieces` over the members (piece i: task i of
+  // `id`), under another phase pair (the re-averaging at a view change,
+  // mg-wfbp's probe); not counted as communication time. False: a lost
+  // peer aborted it (the pieces unchanged).
+  bool sum_over_members(std::span<const std::span<float>> pieces, Phase reduce, Phase gather, std::uint64_t id);
   // Counts [begin, end] (comm_.now()) as communication of this round, for
   // the overlap figure; `complete` false: a lost peer left the result
   // inexact. What average() does for its own; methods that communicate
@@ -170,6 +174,7 @@ class GradientAlgorithm : public Algorithm {
 
   const std::string name_;
   std::span<float> gradients_;                           // the caller's, from set_gradients
+  std::span<float> optimizer_state_;                     // the caller's, from set_optimizer_state (may be empty)
   std::vector<std::size_t> offsets_;                     // layers() + 1 offsets into gradients_
   ViewSchedule* gate_ = nullptr;                         // caller thread only
   std::uint64_t next_round_ = 0;                         // caller thread only

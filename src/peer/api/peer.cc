@@ -314,6 +314,16 @@ class Peer::Impl {
     if (gossip_) gossip_->set_gradients({data, count}, layer_sizes);
   }
 
+  void set_optimizer_state(float* data, std::size_t count) {
+    if (started_) throw std::logic_error("set_optimizer_state() after the first step()");
+    if (count > 0 && peer::resolve_on_device(data, MemoryKind::kAuto, "set_optimizer_state()"))
+      throw std::invalid_argument(
+          "set_optimizer_state(): the optimizer's state is in device memory; the gradient methods re-average "
+          "host memory only");
+    optimizer_state_floats_ = count;
+    if (gossip_) gossip_->set_optimizer_state({data, count});
+  }
+
   void gradient_ready(std::size_t layer) {
     start();
     if (gossip_) gossip_->gradient_ready(layer);
@@ -606,6 +616,8 @@ class Peer::Impl {
     // Everything ranks must agree on for rounds to pair up and messages to
     // fit (gossip_options.h).
     std::string layout = std::to_string(tensors_.count()) + " floats";
+    if (optimizer_state_floats_ > 0)
+      layout += ", optimizer state " + std::to_string(optimizer_state_floats_) + " floats";
     visit_agreed_fields(config_, [&layout](const char* name, const auto& value) {
       layout += std::string(", ") + name + " " + as_text(value);
     });
@@ -651,7 +663,8 @@ class Peer::Impl {
   gossip::View collective_view_;                       // caller thread: the view collective_ runs in
   std::unique_ptr<gossip::Algorithm> gossip_;
   std::unique_ptr<gossip::Algorithm> collective_;
-  bool started_ = false;  // the layout check passed (caller thread)
+  bool started_ = false;                    // the layout check passed (caller thread)
+  std::size_t optimizer_state_floats_ = 0;  // set_optimizer_state (caller thread)
   bool finished_ = false;
   std::exception_ptr failed_;            // sticky, see guarded()
   std::atomic<std::uint64_t> steps_{0};  // read by stats() on any thread
@@ -679,6 +692,9 @@ void Peer::step() {
 bool Peer::averages_gradients() const { return impl_->averages_gradients(); }
 void Peer::set_gradients(float* data, std::size_t count, const std::vector<std::size_t>& layer_sizes) {
   impl_->guarded([&] { impl_->set_gradients(data, count, layer_sizes); });
+}
+void Peer::set_optimizer_state(float* data, std::size_t count) {
+  impl_->guarded([&] { impl_->set_optimizer_state(data, count); });
 }
 void Peer::gradient_ready(std::size_t layer) {
   impl_->guarded([&] { impl_->gradient_ready(layer); });
