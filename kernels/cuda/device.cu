@@ -32,7 +32,12 @@ Status copy_device_to_host(void* host, const void* device, std::size_t bytes) {
 }
 
 Status copy_host_to_device(void* device, const void* host, std::size_t bytes) {
-  return cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? Status::kOk : Status::kCudaError;
+  // From pageable memory cudaMemcpy returns once the bytes are staged for
+  // DMA, not when they are on the device; the models' streams do not wait
+  // for the default stream (they are non-blocking), so a kernel launched
+  // next could read the old values. Wait for the copy itself.
+  if (cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) return Status::kCudaError;
+  return cudaStreamSynchronize(nullptr) == cudaSuccess ? Status::kOk : Status::kCudaError;
 }
 
 }  // namespace murmur::kernels

@@ -8,7 +8,7 @@ murmur_add_test(peer_train_job_test SOURCES train_job_test.cc LIBS murmur::test_
 add_dependencies(peer_train_job_test murmur_peer_bin murmur_run)
 # The A2A methods against bsp-a2a on real jobs (src/gossip/algorithm).
 murmur_add_test(peer_train_methods_test SOURCES train_methods_test.cc
-  LIBS murmur::test_support murmur::checkpoint nlohmann_json::nlohmann_json LABELS multiprocess slow)
+  LIBS murmur::test_support murmur::checkpoint murmur::kernels nlohmann_json::nlohmann_json LABELS multiprocess slow)
 add_dependencies(peer_train_methods_test murmur_peer_bin murmur_run)
 target_include_directories(peer_train_methods_test PRIVATE ${PROJECT_SOURCE_DIR}/src)
 murmur_add_test(peer_train_epoch_plan_test SOURCES train_epoch_plan_test.cc LIBS murmur::train)

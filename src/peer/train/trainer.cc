@@ -26,6 +26,7 @@
 #include "peer/train/checkpoint.h"
 #include "peer/train/epoch_plan.h"
 #include "peer/train/evaluation.h"
+#include "peer/train/gradient_staging.h"
 #include "peer/train/join_state.h"
 #include "peer/train/metric_names.h"
 #include "peer/train/metrics_writer.h"
@@ -151,6 +152,10 @@ class TrainingRun {
   const data::FashionMnist data_;
   const std::unique_ptr<model::Model> model_;
   model::SgdOptimizer optimizer_;
+  // The buffer the gradient methods average (host memory; set in the
+  // constructor). Before peer_: the Peer's algorithm reads it until the
+  // Peer is gone, on an error path too (an open round is finished then).
+  std::optional<GradientStaging> gradient_staging_;
   Peer peer_;
   const bool averages_gradients_;  // the algorithm averages gradients before the optimizer step
   const int rank_, world_;
@@ -225,15 +230,25 @@ TrainingRun::TrainingRun(const TrainOptions& options)
   peer_.add_tensor("model", params.data(), params.size(),
                    device_ == model::Device::kCuda ? MemoryKind::kDevice : MemoryKind::kHost);
   if (averages_gradients_) {
-    if (device_ == model::Device::kCuda)
-      throw std::invalid_argument("--algorithm " + o_.peer.algorithm +
-                                  " averages gradients, which the trainer hands over from host memory only: use "
-                                  "--device cpu (or a model-averaging algorithm on cuda)");
     // Each layer's gradient goes to the algorithm as soon as backward has
-    // it, so that its all-reduce runs while the layers below are computed.
-    auto gradients = model_->gradients();
-    peer_.set_gradients(gradients.data(), gradients.size(), model_->gradient_layer_sizes());
-    model_->set_gradient_hook([this](std::size_t layer) { peer_.gradient_ready(layer); });
+    // it, so that its all-reduce runs while the layers below are computed
+    // (through a host copy on cuda: gradient_staging.h).
+    gradient_staging_.emplace(device_, model_->gradients(), model_->gradient_layer_sizes());
+    const auto handed = gradient_staging_->host();
+    peer_.set_gradients(handed.data(), handed.size(), model_->gradient_layer_sizes());
+    // A view change re-averages the momentum with the parameters: the
+    // survivors of a lost round would otherwise go on apart. A CUDA
+    // optimizer's momentum is device memory, which the view's re-averaging
+    // cannot read: there it is not handed over (docs/seed-methods.md,
+    // "Membership views").
+    if (o_.momentum != 0 && device_ != model::Device::kCuda) {
+      auto momentum = optimizer_.momentum();
+      peer_.set_optimizer_state(momentum.data(), momentum.size());
+    }
+    model_->set_gradient_hook([this](std::size_t layer) {
+      gradient_staging_->to_host(layer);
+      peer_.gradient_ready(layer);
+    });
   }
   if (o_.layerwise_update) {
     if (!averages_gradients_)
@@ -254,6 +269,10 @@ PeerConfig TrainingRun::peer_config() {
   config.join_state = [this] { return encode_join_state(join_state_now()); };
   config.on_join_state = [this](const std::string& bytes) {
     joined_ = decode_join_state(bytes, model_->parameter_count(), o_.epochs);
+    // Now, before the view's re-averaging that follows inside the same
+    // step() (set_optimizer_state): the joiner enters it with its sponsor's
+    // momentum, as with its sponsor's parameters.
+    if (!joined_->momentum.empty()) write_device_vector(device_, optimizer_.momentum(), joined_->momentum);
   };
   config.on_schedule_decision = [this](const std::string& decision) {
     // Scheduler decisions go to the metrics file, which is opened once the
@@ -392,6 +411,7 @@ bool TrainingRun::before_forward_layer(std::size_t layer) {
     {
       trace::Scope span(trace::Category::kWait, "wait_layer_averaged");
       peer_.wait_layer_averaged(layer);
+      gradient_staging_->to_device(layer);
     }
     forward_wait_seconds_ += seconds_since(start);
     trace::Scope span(trace::Category::kCompute, "optimizer_layer");
@@ -403,7 +423,11 @@ bool TrainingRun::before_forward_layer(std::size_t layer) {
   if (layer + 1 < layer_offsets_.size()) return false;  // the first step: nothing pending
   view_adopted_ = false;
   if (pending_) {
-    close_pending_step();  // every layer is in: the round closes at once
+    {
+      trace::Scope span(trace::Category::kWait, "average_gradients");
+      peer_.average_gradients();  // every layer was waited for: the round closes at once
+    }
+    close_pending_step();
     forward_wait_seconds_ += seconds_since(start);
   }
   // After the round, before the next: as the whole-model update's place in
@@ -419,6 +443,7 @@ void TrainingRun::settle_update() {
   {
     trace::Scope span(trace::Category::kWait, "average_gradients");
     peer_.average_gradients();
+    gradient_staging_->all_to_device();
   }
   {
     trace::Scope span(trace::Category::kCompute, "optimizer");
@@ -429,13 +454,10 @@ void TrainingRun::settle_update() {
   close_pending_step();
 }
 
-// The pending step's round closed (average_gradients(); at once when every
-// layer was waited for) and its peer_.step() made.
+// After the pending step's round was closed (average_gradients(), by the
+// caller: once, since a second call would start another round) and its
+// update made: its peer_.step().
 void TrainingRun::close_pending_step() {
-  {
-    trace::Scope span(trace::Category::kWait, "average_gradients");
-    peer_.average_gradients();
-  }
   const PendingUpdate done = *pending_;
   pending_.reset();
   step_peer(done.step, done.epoch, done.step_in_epoch);
@@ -475,6 +497,7 @@ model::StepResult TrainingRun::train_step() {
     trace::Scope span(trace::Category::kWait, "average_gradients");
     const auto averaging_start = Clock::now();
     peer_.average_gradients();
+    gradient_staging_->all_to_device();
     averaging_seconds = seconds_since(averaging_start);
   }
   {
@@ -572,8 +595,7 @@ JoinState TrainingRun::join_state_now() {
 void TrainingRun::join() {
   peer_.step();
   if (!joined_) throw std::runtime_error("joined the job but its sponsor sent no training state");
-  const JoinState& s = *joined_;
-  if (!s.momentum.empty()) write_device_vector(device_, optimizer_.momentum(), s.momentum);
+  const JoinState& s = *joined_;  // its momentum is in the optimizer (on_join_state)
   step_ = s.step + 1;
   first_epoch_ = s.epoch;
   first_step_in_epoch_ = s.step_in_epoch + 1;
