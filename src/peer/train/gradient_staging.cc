@@ -1,6 +1,5 @@
 #include "peer/train/gradient_staging.h"
 
-
 #include "common/check.h"
 #include "peer/api/tensor_set.h"
 
