@@ -24,7 +24,8 @@ if [ -z "$tool" ]; then
 fi
 
 if git rev-parse --git-dir >/dev/null 2>&1; then
-  mapfile -t files < <(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
+  # New files too (not yet added), so that --fix before a commit sees them.
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.h' '*.cc' '*.cu' '*.cuh')
 else
   mapfile -t files < <(find src include kernels tests bench examples \
     -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' | sort)
