@@ -54,6 +54,11 @@ import common  # noqa: E402
 E, K = common.Event, common.Key
 
 
+SCENARIOS = ("baseline", "kill", "restart", "join", "stop", "stop-restart", "resume", "launcher", "straggler", "quiet")
+# The scenarios that take a peer out and measure what the others do without it.
+NEED_A_SURVIVOR = ("kill", "restart", "stop", "stop-restart", "launcher")
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenarios", default="kill,restart,stop,launcher,join,resume,straggler,quiet")
@@ -68,8 +73,15 @@ def parse_args():
     p.add_argument("--out", default=None)
     p.add_argument("--timeout", type=int, default=1200)
     args = p.parse_args()
-    if args.np < 2:
-        p.error(f"--np {args.np}: the scenarios need at least 2 peers (a victim and a survivor)")
+    scenarios = args.scenarios.split(",")
+    unknown = [s for s in scenarios if s not in SCENARIOS]
+    if unknown:
+        p.error(f"--scenarios: unknown {', '.join(unknown)} (known: {', '.join(SCENARIOS)})")
+    if args.np < 1:
+        p.error(f"--np {args.np}: at least 1 peer")
+    victims = [s for s in scenarios if s in NEED_A_SURVIVOR]
+    if args.np < 2 and victims:
+        p.error(f"--np {args.np}: scenarios {', '.join(victims)} take a peer out and need at least 2 (a victim and a survivor)")
     return args
 
 

@@ -147,6 +147,10 @@ class GradientAlgorithm : public Algorithm {
   // mg-wfbp's probe); not counted as communication time. False: a lost
   // peer aborted it (the pieces unchanged).
   bool sum_over_members(std::span<const std::span<float>> pieces, Phase reduce, Phase gather, std::uint64_t id);
+  // One piece: task 0 of `id`.
+  bool sum_over_members(std::span<float> piece, Phase reduce, Phase gather, std::uint64_t id) {
+    return sum_over_members(std::span<const std::span<float>>(&piece, 1), reduce, gather, id);
+  }
   // Counts [begin, end] (comm_.now()) as communication of this round, for
   // the overlap figure; `complete` false: a lost peer left the result
   // inexact. What average() does for its own; methods that communicate

@@ -73,9 +73,7 @@ class MgWfbp final : public GradientAlgorithm {
     bool complete = true;
     for (int i = 0; i < count; ++i) {
       const double begin = comm_.now();
-      const std::span<float> piece = data;
-      complete =
-          sum_over_members({&piece, 1}, Phase::kLinkProbe, Phase::kLinkProbe, round * 16 + first_id + i) && complete;
+      complete = sum_over_members(data, Phase::kLinkProbe, Phase::kLinkProbe, round * 16 + first_id + i) && complete;
       seconds.push_back(comm_.now() - begin);
     }
     std::sort(seconds.begin(), seconds.end());
@@ -103,8 +101,7 @@ class MgWfbp final : public GradientAlgorithm {
     for (std::size_t l = 0; l < layers(); ++l) shared.push_back(mine ? static_cast<float>(ready[l]) : 0.0f);
     std::vector<std::size_t> bytes;
     for (std::size_t l = 0; l < layers(); ++l) bytes.push_back(layer_floats(l) * sizeof(float));
-    const std::span<float> piece = shared;
-    const bool complete = sum_over_members({&piece, 1}, Phase::kLinkProbe, Phase::kLinkProbe, round * 16 + 15);
+    const bool complete = sum_over_members(shared, Phase::kLinkProbe, Phase::kLinkProbe, round * 16 + 15);
     const float inv = 1.0f / static_cast<float>(members_.size());
     for (float& v : shared) v *= inv;
     if (!complete || !(shared[0] >= 0)) {
