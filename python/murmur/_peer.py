@@ -160,6 +160,20 @@ class Peer:
         self._peer.set_gradients(data, count, [int(n) for n in layer_sizes])
         self._tensors.append(tensor)
 
+    def set_optimizer_state(self, tensor: Any) -> None:
+        """Hands over the optimizer's state beside the parameters (SGD's
+        momentum, Adam's moments) once, before the first step(): ``tensor``
+        (float32, contiguous, CPU), the same size on every rank. When the
+        membership changes the members re-average it with the parameters,
+        so that they go on with one optimizer as well as one model. Only
+        the gradient methods use it (GossipOptimizer hands it over by itself)."""
+        data, count, kind = tensor_address(tensor, "murmur.Peer.set_optimizer_state()")
+        if kind != _murmur.MemoryKind.HOST:
+            raise ValueError("murmur.Peer.set_optimizer_state(): the optimizer's state must be CPU memory "
+                             "(the gradient methods re-average host buffers)")
+        self._peer.set_optimizer_state(data, count)
+        self._tensors.append(tensor)
+
     def gradient_ready(self, layer: int) -> None:
         """From the backward pass: ``layer``'s gradient is final for this step
         and may be averaged in place from now on. Does not block (its first

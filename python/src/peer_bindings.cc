@@ -256,6 +256,14 @@ void bind_peer(nb::module_& m) {
           "The gradient buffer: `count` float32 host values at `data`, layers of `layer_sizes` floats, front "
           "layer first; before the first step() only.")
       .def(
+          "set_optimizer_state",
+          [](PeerHandle& h, std::uintptr_t data, std::size_t count) {
+            h.get("set_optimizer_state").set_optimizer_state(address(data), count);
+          },
+          nb::arg("data"), nb::arg("count"),
+          "The optimizer's state beside the parameters: `count` float32 host values at `data`, re-averaged with "
+          "the parameters when the membership changes; before the first step() only.")
+      .def(
           "gradient_ready", [](PeerHandle& h, std::size_t layer) { h.get("gradient_ready").gradient_ready(layer); },
           nb::arg("layer"), Release(),
           "From the backward pass: `layer`'s gradient is final for this step (its first call runs the layout "

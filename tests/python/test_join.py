@@ -130,3 +130,78 @@ def test_join_state_callbacks_are_callables_or_none():
     assert config.join_state is None
     with pytest.raises(TypeError, match="PeerConfig.on_join_state must be a callable or None, not int"):
         config.on_join_state = 3
+
+
+def test_a_view_change_re_averages_the_wrapped_optimizers_state():
+    # A gradient method (bsp-a2a): GossipOptimizer hands the wrapped SGD's
+    # momentum to the Peer, and a view change re-averages it with the model.
+    # The members' momenta are pushed apart first (as the rounds a lost peer
+    # aborts leave them); right after the joiner's view all four ranks hold
+    # one model and one momentum. Without the hand-over the members' momenta
+    # stay apart by what is left of the push (0.031 between ranks 0 and 1).
+    port = free_port()
+    members = 3
+    options = dict(algorithm="bsp-a2a", backend="asio", token="pytest-join-momentum",
+                   rendezvous=f"127.0.0.1:{port}", join_timeout_s=30, timeout_s=30)
+    reached = threading.Event()
+    steps = 120
+
+    def train(rank, peer, joining):
+        torch.manual_seed(7)
+        model = torch.nn.Linear(20, 4)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        optimizer = murmur.torch.GossipOptimizer(sgd, model, algorithm="bsp-a2a", peer=peer)
+        x = torch.full((8, 20), float(rank + 1))
+        views = []
+        peer.on_view_change(lambda v: views.append(list(v.ranks)))
+        entered = []
+        step = 0
+        peer.add_join_state("step", lambda: str(step).encode(), lambda b: entered.append(int(b.decode())))
+        after_view = None  # (model, momentum) at the end of the step the joiner's view came in
+        if joining:
+            # A gradient method's joiner enters before its first backward, as
+            # murmur-peer's does: its first gradient is then taken on the
+            # job's model. The entry step is the one the sponsor was in.
+            peer.step()
+            step = entered[0] + 1
+            after_view = ([p.detach().clone() for p in model.parameters()],
+                          [sgd.state[p]["momentum_buffer"].clone() for p in model.parameters()])
+        while step < steps:
+            if step == 10 and not joining:
+                with torch.no_grad():
+                    for p in model.parameters():
+                        sgd.state[p]["momentum_buffer"].add_(float(rank))
+            if step == 40:
+                reached.set()
+            seen = len(views)
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+            if after_view is None and len(views) > seen and members in views[-1]:
+                after_view = ([p.detach().clone() for p in model.parameters()],
+                              [sgd.state[p]["momentum_buffer"].clone() for p in model.parameters()])
+            step += 1
+        optimizer.flush()
+        in_flat = all(sgd.state[p]["momentum_buffer"].data_ptr() - optimizer.optimizer_state.flat.data_ptr()
+                      in range(optimizer.optimizer_state.flat.numel() * 4) for p in model.parameters())
+        return after_view, in_flat
+
+    def member(rank):
+        with murmur.Peer(rank=rank, world_size=members, host_rendezvous=rank == 0, **options) as peer:
+            return train(rank, peer, joining=False)
+
+    def joiner():
+        reached.wait(60)
+        with murmur.Peer(rank=0, world_size=1, join=True, **options) as peer:
+            return train(members, peer, joining=True)
+
+    results = run_threads([lambda r=r: member(r) for r in range(members)] + [joiner])
+    for rank, (after_view, in_flat) in enumerate(results):
+        assert in_flat, f"rank {rank}'s momentum is not a view of the state handed to the Peer"
+        assert after_view is not None, f"rank {rank} saw no view with the joiner"
+    (model0, momentum0), _ = results[0]
+    for rank, ((model, momentum), _) in enumerate(results[1:], start=1):
+        for what, got, want in [("momentum", *pair) for pair in zip(momentum, momentum0)] + \
+                               [("model", *pair) for pair in zip(model, model0)]:
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6,
+                                       msg=lambda m, r=rank, w=what: f"rank {r}'s {w} after the view: {m}")

@@ -210,7 +210,9 @@ def test_gradient_methods_step_on_the_mean_gradient(algorithm):
                 opt.zero_grad()
             model(x).pow(2).mean().backward()
             opt.step()
-        in_buffer = all(p.grad.data_ptr() - buffer.data_ptr() in range(buffer.numel() * 4)
+        state = opt.optimizer_state.flat  # the momentum, re-averaged at a view change
+        in_buffer = all(p.grad.data_ptr() - buffer.data_ptr() in range(buffer.numel() * 4) and
+                        opt.state[p]["momentum_buffer"].data_ptr() - state.data_ptr() in range(state.numel() * 4)
                         for p in model.parameters())
         return [p.detach().clone() for p in model.parameters()], in_buffer, peer.stats().algorithm
 
@@ -239,3 +241,25 @@ def test_gradient_methods_refuse_two_backwards_per_step():
 
     for message in run_ranks(2, body, algorithm="bsp-a2a"):
         assert "written twice before step()" in message and "one backward per step" in message
+
+
+def test_the_optimizer_state_layout_is_found_for_any_torch_optimizer():
+    """What GossipOptimizer hands the Peer beside the model, for the gradient
+    methods: each parameter's state tensors of its shape, found by stepping
+    a copy of the optimizer; the step count is not averaged; an optimizer
+    that cannot be stepped so is named in a warning, not a crash."""
+    from murmur.torch.optimizer_state import state_layout
+
+    model = make_model()
+    params = list(model.parameters())
+    before = [p.detach().clone() for p in params]
+    assert state_layout(torch.optim.SGD(params, lr=0.1, momentum=0.9), params) == [["momentum_buffer"]] * 4
+    assert state_layout(torch.optim.SGD(params, lr=0.1), params) == [[]] * 4
+    assert state_layout(torch.optim.Adam(params), params) == [["exp_avg", "exp_avg_sq"]] * 4
+    # Per-group options travel: momentum on the first layer's group only.
+    groups = [{"params": params[:2], "momentum": 0.9}, {"params": params[2:]}]
+    assert state_layout(torch.optim.SGD(groups, lr=0.1), params) == [["momentum_buffer"]] * 2 + [[]] * 2
+    with pytest.warns(UserWarning, match="LBFGS's state could not be laid out"):
+        assert state_layout(torch.optim.LBFGS(params), params) is None
+    for p, b in zip(params, before):
+        assert torch.equal(p, b) and p.grad is None  # the real model is not touched

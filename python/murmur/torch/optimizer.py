@@ -10,6 +10,7 @@ import torch
 from .. import _peer
 from .._tensors import tensor_address
 from . import plain_state
+from .optimizer_state import OptimizerStateHandOff
 
 
 def flatten_parameters(model: torch.nn.Module) -> torch.Tensor:
@@ -172,6 +173,10 @@ class GossipOptimizer(torch.optim.Optimizer):
         self.peer.add_tensor("parameters", self.flat_parameters)
         # The gradient methods average gradients before the local step, not models after it.
         self.gradients = GradientHandOff(peer, unique_parameters(model)) if peer.averages_gradients else None
+        # Their members re-average the optimizer's state with the model when
+        # the membership changes (the gossip algorithms mix models only).
+        self.optimizer_state = (OptimizerStateHandOff(peer, optimizer, unique_parameters(model))
+                                if self.gradients is not None else None)
         # A joiner takes a member's model from the Peer and its optimizer's
         # state (momentum, Adam's moments and step counts) from here.
         self.peer.add_join_state("torch.optim", self._save_optimizer_state, self._load_optimizer_state)
@@ -182,6 +187,11 @@ class GossipOptimizer(torch.optim.Optimizer):
     def _load_optimizer_state(self, state: bytes) -> None:
         # From another process: plain_state, not a pickle (no code runs).
         self.optimizer.load_state_dict(plain_state.loads(state))
+        self._bind_optimizer_state()
+
+    def _bind_optimizer_state(self) -> None:
+        if self.optimizer_state is not None:
+            self.optimizer_state.bind()
 
     # The wrapped optimizer's groups, state and defaults are this one's.
     @property
@@ -219,8 +229,10 @@ class GossipOptimizer(torch.optim.Optimizer):
             if closure is not None:
                 with torch.enable_grad():
                     loss = closure()
+            self._bind_optimizer_state()  # the script may have replaced a state tensor since
             self.gradients.average()
             self.optimizer.step()
+            self._bind_optimizer_state()  # the first step makes the state
         self.peer.step()
         return loss
 
@@ -264,6 +276,7 @@ class GossipOptimizer(torch.optim.Optimizer):
             raise KeyError(f"murmur.torch.GossipOptimizer.load_state_dict: no {sorted(missing)} in the state dict "
                            "(was it saved by GossipOptimizer.state_dict()?)")
         self.optimizer.load_state_dict(state_dict["optimizer"])
+        self._bind_optimizer_state()
         self.peer.load_state(state_dict["murmur"], other_view)
 
     def __repr__(self) -> str:
