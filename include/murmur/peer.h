@@ -149,7 +149,11 @@ struct PeerConfig : GossipOptions {
   // consensus_distance(), ...), then go on with the next. A joiner that
   // skips that step's collectives leaves the members waiting in them for
   // it while it waits in the next round for them, until timeout_s fails
-  // the job (tests/peer/resilience_test_peer.cc shows the shape).
+  // the job (tests/peer/resilience_test_peer.cc shows the shape). With a
+  // gradient method the joiner makes that step() before its first
+  // backward (gradient_ready(), average_gradients() and
+  // wait_layer_averaged() throw std::logic_error before it, and the Peer
+  // stays usable), so that its first gradient is taken on the job's model.
   bool join = false;
   // State beyond the tensors that a joiner needs (an optimizer's momentum,
   // the step, the epoch): the sponsor's join_state() reaches the joiner's

@@ -139,6 +139,8 @@ def test_a_view_change_re_averages_the_wrapped_optimizers_state():
     # aborts leave them); right after the joiner's view all four ranks hold
     # one model and one momentum. Without the hand-over the members' momenta
     # stay apart by what is left of the push (0.031 between ranks 0 and 1).
+    # The joiner's loop is the members': its first GossipOptimizer.step()
+    # is its entry.
     port = free_port()
     members = 3
     options = dict(algorithm="bsp-a2a", backend="asio", token="pytest-join-momentum",
@@ -159,13 +161,10 @@ def test_a_view_change_re_averages_the_wrapped_optimizers_state():
         peer.add_join_state("step", lambda: str(step).encode(), lambda b: entered.append(int(b.decode())))
         after_view = None  # (model, momentum) at the end of the step the joiner's view came in
         if joining:
-            # A gradient method's joiner enters before its first backward, as
-            # murmur-peer's does: its first gradient is then taken on the
-            # job's model. The entry step is the one the sponsor was in.
-            peer.step()
-            step = entered[0] + 1
-            after_view = ([p.detach().clone() for p in model.parameters()],
-                          [sgd.state[p]["momentum_buffer"].clone() for p in model.parameters()])
+            # A gradient round before the entry would wait for members far
+            # past it: refused at once, naming why.
+            with pytest.raises(RuntimeError, match="before this joiner's first step"):
+                peer.gradient_ready(0)
         while step < steps:
             if step == 10 and not joining:
                 with torch.no_grad():
@@ -176,8 +175,10 @@ def test_a_view_change_re_averages_the_wrapped_optimizers_state():
             seen = len(views)
             optimizer.zero_grad()
             model(x).pow(2).mean().backward()
-            optimizer.step()
-            if after_view is None and len(views) > seen and members in views[-1]:
+            optimizer.step()  # a joiner's first: its entry alone (the sponsor's step in progress)
+            if joining and step == 0:
+                step = entered[0]
+            if after_view is None and (joining or (len(views) > seen and members in views[-1])):
                 after_view = ([p.detach().clone() for p in model.parameters()],
                               [sgd.state[p]["momentum_buffer"].clone() for p in model.parameters()])
             step += 1

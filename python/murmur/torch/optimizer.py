@@ -74,6 +74,11 @@ class GradientHandOff:
     that is not the view any more (``zero_grad(set_to_none=True)``, which
     autograd answers with a new tensor) is copied into it and the view put
     back, in the hook, before the Peer reads it: one copy, only then.
+
+    A joiner's first step is its entry (the members' step in progress,
+    which overwrites its model): until then the hooks report nothing, since
+    a gradient round before the entry would wait for members that are far
+    past it (``entered``; GossipOptimizer.step() makes the entry).
     """
 
     def __init__(self, peer: Any, params: List[torch.nn.Parameter]) -> None:
@@ -95,6 +100,7 @@ class GradientHandOff:
             offset += n
         peer.set_gradients(self.flat, [p.numel() for p in params])
         self.reported: set = set()
+        self.entered = not peer.joining()
         self.accumulators = []  # kept alive: a hook lives as long as its node
         with torch.enable_grad():
             for layer, p in enumerate(params):
@@ -105,6 +111,8 @@ class GradientHandOff:
     def _hook(self, layer: int) -> Callable[..., None]:
         def ready(*_: Any) -> None:
             self.reclaim(layer)
+            if not self.entered:
+                return
             if layer in self.reported:
                 raise RuntimeError(f"murmur.torch.GossipOptimizer: parameter {layer}'s gradient was written twice "
                                    f"before step() ({self.peer.stats().algorithm} averages each step's gradient as "
@@ -221,7 +229,8 @@ class GossipOptimizer(torch.optim.Optimizer):
     def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:  # type: ignore[override]
         """The local step, then murmur's step (which may block for the previous round).
         With a gradient method, the gradients are averaged over the ranks first
-        (a closure then runs here, before the averaging, not inside the local step)."""
+        (a closure then runs here, before the averaging, not inside the local step);
+        a joiner's first step is then its entry alone (_enter)."""
         if self.gradients is None:
             loss = self.optimizer.step(closure)
         else:
@@ -229,11 +238,24 @@ class GossipOptimizer(torch.optim.Optimizer):
             if closure is not None:
                 with torch.enable_grad():
                     loss = closure()
+            if not self.gradients.entered:
+                return self._enter(loss)
             self._bind_optimizer_state()  # the script may have replaced a state tensor since
             self.gradients.average()
             self.optimizer.step()
             self._bind_optimizer_state()  # the first step makes the state
         self.peer.step()
+        return loss
+
+    def _enter(self, loss: Optional[float]) -> Optional[float]:
+        """A joiner's first step with a gradient method: murmur's step alone,
+        which admits it into the members' step in progress and overwrites its
+        model and this optimizer's state with a member's. Its own gradient of
+        this step, taken on its model before the entry, is dropped (as a
+        model-averaging joiner's first local step is overwritten)."""
+        self.peer.step()
+        self.gradients.entered = True
+        self._bind_optimizer_state()
         return loss
 
     def zero_grad(self, set_to_none: bool = False) -> None:

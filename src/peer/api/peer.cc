@@ -339,6 +339,20 @@ class Peer::Impl {
     if (gossip_) gossip_->wait_layer_averaged(layer);
   }
 
+  // A joiner's first step() is its entry into the members' step in
+  // progress. A gradient round before it would be round 0 of a job far past
+  // it: the joiner would wait in it for members that never come, until
+  // timeout_s declared someone lost. Outside guarded(): a usage error that
+  // changed nothing leaves the Peer usable.
+  void require_entered(const char* call) const {
+    if (failed_) std::rethrow_exception(failed_);
+    if (env_.joining && steps_.load() == 0)
+      throw std::logic_error(std::string(call) +
+                             " before this joiner's first step(): a joiner enters the running job with step() "
+                             "(the members' step in progress, which gives it their model), then takes its first "
+                             "gradient on that model");
+  }
+
   void flush() {
     start();
     if (!gossip_) return;
@@ -697,12 +711,15 @@ void Peer::set_optimizer_state(float* data, std::size_t count) {
   impl_->guarded([&] { impl_->set_optimizer_state(data, count); });
 }
 void Peer::gradient_ready(std::size_t layer) {
+  impl_->require_entered("gradient_ready()");
   impl_->guarded([&] { impl_->gradient_ready(layer); });
 }
 void Peer::average_gradients() {
+  impl_->require_entered("average_gradients()");
   impl_->guarded([&] { impl_->average_gradients(); });
 }
 void Peer::wait_layer_averaged(std::size_t layer) {
+  impl_->require_entered("wait_layer_averaged()");
   impl_->guarded([&] { impl_->wait_layer_averaged(layer); });
 }
 std::string Peer::save_state() {
