@@ -166,11 +166,12 @@ def batches(rank, steps):
     return [torch.randn(8, 6, generator=generator) for _ in range(steps)]
 
 
-def replay_on_mean_gradients(size, steps, lr, momentum):
+def replay_on_mean_gradients(size, steps, lr, momentum, make_optimizer=None):
     """The reference: one model stepped on the mean of every rank's gradient,
-    in one process."""
+    in one process (SGD with momentum unless make_optimizer(params) says)."""
     model = make_model()
-    sgd = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    sgd = (make_optimizer(model.parameters()) if make_optimizer else
+           torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum))
     data = [batches(r, steps) for r in range(size)]
     for k in range(steps):
         grads = []
@@ -263,3 +264,34 @@ def test_the_optimizer_state_layout_is_found_for_any_torch_optimizer():
         assert state_layout(torch.optim.LBFGS(params), params) is None
     for p, b in zip(params, before):
         assert torch.equal(p, b) and p.grad is None  # the real model is not touched
+
+
+def test_gradient_methods_keep_adams_moments_in_the_state_handed_over():
+    """Adam under a gradient method: its moments become views of the state
+    handed to the Peer after its first step (re-averaged at a view change),
+    and the training is still the one-process replay on the mean gradient."""
+    size, steps = 2, 5
+    initial = make_model().state_dict()
+
+    def adam(params):
+        return torch.optim.Adam(params, lr=0.01)
+
+    def body(peer):
+        model = make_model()
+        model.load_state_dict(initial)
+        opt = mt.GossipOptimizer(adam(model.parameters()), model, peer=peer)
+        for x in batches(peer.rank, steps):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+        flat = opt.optimizer_state.flat
+        assert flat.numel() == 2 * sum(p.numel() for p in model.parameters())
+        views = all(opt.state[p][key].data_ptr() - flat.data_ptr() in range(flat.numel() * 4)
+                    for p in model.parameters() for key in ("exp_avg", "exp_avg_sq"))
+        return [p.detach().clone() for p in model.parameters()], views
+
+    expected = replay_on_mean_gradients(size, steps, 0, 0, adam)
+    for params, views in run_ranks(size, body, algorithm="bsp-a2a"):
+        assert views
+        for got, want in zip(params, expected):
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
