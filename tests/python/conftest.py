@@ -97,6 +97,13 @@ def run_threads(targets: List[Callable[[], Any]]) -> List[Any]:
     return results
 
 
+def inside(tensor: Any, flat: Any) -> bool:
+    """Whether ``tensor``'s data lies in ``flat``'s memory (is a view of it:
+    what murmur reads and writes in place)."""
+    start = flat.data_ptr()
+    return start <= tensor.data_ptr() < start + flat.numel() * flat.element_size()
+
+
 def run_ranks(size: int, body: Callable[[murmur.Peer], Any], **options: Any) -> List[Any]:
     """A job of `size` ranks in this process, one thread each (run_threads);
     returns body(peer) of each rank, re-raising the first rank's exception."""

@@ -7,7 +7,7 @@ import torch.nn as nn
 
 import murmur
 import murmur.torch as mt
-from conftest import run_ranks
+from conftest import inside, run_ranks
 
 
 def make_model(seed=0):
@@ -28,16 +28,15 @@ def test_parameters_become_views_of_one_flat_tensor_murmur_uses_in_place():
         opt = mt.GossipOptimizer(torch.optim.SGD(model.parameters(), lr=0.0), model, algorithm="allreduce",
                                  peer=peer)
         flat = opt.flat_parameters
-        start, end = flat.data_ptr(), flat.data_ptr() + flat.numel() * 4
-        inside = all(start <= p.data_ptr() < end for p in model.parameters())
+        in_flat = all(inside(p, flat) for p in model.parameters())
         shared = all(p.storage().data_ptr() == flat.storage().data_ptr() for p in model.parameters())
         loss = model(torch.ones(3, 6)).sum()
         loss.backward()
         opt.step()
-        return inside, shared, peer.parameter_count(), [p.flatten()[0].item() for p in model.parameters()]
+        return in_flat, shared, peer.parameter_count(), [p.flatten()[0].item() for p in model.parameters()]
 
-    for inside, shared, count, firsts in run_ranks(4, body, algorithm="allreduce"):
-        assert inside and shared and count == 6 * 5 + 5 + 5 * 2 + 2
+    for in_flat, shared, count, firsts in run_ranks(4, body, algorithm="allreduce"):
+        assert in_flat and shared and count == 6 * 5 + 5 + 5 * 2 + 2
         assert firsts == [1.5] * 4  # lr 0: the step only averaged
 
 
@@ -212,8 +211,7 @@ def test_gradient_methods_step_on_the_mean_gradient(algorithm):
             model(x).pow(2).mean().backward()
             opt.step()
         state = opt.optimizer_state.flat  # the momentum, re-averaged at a view change
-        in_buffer = all(p.grad.data_ptr() - buffer.data_ptr() in range(buffer.numel() * 4) and
-                        opt.state[p]["momentum_buffer"].data_ptr() - state.data_ptr() in range(state.numel() * 4)
+        in_buffer = all(inside(p.grad, buffer) and inside(opt.state[p]["momentum_buffer"], state)
                         for p in model.parameters())
         return [p.detach().clone() for p in model.parameters()], in_buffer, peer.stats().algorithm
 
@@ -286,8 +284,7 @@ def test_gradient_methods_keep_adams_moments_in_the_state_handed_over():
             opt.step()
         flat = opt.optimizer_state.flat
         assert flat.numel() == 2 * sum(p.numel() for p in model.parameters())
-        views = all(opt.state[p][key].data_ptr() - flat.data_ptr() in range(flat.numel() * 4)
-                    for p in model.parameters() for key in ("exp_avg", "exp_avg_sq"))
+        views = all(inside(opt.state[p][key], flat) for p in model.parameters() for key in ("exp_avg", "exp_avg_sq"))
         return [p.detach().clone() for p in model.parameters()], views
 
     expected = replay_on_mean_gradients(size, steps, 0, 0, adam)

@@ -253,9 +253,8 @@ class GossipOptimizer(torch.optim.Optimizer):
         model and this optimizer's state with a member's. Its own gradient of
         this step, taken on its model before the entry, is dropped (as a
         model-averaging joiner's first local step is overwritten)."""
-        self.peer.step()
+        self.peer.step()  # the sponsor's optimizer state is bound in on entry (_load_optimizer_state)
         self.gradients.entered = True
-        self._bind_optimizer_state()
         return loss
 
     def zero_grad(self, set_to_none: bool = False) -> None:

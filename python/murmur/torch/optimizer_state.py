@@ -64,7 +64,6 @@ class OptimizerStateHandOff:
 
     def __init__(self, peer: Any, optimizer: torch.optim.Optimizer, params: List[torch.nn.Parameter]) -> None:
         self.optimizer = optimizer
-        self.params = params
         layout = state_layout(optimizer, params)
         self.views: List[Tuple[torch.nn.Parameter, Dict[str, torch.Tensor]]] = []
         total = sum(p.numel() * len(keys) for p, keys in zip(params, layout or []))
