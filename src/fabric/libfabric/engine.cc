@@ -86,6 +86,22 @@ void Engine::ring(int peer) {
   if (peer >= 0 && static_cast<std::size_t>(peer) < doorbells_.size() && doorbells_[peer]) doorbells_[peer]->ring();
 }
 
+bool Engine::only_rings_bring_work() const {
+  if (endpoint_.shm_region.empty() || !pending_.empty()) return false;
+  for (const auto& op : ops_) {
+    const bool rung = !op->is_send() && !op->error && op->peer >= 0 &&
+                      static_cast<std::size_t>(op->peer) < doorbells_.size() && doorbells_[op->peer];
+    if (!rung) return false;
+  }
+  return true;
+}
+
+void Engine::ring_receivers_of_sends() {
+  for (const auto& op : ops_) {
+    if (op->is_send()) ring(op->peer);
+  }
+}
+
 void Engine::add_peer(const PeerInfo& peer) {
   fi_addr_t address = FI_ADDR_NOTAVAIL;
   const int ret = fi_av_insert(endpoint_.av.get(), peer.address.data(), 1, &address, 0, nullptr);

@@ -66,6 +66,17 @@ class Engine {
   bool post_pending();
   bool idle() const { return ops_.empty(); }
   bool has_pending_posts() const { return !pending_.empty(); }
+  // shm: whether all that is in flight are posted receives from peers that
+  // ring this endpoint's doorbell (a peer rings after posting a send to us:
+  // doorbell.h), none failed, nothing waiting to be posted. Then only a
+  // ring can bring work, and the progress thread may sleep on the doorbell
+  // instead of polling (Waiter::wait). False on other providers.
+  bool only_rings_bring_work() const;
+  // shm: rings the peers of the sends in flight. The progress thread calls
+  // it before a polled sleep: a protocol that needs both sides' progress
+  // per segment (shm's SAR, when CMA is refused) then still gets the
+  // receiver's, whose thread sleeps on its doorbell by the rule above.
+  void ring_receivers_of_sends();
 
   // Closes the endpoint (so no buffer is touched afterwards), then fails
   // every pending request with PeerError "transport closed" and lets go of

@@ -81,7 +81,7 @@ bool Waiter::may_block() {
   return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
 }
 
-void Waiter::wait(std::chrono::microseconds max_wait, bool idle) {
+void Waiter::wait(std::chrono::microseconds max_wait, bool only_rings_bring_work) {
   std::chrono::microseconds timeout = max_wait;
   if (sread_) {
     // Count 0: returns once the CQ holds entries (the engine reads them),
@@ -92,9 +92,9 @@ void Waiter::wait(std::chrono::microseconds max_wait, bool idle) {
     return;
   }
   if (cq_fd_ < 0) {
-    // With a doorbell and nothing in flight only a ring can bring work: the
-    // whole wait, no back-off.
-    if (bell_ == nullptr || !idle) {
+    // With a doorbell, when only a ring can bring work: the whole wait, no
+    // back-off.
+    if (bell_ == nullptr || !only_rings_bring_work) {
       timeout = std::min(timeout, backoff_);
       const auto cap = ++idle_rounds_ > kDeepIdleRounds ? kDeepIdleBackoff : kMaxBackoff;
       backoff_ = std::min(backoff_ * 2, cap);

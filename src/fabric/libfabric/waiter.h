@@ -8,10 +8,12 @@
 // there was work. With a doorbell (doorbell.h: shm, rung by the peers when
 // they post to this endpoint or complete a receive from it, and by wake()),
 // the same timeouts bound a futex wait on it instead, so that a message
-// wakes the thread at once; and with nothing in flight the thread sleeps
-// on it for the caller's whole idle wait, since then nothing but a ring
-// can bring work (a transfer in flight may need progress that no ring
-// announces: the back-off stays for those).
+// wakes the thread at once; and when nothing but a ring can bring work
+// (nothing in flight, or only receives from peers that ring:
+// Engine::only_rings_bring_work) the thread sleeps on it for the caller's
+// whole wait. A send in flight may need progress that no ring announces
+// (shm's SAR segments, CMA's response): the back-off stays for those, and
+// each of its wake-ups rings the send's receiver.
 //
 // While callers poll the CQ themselves (transport.cc, cq_left_to_callers),
 // fd mode sleeps on the eventfd alone (wait_for_wake), so that their
@@ -73,9 +75,9 @@ class Waiter {
   bool may_block();
   // Blocks until the CQ may have entries, wake() was called, or `max_wait`
   // passed (polled mode: the back-off, if shorter, unless a doorbell
-  // announces all there can be: `idle`, nothing in flight, so only a
-  // peer's new message, which rings, can give work). Never spins.
-  void wait(std::chrono::microseconds max_wait, bool idle = false);
+  // announces all there can be: `only_rings_bring_work`, see above).
+  // Never spins.
+  void wait(std::chrono::microseconds max_wait, bool only_rings_bring_work = false);
 
   // Whether wait_for_wake() can be used: fd mode (the CQ has a wait fd,
   // which that wait leaves out; neither sread nor polled).
