@@ -16,6 +16,7 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "fabric/errors.h"
+#include "fabric/libfabric/cross_memory_access.h"
 #include "fabric/libfabric/fi_check.h"
 #include "fabric/libfabric/provider_signal_handlers.h"
 #include "fabric/libfabric/transport.h"
@@ -305,6 +306,9 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     const std::string name = unique_shm_name();
     fi_check(fi_setname(&ep->fid, const_cast<char*>(name.c_str()), name.size() + 1), "fi_setname(shm)");
     shm_region = name;
+    // Before any peer maps this endpoint: each checks once, as it does,
+    // whether it may read this process (cross_memory_access.h).
+    allow_peers_to_read_this_process();
   }
   fi_check(fi_enable(ep.get()), "fi_enable");
 

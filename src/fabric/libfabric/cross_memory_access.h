@@ -1,0 +1,46 @@
+// Cross-memory attach (CMA) between the peers of one host, for shm.
+//
+// libfabric's shm moves a message larger than its inject size (4 KiB) with
+// one process_vm_readv by the receiver, which needs ptrace permission over
+// the sender. Without it (checked by the provider per peer, or forced off by
+// FI_SHM_DISABLE_CMA=1) shm copies through segment buffers in the shared
+// region instead (SAR), and libfabric 1.17's SAR has a trap: a few 64 KiB
+// messages that arrived before their receives were posted held up a later
+// message on another tag between the same two peers until the receives came
+// (LibfabricTransportTest.AnUnclaimedMessageDoesNotHoldUpAnotherTag, 60 s
+// timeout, with FI_SHM_DISABLE_CMA=1). With CMA the same test passes.
+//
+// Where CMA is lost on ordinary hosts: the Yama LSM's ptrace_scope 1
+// (Ubuntu's default) lets a process ptrace only its descendants, and
+// murmur's peers are siblings. A process may lift that for itself with
+// prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), as Open MPI's shared-memory
+// transport does: any process of the same user may then read its memory,
+// which ptrace_scope 0 allows for every process anyway. Scopes 2 and 3
+// (admin only, or no ptrace at all) cannot be lifted from user space: shm
+// then runs on SAR, and a warning says what that risks.
+//
+// Thread safety: allow_peers_to_read_this_process() is idempotent and may be
+// called from any thread; it acts once per process.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace murmur::fabric::libfabric {
+
+enum class CrossMemoryAccess {
+  kOpen,           // no Yama, or ptrace_scope 0: peers of the same user may read
+  kLiftedByPrctl,  // ptrace_scope 1: this process let any peer read it
+  kRefused,        // ptrace_scope 2 or 3, or the prctl failed: shm runs on SAR
+};
+
+// What a process can arrange under Yama's ptrace_scope `scope` (nullopt:
+// no Yama, the file is absent). Pure: the decision, for tests.
+CrossMemoryAccess cross_memory_access_for(std::optional<int> scope);
+
+// Reads /proc/sys/kernel/yama/ptrace_scope, lifts scope 1 for this process
+// (once), logs what it did and, when CMA stays refused, warns once naming
+// the setting and the consequence. Returns the outcome.
+CrossMemoryAccess allow_peers_to_read_this_process();
+
+}  // namespace murmur::fabric::libfabric
