@@ -1,10 +1,13 @@
 #include "fabric/libfabric/cross_memory_access.h"
 
+#include <strings.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -16,50 +19,55 @@ namespace {
 
 constexpr const char* kPtraceScopePath = "/proc/sys/kernel/yama/ptrace_scope";
 
+// nullopt only where there is no Yama; a file there that cannot be read
+// is taken as scope 1, so the prctl is tried (it is harmless without Yama).
 std::optional<int> read_ptrace_scope() {
+  std::error_code ec;
+  if (!std::filesystem::exists(kPtraceScopePath, ec)) return std::nullopt;
   std::ifstream file(kPtraceScopePath);
   int scope = 0;
-  if (!(file >> scope)) return std::nullopt;
+  if (!(file >> scope)) return 1;
   return scope;
 }
 
-// libfabric's reading of a boolean variable (ofi_str_to_bool, 1.17).
-bool cma_disabled_by_environment() {
-  const char* value = std::getenv("FI_SHM_DISABLE_CMA");
-  if (value == nullptr) return false;
-  const std::string v(value);
-  return v == "1" || v == "true" || v == "yes" || v == "on" || v == "TRUE" || v == "YES" || v == "ON";
+bool ptracer_turned_off() {
+  const char* value = std::getenv("MURMUR_SHM_PTRACER");
+  return value != nullptr && std::strcmp(value, "0") == 0;
+}
+
+void warn_single_copy_refused(const std::string& why) {
+  fabric_log().warn(
+      "libfabric shm: {}: peers cannot read each other's memory, so shm copies messages over 4 KiB through its "
+      "segment buffers, where a few messages sent before their receives were posted can hold up later ones on "
+      "other tags; provider tcp does not have this limit (docs/fabric-performance.md, \"shm without "
+      "cross-memory attach\")",
+      why);
 }
 
 CrossMemoryAccess arrange() {
   if (cma_disabled_by_environment()) {
-    fabric_log().warn(
-        "libfabric shm: FI_SHM_DISABLE_CMA is set: shm copies messages over 4 KiB through its segment buffers, "
-        "where a few messages sent before their receives were posted can hold up later ones on other tags "
-        "(docs/fabric-performance.md, \"shm without cross-memory attach\")");
+    warn_single_copy_refused("FI_SHM_DISABLE_CMA is set");
     return CrossMemoryAccess::kRefused;
   }
   const std::optional<int> scope = read_ptrace_scope();
-  CrossMemoryAccess access = cross_memory_access_for(scope);
-  if (access == CrossMemoryAccess::kLiftedByPrctl) {
-    if (::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) == 0) {
-      fabric_log().info(
-          "libfabric shm: {} is 1, so this process lets its peers read its memory (PR_SET_PTRACER_ANY) "
-          "for shm's single-copy transfers",
-          kPtraceScopePath);
-    } else {
-      fabric_log().warn("libfabric shm: prctl(PR_SET_PTRACER_ANY) failed: {}", std::strerror(errno));
-      access = CrossMemoryAccess::kRefused;
-    }
-  }
+  const CrossMemoryAccess access = cross_memory_access_for(scope);
   if (access == CrossMemoryAccess::kRefused) {
-    fabric_log().warn(
-        "libfabric shm: {} is {}: peers cannot read each other's memory, so shm copies messages over 4 KiB "
-        "through its segment buffers, where a few messages sent before their receives were posted can hold "
-        "up later ones on other tags; provider tcp does not have this limit (docs/fabric-performance.md, "
-        "\"shm without cross-memory attach\")",
-        kPtraceScopePath, scope ? std::to_string(*scope) : std::string("unreadable"));
+    warn_single_copy_refused(std::string(kPtraceScopePath) + " is " + std::to_string(*scope));
+    return access;
   }
+  if (access != CrossMemoryAccess::kLiftedByPrctl) return access;
+  if (ptracer_turned_off()) {
+    warn_single_copy_refused(std::string(kPtraceScopePath) + " is 1 and MURMUR_SHM_PTRACER=0");
+    return CrossMemoryAccess::kRefused;
+  }
+  if (::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0) {
+    warn_single_copy_refused(std::string("prctl(PR_SET_PTRACER_ANY) failed: ") + std::strerror(errno));
+    return CrossMemoryAccess::kRefused;
+  }
+  fabric_log().info(
+      "libfabric shm: {} is 1, so this process lets processes of its user ptrace it (PR_SET_PTRACER_ANY) for "
+      "shm's single-copy transfers; MURMUR_SHM_PTRACER=0 turns that off",
+      kPtraceScopePath);
   return access;
 }
 
@@ -71,10 +79,26 @@ CrossMemoryAccess cross_memory_access_for(std::optional<int> scope) {
   return CrossMemoryAccess::kRefused;
 }
 
+bool cma_disabled_by_environment() {
+  const char* value = std::getenv("FI_SHM_DISABLE_CMA");
+  if (value == nullptr) return false;
+  for (const char* truth : {"1", "true", "yes", "on"}) {
+    if (::strcasecmp(value, truth) == 0) return true;
+  }
+  return false;
+}
+
 CrossMemoryAccess allow_peers_to_read_this_process() {
-  static std::once_flag once;
+  // Per process, not std::call_once: a forked child inherits a finished
+  // once_flag but not its parent's PR_SET_PTRACER.
+  static std::mutex mutex;
+  static pid_t arranged_for = 0;
   static CrossMemoryAccess access = CrossMemoryAccess::kOpen;
-  std::call_once(once, [] { access = arrange(); });
+  std::lock_guard<std::mutex> lock(mutex);
+  if (arranged_for != ::getpid()) {
+    access = arrange();
+    arranged_for = ::getpid();
+  }
   return access;
 }
 

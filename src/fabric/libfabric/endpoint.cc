@@ -308,7 +308,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     shm_region = name;
     // Before any peer maps this endpoint: each checks once, as it does,
     // whether it may read this process (cross_memory_access.h).
-    allow_peers_to_read_this_process();
+    shm_single_copy = allow_peers_to_read_this_process() != CrossMemoryAccess::kRefused;
   }
   fi_check(fi_enable(ep.get()), "fi_enable");
 

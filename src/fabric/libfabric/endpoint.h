@@ -42,6 +42,9 @@ struct Endpoint {
   int wait_fd = -1;            // the CQ's wait fd, or -1 when polled with back-off
   bool wait_in_sread = false;  // block in fi_cq_sread, not on wait_fd (waiter.h)
   std::string shm_region;      // shm: the region's name (endpoint.cc), which doorbell.h's are named after
+  // shm: whether peers may read this process (cross_memory_access.h), so that shm
+  // moves large messages in one copy, not by segments that need both sides' polling.
+  bool shm_single_copy = false;
 
   // Members in creation order: they close in reverse.
   InfoPtr info;

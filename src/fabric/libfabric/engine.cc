@@ -87,7 +87,10 @@ void Engine::ring(int peer) {
 }
 
 bool Engine::only_rings_bring_work() const {
-  if (endpoint_.shm_region.empty() || !pending_.empty()) return false;
+  // Without single-copy transfers a receive moves by segments, each
+  // needing this side's progress, and a busy or spinning sender rings
+  // only between its sleeps: poll as before.
+  if (endpoint_.shm_region.empty() || !endpoint_.shm_single_copy || !pending_.empty()) return false;
   for (const auto& op : ops_) {
     const bool rung = !op->is_send() && !op->error && op->peer >= 0 &&
                       static_cast<std::size_t>(op->peer) < doorbells_.size() && doorbells_[op->peer];
@@ -97,8 +100,12 @@ bool Engine::only_rings_bring_work() const {
 }
 
 void Engine::ring_receivers_of_sends() {
+  rung_.assign(doorbells_.size(), false);
   for (const auto& op : ops_) {
-    if (op->is_send()) ring(op->peer);
+    if (!op->is_send() || op->error || op->peer < 0 || static_cast<std::size_t>(op->peer) >= rung_.size()) continue;
+    if (rung_[op->peer]) continue;
+    rung_[op->peer] = true;
+    ring(op->peer);
   }
 }
 

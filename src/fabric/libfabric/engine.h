@@ -66,16 +66,19 @@ class Engine {
   bool post_pending();
   bool idle() const { return ops_.empty(); }
   bool has_pending_posts() const { return !pending_.empty(); }
-  // shm: whether all that is in flight are posted receives from peers that
-  // ring this endpoint's doorbell (a peer rings after posting a send to us:
-  // doorbell.h), none failed, nothing waiting to be posted. Then only a
-  // ring can bring work, and the progress thread may sleep on the doorbell
-  // instead of polling (Waiter::wait). False on other providers.
+  // shm with single-copy transfers (Endpoint::shm_single_copy): whether all
+  // that is in flight are posted receives from peers that ring this
+  // endpoint's doorbell (a peer rings after posting a send to us:
+  // doorbell.h; a peer whose own open of our doorbell failed does not, and
+  // its messages then wait for the sleep's bound), none failed, nothing
+  // waiting to be posted. Then only a ring can bring work, and the progress
+  // thread may sleep on the doorbell instead of polling (Waiter::wait).
+  // False on other providers.
   bool only_rings_bring_work() const;
-  // shm: rings the peers of the sends in flight. The progress thread calls
-  // it before a polled sleep: a protocol that needs both sides' progress
-  // per segment (shm's SAR, when CMA is refused) then still gets the
-  // receiver's, whose thread sleeps on its doorbell by the rule above.
+  // shm: rings the peers of the sends in flight (once each, not those
+  // failed). The progress thread calls it before a polled sleep, so that a
+  // receiver sleeping by the rule above looks again at the sender's pace
+  // (CMA's response; SAR segments, where the receiver polls as well).
   void ring_receivers_of_sends();
 
   // Closes the endpoint (so no buffer is touched afterwards), then fails
@@ -128,6 +131,7 @@ class Engine {
   std::vector<fi_addr_t> addresses_;
   std::vector<std::exception_ptr> failed_;            // per peer
   std::vector<std::unique_ptr<Doorbell>> doorbells_;  // per peer (shm; null: none)
+  std::vector<bool> rung_;                            // ring_receivers_of_sends' scratch, per peer
   std::exception_ptr broken_;                         // the CQ itself failed
 
   std::list<std::unique_ptr<Operation>> ops_;

@@ -9,11 +9,13 @@
 // they post to this endpoint or complete a receive from it, and by wake()),
 // the same timeouts bound a futex wait on it instead, so that a message
 // wakes the thread at once; and when nothing but a ring can bring work
-// (nothing in flight, or only receives from peers that ring:
-// Engine::only_rings_bring_work) the thread sleeps on it for the caller's
-// whole wait. A send in flight may need progress that no ring announces
-// (shm's SAR segments, CMA's response): the back-off stays for those, and
-// each of its wake-ups rings the send's receiver.
+// (nothing in flight, or only receives from peers that ring, with
+// single-copy transfers: Engine::only_rings_bring_work) the thread sleeps
+// on it for the caller's whole wait. Anything else in flight (a send,
+// whose CMA response no ring announces; a receive by SAR segments; a
+// failed operation; a post the provider refused for now) keeps the
+// back-off, and before each of its sleeps the thread rings the receivers
+// of its sends (Engine::ring_receivers_of_sends).
 //
 // While callers poll the CQ themselves (transport.cc, cq_left_to_callers),
 // fd mode sleeps on the eventfd alone (wait_for_wake), so that their
