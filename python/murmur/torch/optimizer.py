@@ -34,7 +34,8 @@ def flatten_parameters(model: torch.nn.Module) -> torch.Tensor:
         raise ValueError("murmur.torch.GossipOptimizer: the model has no parameters")
     devices = {p.device for p in params}
     if len(devices) != 1:
-        raise ValueError(f"murmur.torch.GossipOptimizer: the parameters are on several devices {sorted(map(str, devices))}")
+        raise ValueError(
+            f"murmur.torch.GossipOptimizer: the parameters are on several devices {sorted(map(str, devices))}")
     flat = torch.empty(sum(p.numel() for p in params), dtype=torch.float32, device=params[0].device)
     offset = 0
     with torch.no_grad():
