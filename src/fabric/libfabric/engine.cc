@@ -82,8 +82,12 @@ void Engine::open_doorbell(const PeerInfo& peer) {
   }
 }
 
+bool Engine::has_doorbell(int peer) const {
+  return peer >= 0 && static_cast<std::size_t>(peer) < doorbells_.size() && doorbells_[peer];
+}
+
 void Engine::ring(int peer) {
-  if (peer >= 0 && static_cast<std::size_t>(peer) < doorbells_.size() && doorbells_[peer]) doorbells_[peer]->ring();
+  if (has_doorbell(peer)) doorbells_[peer]->ring();
 }
 
 bool Engine::only_rings_bring_work() const {
@@ -92,9 +96,7 @@ bool Engine::only_rings_bring_work() const {
   // only between its sleeps: poll as before.
   if (endpoint_.shm_region.empty() || !endpoint_.shm_single_copy || !pending_.empty()) return false;
   for (const auto& op : ops_) {
-    const bool rung = !op->is_send() && !op->error && op->peer >= 0 &&
-                      static_cast<std::size_t>(op->peer) < doorbells_.size() && doorbells_[op->peer];
-    if (!rung) return false;
+    if (op->is_send() || op->error || !has_doorbell(op->peer)) return false;
   }
   return true;
 }
@@ -102,8 +104,7 @@ bool Engine::only_rings_bring_work() const {
 void Engine::ring_receivers_of_sends() {
   rung_.assign(doorbells_.size(), false);
   for (const auto& op : ops_) {
-    if (!op->is_send() || op->error || op->peer < 0 || static_cast<std::size_t>(op->peer) >= rung_.size()) continue;
-    if (rung_[op->peer]) continue;
+    if (!op->is_send() || op->error || !has_doorbell(op->peer) || rung_[op->peer]) continue;
     rung_[op->peer] = true;
     ring(op->peer);
   }

@@ -112,6 +112,8 @@ class Engine {
   // engine did not ask for): fails the peer and reports it. Retires `op`.
   void lose_link(Operation& op, std::exception_ptr error);
   void maybe_retire(Operation& op);
+  // shm: whether `peer`'s doorbell is open here (a rank of this job with one).
+  bool has_doorbell(int peer) const;
   // shm: wakes `peer`'s progress thread (doorbell.h), if it has a doorbell.
   void ring(int peer);
   // shm: opens `peer`'s doorbell, named in its address (none: it polls).

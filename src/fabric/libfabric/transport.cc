@@ -684,10 +684,11 @@ class LibfabricTransport final : public Transport,
       }
       // Bounded waits while work is in flight guard against a provider that
       // needs progress without signalling its fd; idle waits are long.
-      // shm: receives alone are announced by the senders' rings, so they
-      // sleep on the doorbell (20 ms at most, against a ring that never
-      // comes) instead of polling; sends keep polling and ring their
-      // receivers as they do (Engine::ring_receivers_of_sends).
+      // shm with single-copy transfers: receives alone are announced by the
+      // senders' rings, so they sleep on the doorbell (20 ms at most,
+      // against a ring that never comes) instead of polling; anything else
+      // keeps polling, ringing the receivers of its sends before each sleep
+      // (Engine::only_rings_bring_work, ring_receivers_of_sends).
       const auto max_wait = engine_.has_pending_posts() ? 1000us : engine_.idle() ? 200000us : 20000us;
       const bool only_rings = engine_.idle() || engine_.only_rings_bring_work();
       if (!only_rings && doorbell_) engine_.ring_receivers_of_sends();
