@@ -31,7 +31,9 @@ step in models (murmur-run's summary); with --repeats N, the median of N
 runs, interleaved (every method once, then again), so that a change in the
 host's load spreads over all methods. Time to --target: rank 0's training
 seconds (train_seconds, without setup and test passes) at its first
-evaluation reaching it (--evals-per-epoch sets how often it looks). Speeds are what this host gives
+evaluation reaching it (--evals-per-epoch sets how often it looks), the
+median and range over the repeats, and the step of that evaluation (every
+step a repeat crossed at, when they differ). Speeds are what this host gives
 (shared cores make compute, not the network, the bottleneck); the table is a
 measurement, not a test. Writes a markdown table to stdout and
 <out>/seed_methods.json.
@@ -93,7 +95,7 @@ def run_one(args, method, profile, out, spec=None):
     epoch = common.events(records, common.Event.EPOCH)[-1]
     steps = epoch[common.Key.STEP]
     K = common.Key
-    reach = common.time_to_target(common.events(records, common.Event.EVAL), getattr(args, "target", 0.85))
+    first = common.first_reaching(common.events(records, common.Event.EVAL), getattr(args, "target", 0.85))
     summary_record = common.read_summary(summary)
     peers = summary_record[common.SUMMARY_PEERS]
     model_bytes = 4 * peers[0][K.PARAMETERS]
@@ -106,7 +108,8 @@ def run_one(args, method, profile, out, spec=None):
         "overlap_ms": 1e3 * epoch.get(K.COMMUNICATION_OVERLAP_SECONDS, 0.0) / steps,
         "wait_ms": 1e3 * epoch[K.COMMUNICATION_WAIT_SECONDS] / steps,
         "accuracy": summary_record["average_model_test_accuracy"],
-        "train_to_target_s": reach[1] if reach else None,
+        "train_to_target_s": first.get(K.TRAIN_SECONDS) if first else None,
+        "step_at_target": first[K.STEP] if first else None,
         # The busiest rank's bytes sent per step, in models: what its one
         # uplink carries (a hot parameter server shows here).
         "most_sent_models": max(p[K.BYTES_SENT] for p in peers) / (model_bytes * max(1, peers[0][K.STEPS])),
@@ -195,22 +198,29 @@ def main():
         # A median only when every run got there; otherwise how many did.
         row["train_to_target_s"] = statistics.median(reached) if len(reached) == len(done) else None
         row["reached"] = len(reached)
+        steps_at = sorted({r["step_at_target"] for r in done if r["step_at_target"] is not None})
+        row["step_at_target"] = "/".join(str(s) for s in steps_at) if steps_at else None
         row["runs"] = done
         rows.append(row)
     with open(os.path.join(args.out, "seed_methods.json"), "w") as f:
         json.dump({"rows": rows, "specs": specs, "scaled": derivations}, f, indent=1)
     target = f"{args.target * 100:g}%"
     print(f"| link | method | steps | iteration ms (min-max) | comm ms | overlap ms | wait ms | accuracy | "
-          f"training s to {target} | most sent, models/step |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          f"step at {target} | training s to {target} (min-max) | most sent, models/step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         low = min(x["iteration_ms"] for x in r["runs"])
         high = max(x["iteration_ms"] for x in r["runs"])
-        reach = (f"{r['train_to_target_s']:.1f}" if r["train_to_target_s"] is not None
-                 else f"not reached ({r['reached']} of {len(r['runs'])} runs)")
+        if r["train_to_target_s"] is not None:
+            times = [x["train_to_target_s"] for x in r["runs"]]
+            reach = f"{r['train_to_target_s']:.1f} ({min(times):.1f}-{max(times):.1f})"
+        else:
+            reach = f"not reached ({r['reached']} of {len(r['runs'])} runs)"
+        # Runs of one method may cross at different evaluations: all are listed.
+        step_at = r["step_at_target"] or "-"
         print(f"| {r['profile']} | {r['method']} | {r['steps']} | {r['iteration_ms']:.1f} ({low:.0f}-{high:.0f}) | "
-              f"{r['comm_ms']:.1f} | {r['overlap_ms']:.1f} | {r['wait_ms']:.1f} | {r['accuracy']:.4f} | {reach} | "
-              f"{r['most_sent_models']:.2f} |")
+              f"{r['comm_ms']:.1f} | {r['overlap_ms']:.1f} | {r['wait_ms']:.1f} | {r['accuracy']:.4f} | "
+              f"{step_at} | {reach} | {r['most_sent_models']:.2f} |")
     for p, spec in specs.items():
         if spec != p:
             print(f"\n{p}: --link-profile {spec}")

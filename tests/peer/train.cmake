@@ -27,7 +27,7 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(seed_methods_scaled_script PROPERTIES LABELS multiprocess TIMEOUT 300
     FIXTURES_SETUP seed_methods_table
     PASS_REGULAR_EXPRESSION
-    "[|] scaled-10gbe [|] bsp-ps [|] 2 [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|][^\n]*[|] [0-9.]+ [|] [0-9.]+ [|]\n.*scaled-10gbe: --link-profile lat=25us,bw=[0-9]+kbit,uplink=[0-9]+kbit")
+    "[|] scaled-10gbe [|] bsp-ps [|] 2 [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|][^\n]*[|] [0-9]+ [|] [0-9.]+ [(][0-9.]+-[0-9.]+[)] [|] [0-9.]+ [|]\n.*scaled-10gbe: --link-profile lat=25us,bw=[0-9]+kbit,uplink=[0-9]+kbit")
   # sim_vs_runtime.py --measured predicts that table's jobs without running
   # them again: the shape (2 peers, mlp:16,8, 128 examples) and the scaled
   # link come from the jobs' own records.
