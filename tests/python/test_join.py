@@ -4,6 +4,7 @@ through join_state / on_join_state, the step that member was in, and the
 four agree at the end. All in this process, one thread per rank."""
 
 import threading
+from typing import Any, Callable
 
 import pytest
 import torch
@@ -15,12 +16,45 @@ from conftest import free_port, inside, run_threads
 STEPS = 200
 
 
+class JoinGate:
+    """Orders a joiner's entry against the members' loop by events, not by
+    how threads happen to be scheduled: the joiner starts once a member
+    reaches step START, and every member waits before step HOLD until the
+    joiner's Peer is made (its constructor returns once each member has
+    added it to its transport, which their view threads do while the
+    members wait). Without the hold, a joiner starved of the GIL for the
+    members' last steps found them finished and rank 0's rendezvous closed:
+    "Connection refused" after join_timeout_s (CI, on 1f84d6b)."""
+
+    START, HOLD = 40, 60
+
+    def __init__(self) -> None:
+        self._started = threading.Event()
+        self._admitted = threading.Event()
+
+    def member_at(self, step: int) -> None:
+        if step == self.START:
+            self._started.set()
+        if step == self.HOLD:
+            assert self._admitted.wait(60), f"no joiner was admitted within 60 s of step {self.HOLD}"
+
+    def admit(self, make_peer: Callable[[], Any]) -> Any:
+        """The joiner's side: waits for START and makes its Peer; the
+        members go on once it is made, or once making it failed (they end
+        and the joiner's error is the one the test reports)."""
+        assert self._started.wait(60), f"no member reached step {self.START} within 60 s"
+        try:
+            return make_peer()
+        finally:
+            self._admitted.set()
+
+
 def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
     port = free_port()
     members = 3
     options = dict(algorithm="dpsgd", topology="exponential", backend="asio", token="pytest-join",
                    rendezvous=f"127.0.0.1:{port}", join_timeout_s=30, timeout_s=30)
-    reached = threading.Event()  # a member is far enough in for the joiner to start
+    gate = JoinGate()
 
     def member(rank):
         step = 0
@@ -32,16 +66,15 @@ def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
             views = []
             peer.on_view_change(lambda v: views.append(list(v.ranks)))
             for step in range(STEPS):  # noqa: B007 (join_state reads it)
-                if step == 40:
-                    reached.set()
+                gate.member_at(step)
                 peer.step()
             peer.flush()
             return x.clone(), views
 
     def joiner():
-        reached.wait(60)
         received = []
-        with murmur.Peer(rank=0, world_size=1, join=True, on_join_state=received.append, **options) as peer:
+        with gate.admit(lambda: murmur.Peer(rank=0, world_size=1, join=True, on_join_state=received.append,
+                                            **options)) as peer:
             assert peer.joining()
             x = torch.full((1000,), -100.0)  # overwritten by the sponsor's model at entry
             peer.add_tensor("x", x)
@@ -57,7 +90,7 @@ def test_a_joiner_takes_a_members_model_and_state_and_the_job_agrees():
         [lambda r=r: member(r) for r in range(members)] + [joiner])
     assert rank == members  # the job gives the joiner the next rank
     assert len(received) == 1 and isinstance(received[0], bytes)
-    assert 40 <= entered < STEPS
+    assert JoinGate.START <= entered < STEPS
     # It entered with a member's model, not its own -100s.
     assert entered_with.min().item() >= 0 and entered_with.max().item() <= members - 1
     for r in range(members):
@@ -74,7 +107,7 @@ def test_a_joiner_takes_the_wrapped_optimizers_state_with_the_model():
     members = 3
     options = dict(algorithm="dpsgd", topology="exponential", backend="asio", token="pytest-join-optim",
                    rendezvous=f"127.0.0.1:{port}", join_timeout_s=30, timeout_s=30)
-    reached = threading.Event()
+    gate = JoinGate()
     sent = {}  # what the sponsor's optimizer held when it handed its state over
 
     def train(rank, peer, steps, first_step=0, on_entry=None):
@@ -92,8 +125,8 @@ def test_a_joiner_takes_the_wrapped_optimizers_state_with_the_model():
 
         peer.add_join_state("step", save_step if on_entry is None else None, on_entry)
         while step < steps:
-            if step == 40:
-                reached.set()
+            if on_entry is None:
+                gate.member_at(step)
             optimizer.zero_grad()
             model(x).pow(2).mean().backward()
             optimizer.step()
@@ -111,12 +144,11 @@ def test_a_joiner_takes_the_wrapped_optimizers_state_with_the_model():
             train(rank, peer, STEPS)
 
     def joiner():
-        reached.wait(60)
-        with murmur.Peer(rank=0, world_size=1, join=True, **options) as peer:
+        with gate.admit(lambda: murmur.Peer(rank=0, world_size=1, join=True, **options)) as peer:
             return train(members, peer, STEPS, on_entry=lambda b: entered.append(int(b.decode())))
 
     *_, momentum = run_threads([lambda r=r: member(r) for r in range(members)] + [joiner])
-    assert entered == [sent["step"]] and 40 <= entered[0] < STEPS
+    assert entered == [sent["step"]] and JoinGate.START <= entered[0] < STEPS
     # Its own first step's momentum was its own gradient; after entry it is the sponsor's.
     for got, want in zip(momentum, sent["momentum"]):
         assert torch.equal(got, want)
@@ -145,7 +177,7 @@ def test_a_view_change_re_averages_the_wrapped_optimizers_state():
     members = 3
     options = dict(algorithm="bsp-a2a", backend="asio", token="pytest-join-momentum",
                    rendezvous=f"127.0.0.1:{port}", join_timeout_s=30, timeout_s=30)
-    reached = threading.Event()
+    gate = JoinGate()
     steps = 120
 
     def train(rank, peer, joining):
@@ -170,8 +202,8 @@ def test_a_view_change_re_averages_the_wrapped_optimizers_state():
                 with torch.no_grad():
                     for p in model.parameters():
                         sgd.state[p]["momentum_buffer"].add_(float(rank))
-            if step == 40:
-                reached.set()
+            if not joining:
+                gate.member_at(step)
             seen = len(views)
             optimizer.zero_grad()
             model(x).pow(2).mean().backward()
@@ -192,8 +224,7 @@ def test_a_view_change_re_averages_the_wrapped_optimizers_state():
             return train(rank, peer, joining=False)
 
     def joiner():
-        reached.wait(60)
-        with murmur.Peer(rank=0, world_size=1, join=True, **options) as peer:
+        with gate.admit(lambda: murmur.Peer(rank=0, world_size=1, join=True, **options)) as peer:
             return train(members, peer, joining=True)
 
     results = run_threads([lambda r=r: member(r) for r in range(members)] + [joiner])
