@@ -90,6 +90,8 @@ def run_one(args, method, profile, out, spec=None):
         # Every step moves each weight by the learning rate: SGD's would
         # throw the model about (docs/seed-methods.md).
         command += ["--lr", str(args.sign_lr)]
+    elif getattr(args, "lr", 0):
+        command += ["--lr", str(args.lr)]
     common.run_or_exit(command, f"{method} on {profile}")
     records = common.read_metrics(metrics, 0)
     epoch = common.events(records, common.Event.EPOCH)[-1]
@@ -166,6 +168,8 @@ def main():
     p.add_argument("--partition", type=int, default=0, help="bytescheduler-a2a/-ps partition (0: its default)")
     p.add_argument("--servers", type=int, default=0, help="the -ps methods' servers (0: every peer)")
     p.add_argument("--sign-lr", type=float, default=0.001, help="signsgd's learning rate")
+    p.add_argument("--lr", type=float, default=0,
+                   help="every other method's peak learning rate (0: murmur-peer's default)")
     p.add_argument("--credit", type=int, default=4000000)
     p.add_argument("--ps-partition", type=int, default=0, help="the -ps methods' largest shard (0: its default)")
     p.add_argument("--timeout", type=int, default=900)

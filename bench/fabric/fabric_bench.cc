@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -156,6 +157,7 @@ int main(int argc, char** argv) {
   long spin_us = murmur::fabric::TransportOptions{}.max_spin.count();
   bool no_bandwidth = false;
   double idle_seconds = 2;
+  auto baseline_reader = murmur::bench::SocketReader::kMarked;
   app.add_option("--sizes", sizes, "message sizes in bytes")->delimiter(',')->capture_default_str();
   app.add_option("--reps", reps, "repetitions (medians are reported)")->capture_default_str();
   app.add_option("--mib", mib, "MiB streamed per bandwidth repetition")->capture_default_str();
@@ -174,9 +176,15 @@ int main(int argc, char** argv) {
   app.add_option("--idle-seconds", idle_seconds, "seconds of each idle-CPU measurement (0: none)")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
+  app.add_option("--baseline-reader", baseline_reader,
+                 "the socket baseline's reader: marked (poll, woken per MiB) or blocking (recv, woken per segment)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, murmur::bench::SocketReader>{
+          {"marked", murmur::bench::SocketReader::kMarked}, {"blocking", murmur::bench::SocketReader::kBlocking}}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (no_bandwidth) sizes.clear();
-  std::printf("libfabric spin: up to %ld us\n", spin_us);
+  std::printf("libfabric spin: up to %ld us; socket baseline reader: %s\n", spin_us,
+              murmur::bench::socket_reader_name(baseline_reader));
   const auto total = static_cast<std::size_t>(mib * (1 << 20));
 
   std::printf("%-16s %10s %12s %12s %8s\n", "backend", "bytes", "MB/s", "tcp MB/s", "ratio");
@@ -211,7 +219,7 @@ int main(int argc, char** argv) {
         // Interleaved so that both see the same background load; the ratio
         // is taken per pair of runs, then its median.
         ours.push_back(one_way_mbps(pair, size, total, window, tags));
-        base.push_back(murmur::bench::loopback_tcp_bandwidth_mbps(size, total));
+        base.push_back(murmur::bench::loopback_tcp_bandwidth_mbps(size, total, baseline_reader));
         ratio.push_back(ours.back() / base.back());
       }
       std::printf("%-16s %10zu %12.0f %12.0f %8.2f\n", name.c_str(), size, median(ours), median(base), median(ratio));
@@ -232,6 +240,9 @@ int main(int argc, char** argv) {
                   name.c_str(), "cpu", idle, waiting, idle_seconds);
     }
     std::fflush(stdout);
+  }
+  if (const long stalls = murmur::bench::socket_reader_timed_out_waits(); stalls > 0) {
+    std::printf("socket baseline: %ld marked waits ran out their 10 ms (its figures are low by that much)\n", stalls);
   }
   return 0;
 }

@@ -3,10 +3,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -93,9 +95,57 @@ void read_all(int fd, unsigned char* data, std::size_t bytes) {
   }
 }
 
+// The most a marked read waits for: the mark is a hint the kernel may not
+// honour (a receive window closed by its memory accounting while less than
+// the mark is queued), so a wait that outlives it reads what is there.
+constexpr int kMarkWaitMs = 10;
+constexpr std::size_t kMarkMaxBytes = std::size_t{1} << 20;
+
+std::atomic<long> marked_waits_timed_out{0};
+
+void set_receive_low_water(int fd, int& current, std::size_t bytes) {
+  const int value = static_cast<int>(bytes);
+  if (value == current) return;
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &value, sizeof value) != 0) fail("setsockopt(SO_RCVLOWAT)");
+  current = value;
+}
+
+// read_all, waking once per MiB: the low-water mark is what this message
+// still owes (at most a MiB), so the wait never asks for bytes that will
+// not come, and poll() rather than a blocking recv() does the waiting,
+// since tcp_poll() reports a socket readable under receive-memory pressure
+// below the mark where a blocking recv() sleeps on (the stall of
+// docs/fabric-performance.md, 5 December). Back to a mark of 1 at the end.
+void read_all_marked(int fd, unsigned char* data, std::size_t bytes) {
+  int mark = 1;
+  while (bytes > 0) {
+    set_receive_low_water(fd, mark, std::min(bytes, kMarkMaxBytes));
+    pollfd readable{fd, POLLIN, 0};
+    const int ready = ::poll(&readable, 1, kMarkWaitMs);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      fail("poll");
+    }
+    if (ready == 0) marked_waits_timed_out.fetch_add(1, std::memory_order_relaxed);
+    const ssize_t n = ::recv(fd, data, bytes, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      fail("recv");
+    }
+    if (n == 0) throw std::runtime_error("loopback baseline: recv: connection closed early");
+    data += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+  set_receive_low_water(fd, mark, 1);
+}
+
 }  // namespace
 
-double loopback_tcp_bandwidth_mbps(std::size_t message_bytes, std::size_t total_bytes) {
+const char* socket_reader_name(SocketReader reader) { return reader == SocketReader::kMarked ? "marked" : "blocking"; }
+
+long socket_reader_timed_out_waits() { return marked_waits_timed_out.load(std::memory_order_relaxed); }
+
+double loopback_tcp_bandwidth_mbps(std::size_t message_bytes, std::size_t total_bytes, SocketReader reader_kind) {
   if (message_bytes == 0) throw std::invalid_argument("loopback baseline: message_bytes must be positive");
   const std::size_t messages = std::max<std::size_t>(1, total_bytes / message_bytes);
   auto [reader, writer] = connected_pair();
@@ -111,7 +161,13 @@ double loopback_tcp_bandwidth_mbps(std::size_t message_bytes, std::size_t total_
   });
   std::exception_ptr reader_error;
   try {
-    for (std::size_t i = 0; i < messages; ++i) read_all(reader.get(), in.data(), in.size());
+    for (std::size_t i = 0; i < messages; ++i) {
+      if (reader_kind == SocketReader::kMarked) {
+        read_all_marked(reader.get(), in.data(), in.size());
+      } else {
+        read_all(reader.get(), in.data(), in.size());
+      }
+    }
   } catch (...) {
     reader_error = std::current_exception();
     ::shutdown(reader.get(), SHUT_RDWR);  // unblock the sender
