@@ -338,6 +338,25 @@ TEST(PaperMethods, MurmurServersWithAPartitionInFlightCarryThePulls) {
               7.875 * 32e6 / 1e8, 1e-3);
 }
 
+// murmur's wfbp-ps pushes all of a layer's partitions before it waits for
+// their means: a layer pays one push and pull's latency (two of the
+// link's), however many partitions it is cut into, and its bytes spread
+// over that many servers.
+TEST(PaperMethods, MurmurWfbpPsPaysTheLatencyOncePerLayer) {
+  const ModelProfile profile = one_tensor_profile();
+  MethodKnobs knobs;
+  knobs.ps_partition_bytes = 1e6;  // 32 partitions
+  const double latency_only =
+      predict_paper_method(PaperMethod::kWfbpPs, profile, murmur_peers(8, {1e-3, 1e15}), calibrated_constants(), knobs)
+          .exposed_s;
+  EXPECT_NEAR(latency_only, 2e-3, 1e-6);
+  // Bandwidth only: 32 partitions on eight servers, as bsp-ps's eight.
+  EXPECT_NEAR(
+      predict_paper_method(PaperMethod::kWfbpPs, profile, murmur_peers(8, {0, 1e8}), calibrated_constants(), knobs)
+          .exposed_s,
+      1.75 * 32e6 / 1e8, 1e-3);
+}
+
 // murmur's bytescheduler-a2a runs a window's partitions as concurrent
 // rings: 32 partitions in windows of four pay eight rings' latency (and
 // the leader's message before each window), not 32.

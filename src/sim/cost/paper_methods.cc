@@ -319,9 +319,21 @@ void add_method_units(PaperMethod method, PipelineSpec& spec, const CostModel& c
       // partition is pulled from one server (murmur's stack).
       for (const ReadyTensor& t : tensors) {
         const std::vector<double> parts = partitions(t.bytes, knobs.ps_partition_bytes);
-        for (double part : parts) add_unit(spec, cost, {t.layer}, part, 0, static_cast<int>(parts.size()));
+        if (cost.murmur()) {
+          // murmur's wfbp-ps pushes all of a layer's partitions, waits for
+          // their means, then goes on to the next layer
+          // (ps_exchange.h): one unit per layer, whose partitions' request
+          // latencies overlap (one fixed cost) and whose bytes spread over
+          // as many servers as it has partitions. As partitions in units of
+          // their own, one slot paid each one's latency in turn: the deep
+          // MLP's 19-partition first layer alone 18 latencies too many
+          // (docs/seed-methods.md, "The deep MLP's time-to-85% run,
+          // predicted").
+          add_unit(spec, cost, {t.layer}, t.bytes, 0, static_cast<int>(parts.size()));
+        } else {
+          for (double part : parts) add_unit(spec, cost, {t.layer}, part, 0, static_cast<int>(parts.size()));
+        }
       }
-      // murmur's wfbp-ps pulls a layer's mean before it pushes the next.
       spec.slots = cost.murmur() ? 1 : kBytePsSlots;
       break;
   }
