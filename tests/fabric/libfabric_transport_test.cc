@@ -527,6 +527,38 @@ TEST(LibfabricProviders, AutoTunesRxmWhereverItRunsTcp) {
   }
 }
 
+// FI_TCP_PREFETCH_RBUF_SIZE=0 stalls every tcp message under rxm's dynamic
+// receive buffers (endpoint.cc): a clear error naming it, not a hang. Each
+// case in a process of its own, as the environment is the process's.
+TEST(LibfabricProviders, TcpWithoutThePrefetchBufferIsAClearError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ::setenv("FI_TCP_PREFETCH_RBUF_SIZE", "0", 1);
+        ::unsetenv("FI_OFI_RXM_ENABLE_DYN_RBUF");
+        TransportOptions options;
+        options.provider = "tcp";
+        try {
+          libfabric::make_transport(options);
+        } catch (const FabricError& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::exit(3);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(3), "FI_TCP_PREFETCH_RBUF_SIZE=0 turns off");
+  // With the dynamic receive buffers off too, messages complete: allowed.
+  EXPECT_EXIT(
+      {
+        ::setenv("FI_TCP_PREFETCH_RBUF_SIZE", "0", 1);
+        ::setenv("FI_OFI_RXM_ENABLE_DYN_RBUF", "0", 1);
+        TransportOptions options;
+        options.provider = "tcp";
+        std::exit(libfabric::choose_provider(options) == "tcp" ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 // Bytes the process's malloc has handed out and not had back, over every
 // arena (malloc_info's totals; mallinfo2 reports the main arena only, and
 // libfabric allocates on the progress thread's). Under AddressSanitizer
