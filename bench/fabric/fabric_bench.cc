@@ -242,7 +242,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (const long stalls = murmur::bench::socket_reader_timed_out_waits(); stalls > 0) {
-    std::printf("socket baseline: %ld marked waits ran out their 10 ms (its figures are low by that much)\n", stalls);
+    std::printf(
+        "socket baseline: %ld marked waits ran out their 10 ms (a mark not honoured or a stalled sender): "
+        "its figures are low\n",
+        stalls);
   }
   return 0;
 }

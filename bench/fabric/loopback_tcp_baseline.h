@@ -27,8 +27,9 @@ enum class SocketReader {
 
 const char* socket_reader_name(SocketReader reader);
 
-// Marked waits that ran out their bound in this process so far: each is a
-// stall the kernel's mark caused, and a run with any reads slow.
+// Marked waits that ran out their bound in this process so far: each a
+// mark the kernel did not honour or a sender held off a core for 10 ms;
+// either way a run with any reads slow.
 long socket_reader_timed_out_waits();
 
 // One-way bandwidth in MB/s (1e6 bytes/s): one thread writes `total_bytes`
