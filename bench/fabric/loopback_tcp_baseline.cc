@@ -113,8 +113,9 @@ void set_receive_low_water(int fd, int& current, std::size_t bytes) {
 // read_all, waking once per MiB: the low-water mark is what this message
 // still owes (at most a MiB), so the wait never asks for bytes that will
 // not come, and poll() rather than a blocking recv() does the waiting,
-// since tcp_poll() reports a socket readable under receive-memory pressure
-// below the mark where a blocking recv() sleeps on (the stall of
+// since tcp_poll() reports a socket readable below the mark once the
+// receive window is nearly shut or receive memory is under pressure, where
+// a blocking recv() sleeps on (most likely the stall of
 // docs/fabric-performance.md, 5 December). Back to a mark of 1 at the end.
 void read_all_marked(int fd, unsigned char* data, std::size_t bytes) {
   int mark = 1;

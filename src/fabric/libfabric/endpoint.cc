@@ -157,6 +157,45 @@ constexpr int kRxmBufferBytes = 4096;
 // mid-transfer can stop shm moving the survivors' messages), else tcp.
 bool auto_picks_shm(const TransportOptions& options) { return options.peers_on_this_host && !options.loss_tolerant; }
 
+// True where `name` is set to an integer of at most 0 (libfabric reads
+// FI_TCP_PREFETCH_RBUF_SIZE as an int; 0 turns the buffer off).
+bool environment_integer_at_most_zero(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return false;
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  return *end == '\0' && parsed <= 0;
+}
+
+// False only where `name` is set to one of libfabric's false words.
+bool environment_flag_not_off(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return true;
+  for (const char* off : {"0", "false", "no", "off"}) {
+    if (::strcasecmp(value, off) == 0) return false;
+  }
+  return true;
+}
+
+// libfabric 1.17's tcp provider reads each message's header through its
+// prefetch buffer, and rxm's dynamic receive buffers (on by default: the
+// eager path below relies on them) match a message on that header. With
+// FI_TCP_PREFETCH_RBUF_SIZE=0 no tcp message completed: every exchange of
+// tests/fabric/libfabric_transport_test.cc hung, and fabric_bench's round
+// trip (5 December), while with FI_OFI_RXM_ENABLE_DYN_RBUF=0 as well they
+// passed (but chunks then go by rxm's own protocols: the hazard below). A
+// job would wait for its peers' deadlines and lose every one; refused here
+// instead, naming the variable.
+void refuse_tcp_without_prefetch() {
+  if (environment_integer_at_most_zero("FI_TCP_PREFETCH_RBUF_SIZE") &&
+      environment_flag_not_off("FI_OFI_RXM_ENABLE_DYN_RBUF")) {
+    throw FabricError(std::string("FI_TCP_PREFETCH_RBUF_SIZE=") + std::getenv("FI_TCP_PREFETCH_RBUF_SIZE") +
+                      " turns off the tcp provider's prefetch buffer, without which libfabric 1.17's rxm (its "
+                      "dynamic receive buffers, FI_OFI_RXM_ENABLE_DYN_RBUF, on by default) completes no message: "
+                      "unset it (docs/fabric-performance.md, \"Open\")");
+  }
+}
+
 // Over tcp every chunk is one eager message of rxm: FI_OFI_RXM_EAGER_LIMIT
 // is raised to the chunk size, so no chunk goes by rxm's segmented (SAR) or
 // rendezvous protocols. Why not rendezvous: libfabric 1.17's rxm closes a
@@ -199,45 +238,6 @@ bool auto_picks_shm(const TransportOptions& options) { return options.peers_on_t
 // 4096): murmur names 4096, which took those peers from 129-134 to 106-111
 // MiB, under the budget, with bandwidth and round trip unchanged within the
 // bench's noise (docs/fabric-performance.md, "tcp: rxm's buffers").
-// True where `name` is set to an integer of at most 0 (libfabric reads
-// FI_TCP_PREFETCH_RBUF_SIZE as an int; 0 turns the buffer off).
-bool environment_integer_at_most_zero(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return false;
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  return *end == '\0' && parsed <= 0;
-}
-
-// False only where `name` is set to one of libfabric's false words.
-bool environment_flag_not_off(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) return true;
-  for (const char* off : {"0", "false", "no", "off"}) {
-    if (::strcasecmp(value, off) == 0) return false;
-  }
-  return true;
-}
-
-// libfabric 1.17's tcp provider reads each message's header through its
-// prefetch buffer, and rxm's dynamic receive buffers (on by default: the
-// eager path below relies on them) match a message on that header. With
-// FI_TCP_PREFETCH_RBUF_SIZE=0 no tcp message completed: every exchange of
-// tests/fabric/libfabric_transport_test.cc hung, and fabric_bench's round
-// trip (5 December), while with FI_OFI_RXM_ENABLE_DYN_RBUF=0 as well they
-// passed (but chunks then go by rxm's own protocols: the hazard below). A
-// job would wait for its peers' deadlines and lose every one; refused here
-// instead, naming the variable.
-void refuse_tcp_without_prefetch() {
-  if (environment_integer_at_most_zero("FI_TCP_PREFETCH_RBUF_SIZE") &&
-      environment_flag_not_off("FI_OFI_RXM_ENABLE_DYN_RBUF")) {
-    throw FabricError(std::string("FI_TCP_PREFETCH_RBUF_SIZE=") + std::getenv("FI_TCP_PREFETCH_RBUF_SIZE") +
-                      " turns off the tcp provider's prefetch buffer, without which libfabric 1.17's rxm (its "
-                      "dynamic receive buffers, FI_OFI_RXM_ENABLE_DYN_RBUF, on by default) completes no message: "
-                      "unset it (docs/fabric-performance.md, \"Open\")");
-  }
-}
-
 void tune_rxm_for_tcp(const TransportOptions& options, const std::string& asked) {
   // `auto`'s choice (choose_provider) without asking libfabric: verbs where
   // the kernel lists an RDMA device (rxm over verbs needs its own limits),
