@@ -150,7 +150,11 @@ double loopback_tcp_bandwidth_mbps(std::size_t message_bytes, std::size_t total_
   if (message_bytes == 0) throw std::invalid_argument("loopback baseline: message_bytes must be positive");
   const std::size_t messages = std::max<std::size_t>(1, total_bytes / message_bytes);
   auto [reader, writer] = connected_pair();
-  std::vector<unsigned char> out(message_bytes, 0x5a), in(message_bytes);
+  // A pattern of period 251 (prime, not a power of two): a byte that lands
+  // at another offset of the message shows in the check after the clock.
+  std::vector<unsigned char> out(message_bytes), in(message_bytes);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(i % 251);
+  const auto read_message = reader_kind == SocketReader::kMarked ? read_all_marked : read_all;
   std::exception_ptr writer_error;
   const auto start = Clock::now();
   std::thread sender([&, fd = writer.get()] {
@@ -162,13 +166,7 @@ double loopback_tcp_bandwidth_mbps(std::size_t message_bytes, std::size_t total_
   });
   std::exception_ptr reader_error;
   try {
-    for (std::size_t i = 0; i < messages; ++i) {
-      if (reader_kind == SocketReader::kMarked) {
-        read_all_marked(reader.get(), in.data(), in.size());
-      } else {
-        read_all(reader.get(), in.data(), in.size());
-      }
-    }
+    for (std::size_t i = 0; i < messages; ++i) read_message(reader.get(), in.data(), in.size());
   } catch (...) {
     reader_error = std::current_exception();
     ::shutdown(reader.get(), SHUT_RDWR);  // unblock the sender
@@ -177,7 +175,7 @@ double loopback_tcp_bandwidth_mbps(std::size_t message_bytes, std::size_t total_
   sender.join();
   if (writer_error) std::rethrow_exception(writer_error);
   if (reader_error) std::rethrow_exception(reader_error);
-  if (in.back() != 0x5a) throw std::runtime_error("loopback baseline: wrong bytes received");
+  if (in != out) throw std::runtime_error("loopback baseline: wrong bytes received");
   const double seconds = std::chrono::duration<double>(stop - start).count();
   return static_cast<double>(messages * message_bytes) / seconds / 1e6;
 }

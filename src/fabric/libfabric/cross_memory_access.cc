@@ -1,6 +1,5 @@
 #include "fabric/libfabric/cross_memory_access.h"
 
-#include <strings.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "fabric/libfabric/environment.h"
 
 namespace murmur::fabric::libfabric {
 namespace {
@@ -79,14 +79,7 @@ CrossMemoryAccess cross_memory_access_for(std::optional<int> scope) {
   return CrossMemoryAccess::kRefused;
 }
 
-bool cma_disabled_by_environment() {
-  const char* value = std::getenv("FI_SHM_DISABLE_CMA");
-  if (value == nullptr) return false;
-  for (const char* truth : {"1", "true", "yes", "on"}) {
-    if (::strcasecmp(value, truth) == 0) return true;
-  }
-  return false;
-}
+bool cma_disabled_by_environment() { return environment_bool("FI_SHM_DISABLE_CMA").value_or(false); }
 
 CrossMemoryAccess allow_peers_to_read_this_process() {
   // Per process, not std::call_once: a forked child inherits a finished

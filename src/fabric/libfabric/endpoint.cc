@@ -1,12 +1,12 @@
 #include "fabric/libfabric/endpoint.h"
 
 #include <rdma/fi_cm.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include <rdma/fi_errno.h>
@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "fabric/errors.h"
 #include "fabric/libfabric/cross_memory_access.h"
+#include "fabric/libfabric/environment.h"
 #include "fabric/libfabric/fi_check.h"
 #include "fabric/libfabric/provider_signal_handlers.h"
 #include "fabric/libfabric/transport.h"
@@ -157,26 +158,6 @@ constexpr int kRxmBufferBytes = 4096;
 // mid-transfer can stop shm moving the survivors' messages), else tcp.
 bool auto_picks_shm(const TransportOptions& options) { return options.peers_on_this_host && !options.loss_tolerant; }
 
-// True where `name` is set to an integer of at most 0 (libfabric reads
-// FI_TCP_PREFETCH_RBUF_SIZE as an int; 0 turns the buffer off).
-bool environment_integer_at_most_zero(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return false;
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  return *end == '\0' && parsed <= 0;
-}
-
-// False only where `name` is set to one of libfabric's false words.
-bool environment_flag_not_off(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) return true;
-  for (const char* off : {"0", "false", "no", "off"}) {
-    if (::strcasecmp(value, off) == 0) return false;
-  }
-  return true;
-}
-
 // libfabric 1.17's tcp provider reads each message's header through its
 // prefetch buffer, and rxm's dynamic receive buffers (on by default: the
 // eager path below relies on them) match a message on that header. With
@@ -187,8 +168,8 @@ bool environment_flag_not_off(const char* name) {
 // job would wait for its peers' deadlines and lose every one; refused here
 // instead, naming the variable.
 void refuse_tcp_without_prefetch() {
-  if (environment_integer_at_most_zero("FI_TCP_PREFETCH_RBUF_SIZE") &&
-      environment_flag_not_off("FI_OFI_RXM_ENABLE_DYN_RBUF")) {
+  const std::optional<long> prefetch = environment_integer("FI_TCP_PREFETCH_RBUF_SIZE");
+  if (prefetch && *prefetch <= 0 && environment_bool("FI_OFI_RXM_ENABLE_DYN_RBUF").value_or(true)) {
     throw FabricError(std::string("FI_TCP_PREFETCH_RBUF_SIZE=") + std::getenv("FI_TCP_PREFETCH_RBUF_SIZE") +
                       " turns off the tcp provider's prefetch buffer, without which libfabric 1.17's rxm (its "
                       "dynamic receive buffers, FI_OFI_RXM_ENABLE_DYN_RBUF, on by default) completes no message: "
