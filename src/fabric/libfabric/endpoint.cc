@@ -153,6 +153,28 @@ constexpr int kRxmReceivesPerConnection = 128;
 // buffer (below), they hold only headers and messages of up to this size.
 constexpr int kRxmBufferBytes = 4096;
 
+// How the progress thread sleeps on a CQ that has a wait fd (waiter.h): in
+// fi_cq_sread for libfabric 1.17's "net", whose fi_trywait never resets
+// the fd (an epoll on it returned at once: a core spun while idle), on the
+// fd otherwise. $MURMUR_FABRIC_CQ_WAIT (auto, fd or sread) overrides the
+// choice, to check whether a provider, or a newer libfabric, still needs
+// it (docs/fabric-performance.md, "A provider that keeps the progress
+// thread awake").
+enum class CqWait { kAuto, kFd, kSread };
+
+CqWait cq_wait_from_environment() {
+  const char* value = std::getenv("MURMUR_FABRIC_CQ_WAIT");
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "auto") == 0) return CqWait::kAuto;
+  if (std::strcmp(value, "fd") == 0) return CqWait::kFd;
+  if (std::strcmp(value, "sread") == 0) return CqWait::kSread;
+  throw FabricError(std::string("MURMUR_FABRIC_CQ_WAIT='") + value + "' is not one of auto, fd, sread");
+}
+
+bool waits_in_sread(CqWait mode, const std::string& provider_name) {
+  if (mode == CqWait::kAuto) return provider_name == "net";
+  return mode == CqWait::kSread;
+}
+
 // Where no RDMA device is usable, `auto` runs shm for a job whose peers are
 // all on this machine, unless it must survive lost peers (a peer that dies
 // mid-transfer can stop shm moving the survivors' messages), else tcp.
@@ -261,6 +283,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
   // Threads a provider starts for this endpoint inherit the mask: they are
   // murmur's, not the host program's (common/background_thread.h).
   const AsyncSignalsBlocked blocked;
+  const CqWait cq_wait = cq_wait_from_environment();
   provider_name = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : which;
   const auto mr_mode = static_cast<std::uint64_t>(info->domain_attr->mr_mode);
   register_memory = (mr_mode & FI_MR_LOCAL) != 0 || (mr_mode & FI_MR_ALLOCATED) != 0 || (info->mode & FI_LOCAL_MR) != 0;
@@ -298,7 +321,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
     ret = fi_control(&cq->fid, FI_GETWAIT, &fd);
     if (ret == 0 && fd >= 0) {
       wait_fd = fd;
-      wait_in_sread = provider_name == "net";
+      wait_in_sread = waits_in_sread(cq_wait, provider_name);
     } else {
       fabric_log().info("libfabric {}: CQ offers no wait fd ({}); polling with back-off", provider_name,
                         fi_error_text("fi_control(FI_GETWAIT)", ret));

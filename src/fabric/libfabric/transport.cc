@@ -18,6 +18,9 @@
 //   - isend / irecv post their operation at once from the calling thread
 //     when the role is free and nothing else is queued ahead of it (posting
 //     never reads the CQ, so no other request completes there).
+// A provider that keeps the progress thread awake without completing
+// anything (its wait refused or ended at once, round after round) gets the
+// thread's naps instead of a spinning core (FutileRoundBackoff).
 // Callers never enter shm: libfabric 1.17's shm can spin for ever inside a
 // call once a peer died holding its lock, and only the progress thread may
 // get stuck like that (see shutdown()). Keeping callers out only once a peer
@@ -55,6 +58,7 @@
 #include "fabric/libfabric/endpoint.h"
 #include "fabric/libfabric/engine.h"
 #include "fabric/libfabric/fi_check.h"
+#include "fabric/libfabric/futile_round_backoff.h"
 #include "fabric/libfabric/spin_policy.h"
 #include "fabric/libfabric/waiter.h"
 #include "fabric/peer_list.h"
@@ -112,6 +116,7 @@ class LibfabricTransport final : public Transport,
         waiter_(endpoint_.fabric.get(), endpoint_.cq.get(), endpoint_.wait_fd, endpoint_.wait_in_sread,
                 doorbell_.get()),
         spin_(options.max_spin),
+        futile_(FutileRoundBackoff::grace_for_chunk(options.chunk_bytes)),
         engine_(endpoint_, options.chunk_bytes,
                 [this](int peer, std::exception_ptr error) { fail_outstanding(peer, error); }) {
     char name[256];
@@ -659,15 +664,26 @@ class LibfabricTransport final : public Transport,
       const RoleHolder holder(role_owner_);
       waiter_.before_looking();
       const Turn turn = run_turn();
-      if (turn.stopping) return;
+      if (turn.stopping) {
+        if (futile_.naps() > 0) {
+          fabric_log().info(
+              "libfabric: provider {} kept the progress thread of rank {} awake without work; it napped {} "
+              "times (futile_round_backoff.h)",
+              endpoint_.provider, options_.rank, futile_.naps());
+        }
+        return;
+      }
       const auto now = SpinPolicy::Clock::now();
       if (turn.busy) {
         waiter_.note_busy();
         spin_.note_work(now);
+        futile_.note_work();
         role.unlock();
         continue;
       }
       if (cq_left_to_callers().count() > 0) {
+        // The callers' completions are work this thread does not see.
+        futile_.note_work();
         role.unlock();
         // Until woken (a command, a caller handing back) or no caller has
         // driven for caller_returns_ns(); a caller that keeps driving keeps
@@ -694,7 +710,13 @@ class LibfabricTransport final : public Transport,
       if (!only_rings && doorbell_) engine_.ring_receivers_of_sends();
       const bool may_block = waiter_.may_block();
       role.unlock();
+      const auto wait_start = SpinPolicy::Clock::now();
       if (may_block) waiter_.wait(max_wait, only_rings);
+      const auto wait_end = SpinPolicy::Clock::now();
+      // A provider that keeps refusing the wait, or ends it at once, with
+      // nothing to show for it: nap (futile_round_backoff.h).
+      const auto nap = futile_.note_idle_round(wait_end, wait_end - wait_start);
+      if (nap.count() > 0) waiter_.nap(nap);
     }
   }
 
@@ -703,7 +725,8 @@ class LibfabricTransport final : public Transport,
   Endpoint endpoint_;
   std::unique_ptr<Doorbell> doorbell_;  // shm: this endpoint's (doorbell.h); the waiter sleeps on it
   Waiter waiter_;
-  SpinPolicy spin_;  // the role's holder only
+  SpinPolicy spin_;            // the role's holder only
+  FutileRoundBackoff futile_;  // the progress thread only
   Engine engine_;
   std::string address_;
   std::atomic<bool> connected_{false};

@@ -55,9 +55,8 @@ Waiter::~Waiter() {
 void Waiter::wake() {
   if (sread_) {
     // Thread-safe by its purpose: it interrupts a thread blocked in sread
-    // (or makes the next one return at once).
+    // (or makes the next one return at once); the eventfd below ends a nap.
     fi_cq_signal(cq_);
-    return;
   }
   if (bell_ != nullptr) {
     bell_->ring();
@@ -126,6 +125,15 @@ bool Waiter::wait_for_wake(std::chrono::microseconds timeout) {
   if (::ppoll(&fd, 1, &ts, nullptr) <= 0) return false;
   drain_eventfd();
   return true;
+}
+
+void Waiter::nap(std::chrono::microseconds timeout) {
+  if (bell_ != nullptr) {
+    // wake() rings the bell; a ring already seen must not end the nap.
+    bell_->wait(bell_->value(), timeout);
+    return;
+  }
+  wait_for_wake(timeout);
 }
 
 }  // namespace murmur::fabric::libfabric

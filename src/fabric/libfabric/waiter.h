@@ -26,7 +26,11 @@
 // That provider's fi_trywait never resets the CQ's wait fd, which stays
 // readable after the first completion: an epoll on it returned at once and
 // the thread burnt half a core while idle. Its sread does reset it, and
-// blocks in the provider's own epoll on its sockets.
+// blocks in the provider's own epoll on its sockets. (endpoint.cc picks
+// sread for "net"; $MURMUR_FABRIC_CQ_WAIT overrides the pick.) A provider
+// that keeps the thread awake for nothing all the same gets naps on the
+// eventfd instead (nap(), futile_round_backoff.h), which wake() ends in
+// every mode.
 //
 // wake() may be called from any thread; everything else only from the
 // progress thread. may_block() calls into the provider and needs the
@@ -56,7 +60,7 @@ class Waiter {
   Waiter& operator=(const Waiter&) = delete;
   ~Waiter();
 
-  // Wakes a current or the next wait(). Thread-safe, never blocks.
+  // Wakes a current or the next wait() or nap(). Thread-safe, never blocks.
   void wake();
 
   // The last round did work: the next polled wait starts short again.
@@ -88,6 +92,10 @@ class Waiter {
   // the CQ themselves, its completions are theirs to see. Fd mode only.
   // Returns whether wake() ended it.
   bool wait_for_wake(std::chrono::microseconds timeout);
+  // Blocks until wake() (with a doorbell: the next ring) or `timeout`,
+  // whatever the provider reports: the nap of a thread the provider keeps
+  // awake for nothing (futile_round_backoff.h). Any mode.
+  void nap(std::chrono::microseconds timeout);
 
   static constexpr std::chrono::microseconds kMinBackoff{50};
   static constexpr std::chrono::microseconds kMaxBackoff{2000};
