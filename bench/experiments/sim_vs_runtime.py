@@ -37,6 +37,9 @@ murmur-sim takes too). Five predictions per row:
   - "split": as "shared", with a cost per message and one per step from
     two such jobs (one ring a step and thirteen; split_probe_s): the
     links' latency is the first, the profile's total grows by the second;
+    and the links' concurrent-message from a third (logreg under
+    bytescheduler-a2a, thirteen concurrent rings a step;
+    concurrent_probe_s), which only bytescheduler-a2a's windows read;
   - "busy": as "split", and the links' busy-latency (what a message costs
     while the host computes: docs/sim-files.md) from the logreg job run
     while --peers murmur-sim-profile processes of the model compute
@@ -192,19 +195,46 @@ def split_probe_s(args, profile, spec, out):
     many = seed_methods.run_one(seed_args(args, SPLIT_PROBE_MODEL), "wfbp-a2a", profile, out + "-many", spec)
     ring = 2 * (args.peers - 1)
     message = max(0.0, (many["iteration_ms"] - one["iteration_ms"]) / 1e3 / (12 * ring))
-    return message, max(0.0, one["iteration_ms"] / 1e3 - ring * message)
+    return message, max(0.0, one["iteration_ms"] / 1e3 - ring * message), one["iteration_ms"] / 1e3
 
 
-def write_cluster(args, profile, spec, link, cores, path, slowest_factor=1.0, message_s=None, busy_s=None):
+# logreg's one layer (7,850 parameters) cut into 13 partitions of at most
+# 604, all in one window: 13 concurrent rings a step.
+CONCURRENT_PROBE_RINGS = 13
+CONCURRENT_PROBE_PARTITION = 604
+CONCURRENT_PROBE_CREDIT = 7852
+
+
+def concurrent_probe_s(args, profile, spec, out, one_ring_iteration_s, message_s):
+    """What each further ring of a step costs per message when rings post
+    their steps together (murmur's bytescheduler-a2a window; the links'
+    concurrent-message, docs/sim-files.md): logreg under bytescheduler-a2a,
+    its layer in CONCURRENT_PROBE_RINGS partitions of one window, against
+    the split probe's logreg under bsp-a2a (one ring): the difference, less
+    the leader's announcement (a message), over the 12 further rings' 2(P-1)
+    messages. At most a lone message's cost (murmur-sim's rule)."""
+    probe_args = seed_args(args, "logreg")
+    probe_args.partition, probe_args.credit = CONCURRENT_PROBE_PARTITION, CONCURRENT_PROBE_CREDIT
+    run = seed_methods.run_one(probe_args, "bytescheduler-a2a", profile, out, probe_spec(spec))
+    extra = run["iteration_ms"] / 1e3 - one_ring_iteration_s - message_s
+    per_message = extra / ((CONCURRENT_PROBE_RINGS - 1) * 2 * (args.peers - 1))
+    return min(message_s, max(0.0, per_message))
+
+
+def write_cluster(args, profile, spec, link, cores, path, slowest_factor=1.0, message_s=None, busy_s=None,
+                  concurrent_s=None):
     """A murmur-sim cluster file: `link` is the profile's (latency s,
     bandwidth B/s or None); `message_s`, when given, replaces its latency;
-    `busy_s` is its busy-latency (no less than the latency)."""
+    `busy_s` is its busy-latency (no less than the latency); `concurrent_s`
+    its concurrent-message (no more than the latency)."""
     latency, bandwidth = link
     latency = message_s if message_s is not None else latency + args.fabric_latency_us * 1e-6
     bandwidth = min(bandwidth or float("inf"), args.fabric_GBps * 1e9)
     link = f"latency={latency * 1e6:.3f}us bandwidth={bandwidth / 1e6:.3f}MB/s"
     if busy_s is not None:
         link += f" busy-latency={max(busy_s, latency) * 1e6:.3f}us"
+    if concurrent_s is not None:
+        link += f" concurrent-message={min(concurrent_s, latency) * 1e6:.3f}us"
     with open(path, "w") as f:
         f.write(f"# {args.peers} murmur peers on one host, link profile {profile} ({spec}) over "
                 f"libfabric {args.provider}\n"
@@ -356,15 +386,20 @@ def predictions(args, model, profiles, specs, link_of, methods, base):
         write_cluster(args, profile, spec, link, 0, probed_cluster, compute["slowest_factor"], message_s)
         # The split probe's per-step cost joins the profile's total, less the
         # straggler's slowdown, which murmur-sim applies to it.
-        split_message_s, split_step_s = split_probe_s(args, profile, spec, os.path.join(base, f"{profile}-split"))
+        split_message_s, split_step_s, one_ring_s = split_probe_s(args, profile, spec,
+                                                                  os.path.join(base, f"{profile}-split"))
+        concurrent_s = concurrent_probe_s(args, profile, spec, os.path.join(base, f"{profile}-concurrent"), one_ring_s,
+                                          split_message_s)
         split_cluster = os.path.join(base, f"{profile}-split.cluster")
         split_file = os.path.join(base, f"{profile}-split.profile")
-        write_cluster(args, profile, spec, link, 0, split_cluster, compute["slowest_factor"], split_message_s)
+        write_cluster(args, profile, spec, link, 0, split_cluster, compute["slowest_factor"], split_message_s,
+                      concurrent_s=concurrent_s)
         write_profile(compute["split"], compute["shared_step_s"] + split_step_s / compute["slowest_factor"],
                       args.batch, split_file)
         busy_s = busy_probe_s(args, model, profile, spec, os.path.join(base, f"{profile}-busy"))
         busy_cluster = os.path.join(base, f"{profile}-busy.cluster")
-        write_cluster(args, profile, spec, link, 0, busy_cluster, compute["slowest_factor"], split_message_s, busy_s)
+        write_cluster(args, profile, spec, link, 0, busy_cluster, compute["slowest_factor"], split_message_s, busy_s,
+                      concurrent_s)
         predicted = {"cores": predict(args, solo_file, cores_cluster, methods),
                      "shared": predict(args, shared_file, shared_cluster, methods),
                      "probed": predict(args, shared_file, probed_cluster, methods),
@@ -373,7 +408,7 @@ def predictions(args, model, profiles, specs, link_of, methods, base):
         for method in methods:
             yield profile, method, {**{kind: predicted[kind][method] for kind in KINDS}, "message_s": message_s,
                                     "split_message_s": split_message_s, "split_step_s": split_step_s,
-                                    "busy_message_s": busy_s}
+                                    "concurrent_message_s": concurrent_s, "busy_message_s": busy_s}
 
 
 def main():
@@ -492,10 +527,13 @@ def report(args, cells):
         if r["profile"] in probes:
             m, t = r["runs"]["split_message_s"], r["runs"]["split_step_s"]
             b = r["runs"]["busy_message_s"]
+            c = r["runs"].get("concurrent_message_s") or [0.0]
             print(f"\nsplit probe, {r['profile']}: {1e6 * statistics.median(m):.0f} us per message "
                   f"({1e6 * min(m):.0f}-{1e6 * max(m):.0f}), {1e3 * statistics.median(t):.2f} ms per step "
-                  f"({1e3 * min(t):.2f}-{1e3 * max(t):.2f}); busy probe: {1e6 * statistics.median(b):.0f} us per "
-                  f"message while the host computes ({1e6 * min(b):.0f}-{1e6 * max(b):.0f})")
+                  f"({1e3 * min(t):.2f}-{1e3 * max(t):.2f}); concurrent probe: {1e6 * statistics.median(c):.0f} us "
+                  f"per further concurrent message ({1e6 * min(c):.0f}-{1e6 * max(c):.0f}); busy probe: "
+                  f"{1e6 * statistics.median(b):.0f} us per message while the host computes "
+                  f"({1e6 * min(b):.0f}-{1e6 * max(b):.0f})")
             del probes[r["profile"]]
     for kind in KINDS:
         errors = [abs(r[f"{kind}_error"]) for r in rows]

@@ -73,6 +73,7 @@ struct LinkLine {
   std::optional<double> latency_s;
   std::optional<double> bandwidth_Bps;
   std::optional<double> busy_latency_s;
+  std::optional<double> concurrent_message_s;
 };
 
 class ClusterParser {
@@ -148,6 +149,16 @@ class ClusterParser {
         }
         link->busy_latency_s = *given->busy_latency_s;
       }
+      if (given->concurrent_message_s) {
+        if (*given->concurrent_message_s > link->latency_s) {
+          fail(given->line,
+               fmt::format("{} concurrent-message {:g} us is above its latency {:g} us ({}); a message posted beside "
+                           "others costs no more than one alone",
+                           name, *given->concurrent_message_s * 1e6, link->latency_s * 1e6,
+                           given->latency_s ? "given on the line" : "network " + preset + "'s"));
+        }
+        link->concurrent_message_s = *given->concurrent_message_s;
+      }
     }
     for (const auto& s : spec_.stragglers) {
       if (s.rank >= spec_.gpus) {
@@ -206,8 +217,8 @@ class ClusterParser {
     if (link.line != 0) {
       fail(line, fmt::format("'{}' given twice (first on line {})", words[0], link.line));
     }
-    const std::string usage = fmt::format("{} latency=T bandwidth=B [busy-latency=T]", words[0]);
-    auto given = keys(words, line, {"latency", "bandwidth", "busy-latency"}, usage);
+    const std::string usage = fmt::format("{} latency=T bandwidth=B [busy-latency=T] [concurrent-message=T]", words[0]);
+    auto given = keys(words, line, {"latency", "bandwidth", "busy-latency", "concurrent-message"}, usage);
     link.line = line;
     if (given.count("latency")) {
       link.latency_s = quantity(given["latency"], kLatencyUnits);
@@ -221,6 +232,13 @@ class ClusterParser {
       if (!link.busy_latency_s || *link.busy_latency_s < 0) {
         fail(line, fmt::format("busy-latency '{}' is not a number >= 0 with a unit ({}), e.g. 2ms",
                                given["busy-latency"], unit_list(kLatencyUnits)));
+      }
+    }
+    if (given.count("concurrent-message")) {
+      link.concurrent_message_s = quantity(given["concurrent-message"], kLatencyUnits);
+      if (!link.concurrent_message_s || *link.concurrent_message_s < 0) {
+        fail(line, fmt::format("concurrent-message '{}' is not a number >= 0 with a unit ({}), e.g. 50us",
+                               given["concurrent-message"], unit_list(kLatencyUnits)));
       }
     }
     if (given.count("bandwidth")) {

@@ -26,6 +26,13 @@ struct LinkSpec {
   // hop; on a GPU it does not (the GPU stacks' contention is
   // overlap_share's). Read by the paper methods on `stack murmur` only.
   double busy_latency_s = 0;
+  // What each further message of a ring step costs when several rings post
+  // their steps together (murmur's bytescheduler-a2a window: k concurrent
+  // all-reduces), where latency_s is a lone message's: on a host whose
+  // cores the peers share, the messages' handling does not overlap as
+  // their wire latencies do. 0: they overlap fully. At most latency_s.
+  // Read by the paper methods on `stack murmur` only.
+  double concurrent_message_s = 0;
   double seconds(double bytes) const { return latency_s + bytes / bandwidth_Bps; }
   double busy_latency() const { return busy_latency_s > latency_s ? busy_latency_s : latency_s; }
 };

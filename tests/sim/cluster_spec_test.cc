@@ -90,6 +90,9 @@ TEST(ClusterFile, LinkLinesOverrideThePreset) {
   EXPECT_DOUBLE_EQ(busy.intra_node.busy_latency(), 7e-3);
   EXPECT_DOUBLE_EQ(busy.intra_node.latency_s, 1e-3);
   // A busy latency alone keeps the preset (and its calibrated constants).
+  const ClusterSpec concurrent = load("gpus 4\nintra-node latency=1ms concurrent-message=150us\n");
+  EXPECT_DOUBLE_EQ(concurrent.intra_node.concurrent_message_s, 150e-6);
+  EXPECT_DOUBLE_EQ(concurrent.inter_node.concurrent_message_s, 0);  // not given: overlap fully
   const ClusterSpec only_busy = load("gpus 4\nnetwork 100gbe-tcp\ninter-node busy-latency=1s\n");
   EXPECT_EQ(only_busy.network, "100gbe-tcp");
   EXPECT_DOUBLE_EQ(only_busy.inter_node.busy_latency(), 1);
@@ -190,14 +193,21 @@ const BadCluster kBadClusters[] = {
     {"network 10gbe-tcp\nnetwork 10gbe-tcp\n", 2, "'network' given twice (first on line 1)"},
     {"gpus 8\nnetwork 40gbe\n", 2, "unknown network '40gbe' (known: 10gbe-tcp, 100gb-ib-rdma, 100gbe-tcp)"},
     {"gpus 8\ninter-node latency=1us\ninter-node bandwidth=1GB/s\n", 3, "'inter-node' given twice (first on line 2)"},
-    {"intra-node\n", 1, "missing value; expected 'intra-node latency=T bandwidth=B [busy-latency=T]'"},
+    {"intra-node\n", 1,
+     "missing value; expected 'intra-node latency=T bandwidth=B [busy-latency=T] [concurrent-message=T]'"},
     {"gpus 4\ninter-node busy-latency=soon\n", 2,
      "busy-latency 'soon' is not a number >= 0 with a unit (ms, us, ns, s), e.g. 2ms"},
+    {"gpus 4\ninter-node concurrent-message=soon\n", 2,
+     "concurrent-message 'soon' is not a number >= 0 with a unit (ms, us, ns, s), e.g. 50us"},
+    {"gpus 4\ninter-node concurrent-message=30us latency=25us\n", 2,
+     "inter-node concurrent-message 30 us is above its latency 25 us (given on the line); a message posted beside "
+     "others costs no more than one alone"},
     {"gpus 4\ninter-node busy-latency=10us latency=25us\n", 2,
      "inter-node busy-latency 10 us is below its latency 25 us (given on the line); a busy host only adds to a "
      "message's cost"},
     {"inter-node delay=5us\n", 1,
-     "unknown key 'delay=5us' in 'inter-node'; expected 'inter-node latency=T bandwidth=B [busy-latency=T]'"},
+     "unknown key 'delay=5us' in 'inter-node'; expected 'inter-node latency=T bandwidth=B [busy-latency=T] "
+     "[concurrent-message=T]'"},
     {"inter-node latency=5us latency=6us\n", 1, "'latency=' given twice"},
     {"inter-node latency=\n", 1, "missing value after 'latency='"},
     {"inter-node latency=25\n", 1, "latency '25' " + kLatency},

@@ -131,6 +131,30 @@ TEST(IterationPipeline, AByteCreditLetsManySmallUnitsOverlapTheirFixedCosts) {
   EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 6 + 4 * 1.25);
 }
 
+TEST(IterationPipeline, ACreditRefilledWhenEmptyWaitsForItsWholeWindow) {
+  // The same four units, a credit of 2 bytes refilled only when it empties
+  // (murmur's ByteScheduler) and a 0.5 s announcement per window: the
+  // first window starts at 6.5 and its wires end at 7.75 and 8; the second
+  // opens then (not at 7.75 for the third unit, as the sliding credit
+  // does) and ends at 8.5 + 1 + 0.5.
+  PipelineSpec spec = two_layers();
+  for (int i = 0; i < 4; ++i) spec.units.push_back({{0, 1}, 1, 1, 0.25, 0});
+  spec.credit_bytes = 2;
+  spec.refill_when_empty = true;
+  spec.window_open_s = 0.5;
+  EXPECT_DOUBLE_EQ(run_pipeline(spec).iteration_s, 10);
+  // A unit ready after its window opened waits for the next one.
+  PipelineSpec late = two_layers();
+  // At 4, after layer 1's backward, 3 s of fixed cost: in flight until 7.
+  late.units.push_back({{1}, 1, 3, 0, 0});
+  late.units.push_back({{0}, 1, 1, 0, 0});  // at 6, the end of backward
+  late.credit_bytes = 4;
+  late.refill_when_empty = true;
+  EXPECT_DOUBLE_EQ(run_pipeline(late).iteration_s, 6 + 2);  // 7 to 8
+  late.refill_when_empty = false;
+  EXPECT_DOUBLE_EQ(run_pipeline(late).iteration_s, 6 + 1);  // 6 to 7, beside it
+}
+
 TEST(MgWfbp, MergesOnlyWhenTheStartupIsWorthWaitingFor) {
   const std::vector<ReadyTensor> tensors = {{3, 1e6, 1.0}, {2, 1e6, 1.1}, {1, 1e6, 1.2}, {0, 1e6, 3.0}};
   // Free startup: every tensor goes alone.
@@ -358,8 +382,9 @@ TEST(PaperMethods, MurmurWfbpPsPaysTheLatencyOncePerLayer) {
 }
 
 // murmur's bytescheduler-a2a runs a window's partitions as concurrent
-// rings: 32 partitions in windows of four pay eight rings' latency (and
-// the leader's message before each window), not 32.
+// rings: 32 partitions in windows of four pay eight rings' latency, not
+// 32, and the leader's message before each window: the next window opens
+// when the last ring of the one before ends (refilled when empty).
 TEST(PaperMethods, MurmurByteSchedulerPaysTheRingLatencyOncePerWindow) {
   const ModelProfile profile = one_tensor_profile();
   const ClusterSpec c = murmur_peers(8, {1e-3, 1e15});  // latency only
@@ -368,11 +393,38 @@ TEST(PaperMethods, MurmurByteSchedulerPaysTheRingLatencyOncePerWindow) {
   knobs.bytescheduler_credit_bytes = 4e6;
   const MethodPrediction p =
       predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, c, calibrated_constants(), knobs);
-  // 8 windows of 14 ring steps; the leader's 1 ms announcements delay a
-  // window's first partition only and hide under the rings in flight (at
-  // most one of them shows). One ring per partition would be 32 x 14 ms.
-  EXPECT_GE(p.exposed_s, 8 * 14e-3 - 1e-9);
-  EXPECT_LE(p.exposed_s, 8 * 14e-3 + 1e-3 + 1e-9);
+  // 8 windows of a 1 ms announcement and 14 ring steps. One ring per
+  // partition would be 32 x 14 ms.
+  EXPECT_NEAR(p.exposed_s, 8 * (1e-3 + 14e-3), 1e-6);
+}
+
+// On a host whose cores the peers share, a window's concurrent rings do
+// not overlap their messages' handling (LinkSpec::concurrent_message_s):
+// each further ring adds it to every step. Four rings of 14 steps at a 1 ms
+// latency, 0.25 ms of it per further ring: 14 x (1 + 3 x 0.25) ms a
+// window, after the leader's 1 ms announcement. Rings one at a time
+// (wfbp-a2a) do not read it.
+TEST(PaperMethods, MurmurByteSchedulerPaysEachConcurrentRingsHandling) {
+  const ModelProfile profile = one_tensor_profile();
+  LinkSpec link{1e-3, 1e15};
+  link.concurrent_message_s = 0.25e-3;
+  const ClusterSpec c = murmur_peers(8, link);
+  MethodKnobs knobs;
+  knobs.bytescheduler_partition_bytes = 1e6;
+  knobs.bytescheduler_credit_bytes = 4e6;
+  const MethodPrediction p =
+      predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, c, calibrated_constants(), knobs);
+  EXPECT_NEAR(p.exposed_s, 8 * (1e-3 + 14 * 1.75e-3), 1e-6);
+  const MethodPrediction lone = predict_paper_method(PaperMethod::kWfbpA2A, profile, c, calibrated_constants(), knobs);
+  EXPECT_NEAR(lone.exposed_s, 14e-3, 1e-6);
+  // Partitions in windows of one are lone rings: the same as without it.
+  knobs.bytescheduler_credit_bytes = 1e6;
+  const double one_at_a_time =
+      predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, c, calibrated_constants(), knobs).exposed_s;
+  const double without = predict_paper_method(PaperMethod::kByteSchedulerA2A, profile, murmur_peers(8, {1e-3, 1e15}),
+                                              calibrated_constants(), knobs)
+                             .exposed_s;
+  EXPECT_NEAR(one_at_a_time, without, 1e-9);
 }
 
 TEST(Calibration, EveryResNet50CellIsWithin15Percent) {

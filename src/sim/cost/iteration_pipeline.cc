@@ -81,6 +81,9 @@ std::vector<double> schedule_units(const PipelineSpec& spec, const std::vector<d
   std::vector<double> done(n, 0.0);
   std::size_t next = 0;  // into by_ready: the first unit not yet queued
   double now = state.last_start;
+  const bool windowed = by_bytes && spec.refill_when_empty;
+  double window_open = -std::numeric_limits<double>::infinity();  // windowed: when the open window opened
+  double window_used = 0;
   auto retire = [&] {  // drops what finished by now; returns the weight still in flight
     double in_flight = 0;
     std::erase_if(state.in_flight, [&](const auto& f) { return f.first <= now; });
@@ -92,16 +95,36 @@ std::vector<double> schedule_units(const PipelineSpec& spec, const std::vector<d
     while (next < n && ready[by_ready[next]] <= now) queue.push(key(by_ready[next++]));
     MURMUR_CHECK(!queue.empty());
     std::size_t pick = queue.top().second;
-    // Wait for room: each time a unit in flight ends, a better unit may
-    // have become ready meanwhile.
-    for (double used = retire(); !state.in_flight.empty() && used + weight(pick) > capacity + 1e-9; used = retire()) {
-      now = std::min_element(state.in_flight.begin(), state.in_flight.end())->first;
-      while (next < n && ready[by_ready[next]] <= now) queue.push(key(by_ready[next++]));
-      pick = queue.top().second;
+    double start = now;
+    if (windowed) {
+      // Join the window that opened now if the unit fits; else wait for
+      // every unit in flight, then open the next window with the best
+      // unit ready by then.
+      retire();
+      const bool joins = now == window_open && window_used + weight(pick) <= capacity + 1e-9;
+      if (!joins) {
+        for (const auto& f : state.in_flight) now = std::max(now, f.first);
+        retire();
+        while (next < n && ready[by_ready[next]] <= now) queue.push(key(by_ready[next++]));
+        pick = queue.top().second;
+        window_open = now;
+        window_used = 0;
+      }
+      window_used += weight(pick);
+      start = window_open + spec.window_open_s;
+    } else {
+      // Wait for room: each time a unit in flight ends, a better unit may
+      // have become ready meanwhile.
+      for (double used = retire(); !state.in_flight.empty() && used + weight(pick) > capacity + 1e-9; used = retire()) {
+        now = std::min_element(state.in_flight.begin(), state.in_flight.end())->first;
+        while (next < n && ready[by_ready[next]] <= now) queue.push(key(by_ready[next++]));
+        pick = queue.top().second;
+      }
+      start = now;
     }
     queue.pop();
     const CommUnit& unit = spec.units[pick];
-    const double wire_start = std::max(fixed_end(now, unit.fixed_s, unit.busy_fixed_s, compute_end), state.wire_free);
+    const double wire_start = std::max(fixed_end(start, unit.fixed_s, unit.busy_fixed_s, compute_end), state.wire_free);
     done[pick] = wire_end(wire_start, unit.wire_s, compute_end, spec.overlap_share);
     state.wire_free = done[pick];
     state.in_flight.emplace_back(done[pick], weight(pick));

@@ -53,6 +53,13 @@ struct PipelineSpec {
   // > 0: a credit in bytes instead of slots (ByteScheduler's): a unit starts
   // when the bytes in flight plus its own fit, or when nothing is in flight.
   double credit_bytes = 0;
+  // With credit_bytes: the credit is refilled only when it empties (murmur's
+  // ByteScheduler: its leader picks the ready units of highest priority
+  // that fit, announces them, and all run until the last ends), not unit by
+  // unit (ByteScheduler's sliding window). A window's units start
+  // window_open_s after it opens (the announcement), all at once.
+  bool refill_when_empty = false;
+  double window_open_s = 0;
   UnitOrder order = UnitOrder::kFifo;
   // True: the next iteration's forward waits for every unit (an optimizer
   // step after a synchronize). False: layer j's forward waits only for the

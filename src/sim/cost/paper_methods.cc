@@ -60,6 +60,8 @@ class CostModel {
       // (LinkSpec::busy_latency_s): the same hops, at the busy latency.
       busy_ring_step_s_ = k_ > 1 ? std::max(inter.busy_latency(), intra_.busy_latency()) : intra_.busy_latency();
       busy_ps_partition_s_ = 2 * inter.busy_latency();
+      concurrent_ring_step_s_ =
+          k_ > 1 ? std::max(inter.concurrent_message_s, intra_.concurrent_message_s) : intra_.concurrent_message_s;
     } else if (it != constants.networks.end()) {
       stack_ = it->second;
       intra_ = {constants.intra_ring_step_s, constants.intra_ring_bandwidth_Bps};
@@ -145,6 +147,22 @@ class CostModel {
     return parameter_server_ ? 2.0 * (k_ - 1) / k_ * model_bytes : 2.0 * (n_ - 1) / n_ * model_bytes;
   }
 
+  // murmur's bytescheduler-a2a runs a window's partitions as concurrent
+  // rings, their steps posted together (ring_allreduce.h): each further
+  // ring of a window adds its messages' handling to every step
+  // (LinkSpec::concurrent_message_s) where a lone ring pays a message's
+  // whole latency. So that part of a ring's fixed cost moves to its wire
+  // stage, which the pipeline serializes across units: k concurrent rings
+  // then take steps x (latency + (k - 1) x concurrent) plus their bytes,
+  // and a lone ring what it took before.
+  void run_as_concurrent_ring(CommUnit& unit) const {
+    if (!murmur_ || parameter_server_ || n_ == 1 || concurrent_ring_step_s_ <= 0) return;
+    const double handling = 2.0 * (n_ - 1) * concurrent_ring_step_s_;
+    unit.fixed_s = std::max(0.0, unit.fixed_s - handling);
+    if (unit.busy_fixed_s > 0) unit.busy_fixed_s = std::max(unit.fixed_s, unit.busy_fixed_s - handling);
+    unit.wire_s += handling;
+  }
+
   bool murmur() const { return murmur_; }
   // One small message's cost (murmur's bytescheduler leader announcing a
   // window).
@@ -168,6 +186,7 @@ class CostModel {
   // murmur only: a ring step's and a push/pull's latency while compute runs.
   double busy_ring_step_s_ = 0;
   double busy_ps_partition_s_ = 0;
+  double concurrent_ring_step_s_ = 0;  // murmur only: LinkSpec::concurrent_message_s
 };
 
 // Splits `bytes` into parts of at most `part` bytes.
@@ -267,15 +286,21 @@ void add_bytescheduler_units(PipelineSpec& spec, const CostModel& cost, const st
     for (std::size_t i = 0; i < parts.size(); ++i) {
       // The credit holds per_round partitions: as many servers pull at once.
       add_unit(spec, cost, {t.layer}, parts[i], 0, static_cast<int>(per_round));
-      if ((!ps || cost.murmur()) && i % per_round == 0) spec.units.back().host_s = round_s;
+      cost.run_as_concurrent_ring(spec.units.back());
+      if (!ps && !cost.murmur() && i % per_round == 0) spec.units.back().host_s = round_s;
     }
   }
   spec.order = UnitOrder::kPriority;
   spec.barrier = cost.murmur();
+  // murmur's windows: the leader's pick of what is ready, announced in one
+  // message, and the next pick once the last of them ends.
+  spec.refill_when_empty = cost.murmur();
+  if (cost.murmur()) spec.window_open_s = round_s;
   // NCCL runs one collective at a time; the parameter servers take as
   // many partitions as the 16 MB credit allows (many small ones at once),
   // and so does murmur's bytescheduler-a2a, whose window's partitions run
-  // as concurrent rings (their messages' latencies overlap).
+  // as concurrent rings (their messages' latencies overlap, their handling
+  // not: run_as_concurrent_ring).
   if (ps || cost.murmur()) spec.credit_bytes = knobs.bytescheduler_credit_bytes;
 }
 
