@@ -36,9 +36,23 @@ if(Python3_Interpreter_FOUND)
       --build ${PROJECT_BINARY_DIR} --measured ${CMAKE_CURRENT_BINARY_DIR}/seed_methods_scaled_script
       --repeats 1 --out ${CMAKE_CURRENT_BINARY_DIR}/sim_vs_runtime_measured_script)
   set_tests_properties(sim_vs_runtime_measured_script PROPERTIES LABELS multiprocess TIMEOUT 300
-    FIXTURES_REQUIRED seed_methods_table
+    FIXTURES_REQUIRED seed_methods_table FIXTURES_SETUP sim_vs_runtime_table
     PASS_REGULAR_EXPRESSION
-    "measured: mlp:16,8, 2 peers, 128 examples a peer, scaled-10gbe; bsp-ps.*[|] deep mlp [|] scaled-10gbe [|] bsp-ps [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|] [0-9.]+ [|] [-+][0-9]+% [|].*busy probe: [0-9]+ us per message.*median [|]error[|], busy: [0-9.]+%")
+    "measured: mlp:16,8, 2 peers, 128 examples a peer, scaled-10gbe; bsp-ps.*[|] deep mlp [|] scaled-10gbe [|] bsp-ps [|] [0-9.]+ [(][0-9]+-[0-9]+[)] [|] [0-9.]+ [|] [-+][0-9]+% [|].*concurrent probe: [0-9]+ us per further concurrent message.*busy probe: [0-9]+ us per message.*median [|]error[|], busy: [0-9.]+%")
+  # sim_repredict.py makes that run's busy predictions again from its saved
+  # inputs (here with the build's murmur-sim), row by row and in summary.
+  add_test(NAME sim_repredict_script
+    COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/experiments/sim_repredict.py
+      --sim $<TARGET_FILE:murmur_sim_cli> ${CMAKE_CURRENT_BINARY_DIR}/sim_vs_runtime_measured_script)
+  set_tests_properties(sim_repredict_script PROPERTIES LABELS unit
+    FIXTURES_REQUIRED sim_vs_runtime_table
+    PASS_REGULAR_EXPRESSION
+    "[|] scaled-10gbe [|] bsp-ps [|] [0-9.]+ [|] [0-9.]+ [(][-+][0-9.]+%[)]\n.*murmur-sim: busy median [|]error[|] [0-9.]+% [(]max [0-9.]+%, 1 rows[)]")
+  add_test(NAME sim_repredict_missing
+    COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/experiments/sim_repredict.py
+      --sim $<TARGET_FILE:murmur_sim_cli> ${CMAKE_CURRENT_BINARY_DIR}/no-such-run)
+  set_tests_properties(sim_repredict_missing PROPERTIES LABELS unit
+    PASS_REGULAR_EXPRESSION "no-such-run: no sim_vs_runtime.json")
   # A directory that holds no seed_methods.py table is refused, naming it.
   add_test(NAME sim_vs_runtime_measured_missing
     COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/bench/experiments/sim_vs_runtime.py
