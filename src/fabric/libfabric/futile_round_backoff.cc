@@ -7,7 +7,9 @@
 namespace murmur::fabric::libfabric {
 
 FutileRoundBackoff::Clock::duration FutileRoundBackoff::grace_for_chunk(std::size_t chunk_bytes) {
-  const std::chrono::duration<double> chunk_time(static_cast<double>(chunk_bytes) / kGraceLinkBytesPerSecond);
+  // At most an hour: a chunk size near SIZE_MAX must not overflow the cast.
+  const double seconds = std::min(3600.0, static_cast<double>(chunk_bytes) / kGraceLinkBytesPerSecond);
+  const std::chrono::duration<double> chunk_time(seconds);
   return std::max<Clock::duration>(kMinGrace, std::chrono::duration_cast<Clock::duration>(chunk_time));
 }
 

@@ -711,12 +711,13 @@ class LibfabricTransport final : public Transport,
       const bool may_block = waiter_.may_block();
       role.unlock();
       const auto wait_start = SpinPolicy::Clock::now();
-      if (may_block) waiter_.wait(max_wait, only_rings);
+      const bool woken = may_block && waiter_.wait(max_wait, only_rings);
       const auto wait_end = SpinPolicy::Clock::now();
       // A provider that keeps refusing the wait, or ends it at once, with
-      // nothing to show for it: nap (futile_round_backoff.h).
+      // nothing to show for it: nap (futile_round_backoff.h), unless a
+      // wake() (a command) came meanwhile: look for it first.
       const auto nap = futile_.note_idle_round(wait_end, wait_end - wait_start);
-      if (nap.count() > 0) waiter_.nap(nap);
+      if (nap.count() > 0 && !woken) waiter_.nap(nap);
     }
   }
 

@@ -80,7 +80,7 @@ bool Waiter::may_block() {
   return fi_trywait(fabric_, fids, 1) == FI_SUCCESS;
 }
 
-void Waiter::wait(std::chrono::microseconds max_wait, bool only_rings_bring_work) {
+bool Waiter::wait(std::chrono::microseconds max_wait, bool only_rings_bring_work) {
   std::chrono::microseconds timeout = max_wait;
   if (sread_) {
     // Count 0: returns once the CQ holds entries (the engine reads them),
@@ -88,7 +88,9 @@ void Waiter::wait(std::chrono::microseconds max_wait, bool only_rings_bring_work
     const auto ms = std::max<long>(1, static_cast<long>((timeout.count() + 999) / 1000));
     fi_cq_tagged_entry none;
     [[maybe_unused]] const ssize_t ret = fi_cq_sread(cq_, &none, 0, nullptr, static_cast<int>(ms));
-    return;
+    // wake() wrote the eventfd too: read it here, so that it neither ends
+    // a later nap for nothing nor goes unreported.
+    return wait_for_wake(std::chrono::microseconds::zero());
   }
   if (cq_fd_ < 0) {
     // With a doorbell, when only a ring can bring work: the whole wait, no
@@ -100,7 +102,7 @@ void Waiter::wait(std::chrono::microseconds max_wait, bool only_rings_bring_work
     }
     if (bell_ != nullptr) {
       bell_->wait(bell_seen_, timeout);
-      return;
+      return bell_->value() != bell_seen_;
     }
   }
   epoll_event events[2];
@@ -112,9 +114,13 @@ void Waiter::wait(std::chrono::microseconds max_wait, bool only_rings_bring_work
     const auto ms = (timeout.count() + 999) / 1000;
     n = epoll_wait(epoll_fd_, events, 2, static_cast<int>(ms));
   }
+  bool woken = false;
   for (int i = 0; i < n; ++i) {
-    if (events[i].data.fd == event_fd_) drain_eventfd();
+    if (events[i].data.fd != event_fd_) continue;
+    drain_eventfd();
+    woken = true;
   }
+  return woken;
 }
 
 bool Waiter::wait_for_wake(std::chrono::microseconds timeout) {
@@ -129,8 +135,9 @@ bool Waiter::wait_for_wake(std::chrono::microseconds timeout) {
 
 void Waiter::nap(std::chrono::microseconds timeout) {
   if (bell_ != nullptr) {
-    // wake() rings the bell; a ring already seen must not end the nap.
-    bell_->wait(bell_->value(), timeout);
+    // wake() rings the bell; any ring since the thread last looked for
+    // work may have brought some.
+    bell_->wait(bell_seen_, timeout);
     return;
   }
   wait_for_wake(timeout);

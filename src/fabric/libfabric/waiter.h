@@ -28,9 +28,10 @@
 // the thread burnt half a core while idle. Its sread does reset it, and
 // blocks in the provider's own epoll on its sockets. (endpoint.cc picks
 // sread for "net"; $MURMUR_FABRIC_CQ_WAIT overrides the pick.) A provider
-// that keeps the thread awake for nothing all the same gets naps on the
-// eventfd instead (nap(), futile_round_backoff.h), which wake() ends in
-// every mode.
+// that keeps the thread awake for nothing all the same gets naps instead
+// (nap(), futile_round_backoff.h): on the eventfd, or with a doorbell on
+// the doorbell, which wake() ends in every mode (in sread mode it writes
+// the eventfd as well as signalling the CQ).
 //
 // wake() may be called from any thread; everything else only from the
 // progress thread. may_block() calls into the provider and needs the
@@ -82,8 +83,9 @@ class Waiter {
   // Blocks until the CQ may have entries, wake() was called, or `max_wait`
   // passed (polled mode: the back-off, if shorter, unless a doorbell
   // announces all there can be: `only_rings_bring_work`, see above).
-  // Never spins.
-  void wait(std::chrono::microseconds max_wait, bool only_rings_bring_work = false);
+  // Never spins. Returns whether wake() (with a doorbell: a ring) came
+  // before it returned, so that the caller looks for work before a nap.
+  bool wait(std::chrono::microseconds max_wait, bool only_rings_bring_work = false);
 
   // Whether wait_for_wake() can be used: fd mode (the CQ has a wait fd,
   // which that wait leaves out; neither sread nor polled).
@@ -92,9 +94,9 @@ class Waiter {
   // the CQ themselves, its completions are theirs to see. Fd mode only.
   // Returns whether wake() ended it.
   bool wait_for_wake(std::chrono::microseconds timeout);
-  // Blocks until wake() (with a doorbell: the next ring) or `timeout`,
-  // whatever the provider reports: the nap of a thread the provider keeps
-  // awake for nothing (futile_round_backoff.h). Any mode.
+  // Blocks until wake() (with a doorbell: a ring since before_looking())
+  // or `timeout`, whatever the provider's fd says: the nap of a thread the
+  // provider keeps awake for nothing (futile_round_backoff.h). Any mode.
   void nap(std::chrono::microseconds timeout);
 
   static constexpr std::chrono::microseconds kMinBackoff{50};
