@@ -126,9 +126,11 @@ InfoPtr get_info_for(const TransportOptions& options, const std::string& provide
 
 }  // namespace
 
-bool verbs_available() {
+bool verbs_available() { return provider_available("verbs"); }
+
+bool provider_available(const std::string& provider) {
   try {
-    InfoPtr hints = make_hints("verbs");
+    InfoPtr hints = make_hints(provider);
     fi_info* info = nullptr;
     const int ret = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &info);
     if (ret == 0) fi_freeinfo(info);

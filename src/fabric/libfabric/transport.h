@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "fabric/transport_options.h"
 
@@ -13,8 +14,12 @@ namespace murmur::fabric::libfabric {
 // (naming the provider and fi_strerror) when the provider is not available.
 std::unique_ptr<Transport> make_transport(const TransportOptions& options);
 
-// True when a verbs device is usable on this host (used by "auto" and by
-// tests that skip without RDMA hardware).
+// True when fi_getinfo finds an RDM endpoint of the libfabric provider
+// named `provider` ("net", "shm", "verbs": libfabric's name, not murmur's
+// "tcp", which is tcp;ofi_rxm) on this host: the libfabric build has it
+// and, for verbs, a device is usable (used by "auto" and by tests that
+// skip without it).
+bool provider_available(const std::string& provider);
 bool verbs_available();
 
 }  // namespace murmur::fabric::libfabric
