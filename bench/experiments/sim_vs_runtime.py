@@ -527,7 +527,7 @@ def report(args, cells):
         if r["profile"] in probes:
             m, t = r["runs"]["split_message_s"], r["runs"]["split_step_s"]
             b = r["runs"]["busy_message_s"]
-            c = r["runs"].get("concurrent_message_s") or [0.0]
+            c = r["runs"]["concurrent_message_s"]
             print(f"\nsplit probe, {r['profile']}: {1e6 * statistics.median(m):.0f} us per message "
                   f"({1e6 * min(m):.0f}-{1e6 * max(m):.0f}), {1e3 * statistics.median(t):.2f} ms per step "
                   f"({1e3 * min(t):.2f}-{1e3 * max(t):.2f}); concurrent probe: {1e6 * statistics.median(c):.0f} us "

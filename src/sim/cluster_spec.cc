@@ -137,15 +137,16 @@ class ClusterParser {
       if (given->latency_s || given->bandwidth_Bps) spec_.network = "custom";
       if (given->latency_s) link->latency_s = *given->latency_s;
       if (given->bandwidth_Bps) link->bandwidth_Bps = *given->bandwidth_Bps;
+      // busy-latency and concurrent-message are checked here, not at their
+      // keys: the latency they are held against may come from the preset or
+      // stand later on the line.
+      const std::string latency_from = given->latency_s ? "given on the line" : "network " + preset + "'s";
       if (given->busy_latency_s) {
-        // Checked here, not at the key: the latency it is held against may
-        // come from the preset or stand later on the line.
         if (*given->busy_latency_s < link->latency_s) {
           fail(given->line,
                fmt::format("{} busy-latency {:g} us is below its latency {:g} us ({}); a busy host only adds to a "
                            "message's cost",
-                           name, *given->busy_latency_s * 1e6, link->latency_s * 1e6,
-                           given->latency_s ? "given on the line" : "network " + preset + "'s"));
+                           name, *given->busy_latency_s * 1e6, link->latency_s * 1e6, latency_from));
         }
         link->busy_latency_s = *given->busy_latency_s;
       }
@@ -154,8 +155,7 @@ class ClusterParser {
           fail(given->line,
                fmt::format("{} concurrent-message {:g} us is above its latency {:g} us ({}); a message posted beside "
                            "others costs no more than one alone",
-                           name, *given->concurrent_message_s * 1e6, link->latency_s * 1e6,
-                           given->latency_s ? "given on the line" : "network " + preset + "'s"));
+                           name, *given->concurrent_message_s * 1e6, link->latency_s * 1e6, latency_from));
         }
         link->concurrent_message_s = *given->concurrent_message_s;
       }

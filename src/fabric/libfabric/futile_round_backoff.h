@@ -17,17 +17,17 @@
 // lasted, how long it slept in the provider's waits, and how much CPU it
 // used (its own clock). Time blocked on the progress role, or preempted
 // outside a wait, counts as neither, so that a spin that other threads
-// keep off the CPU (a loaded 2-core host) is still a spin. Once a stretch has lasted
-// `grace` and the thread ran for longer than it slept, the provider is
-// keeping it awake for nothing, and from then on each round naps: 50 us,
-// then twice the last nap, up to 1 ms, and 8 ms (as waiter.h's polled
-// waits when long idle) once it has napped for 100 ms. A nap listens for
-// wake() (and, with a doorbell, the peers' rings), not for the provider's
-// fd, which is what keeps waking the thread; no nap follows a wait that
-// wake() ended. Work ends the
-// stretch, and so does a wait that sleeps 1 ms or more (the provider lets
-// the thread block again: tcp does so after keeping it awake for ten-odd
-// milliseconds while a connection comes up).
+// keep off the CPU (a loaded 2-core host) is still a spin. Once a stretch
+// has lasted `grace` and the thread ran for longer than it slept, the
+// provider is keeping it awake for nothing, and from then on each round
+// naps: 50 us, then twice the last nap, up to 1 ms, and 8 ms (as
+// waiter.h's polled waits when long idle) once it has napped for 100 ms.
+// A nap listens for wake() (and, with a doorbell, the peers' rings), not
+// for the provider's fd, which is what keeps waking the thread; a wait
+// that wake() ended is not followed by a nap (the transport skips the
+// round). Work ends the stretch, and so does a wait that sleeps 1 ms or
+// more (the provider lets the thread block again: tcp does so after
+// keeping it awake for ten-odd milliseconds while a connection comes up).
 //
 // Who never naps: an idle transport (it sleeps in the wait), a transfer on
 // a slow link (it sleeps between packets), a transfer on a fast link,
@@ -35,10 +35,10 @@
 // grace: the transport sizes it (at least 10 ms) from its chunk_bytes, as
 // long as a chunk takes at 400 MB/s. What the naps may cost: a message
 // that starts arriving while the thread naps is read a nap late at each
-// round until its first chunk completes, which ends the napping (in a
-// fabric_bench run of such a provider, about 240 naps per rank). A
-// spinning provider costs a round's CPU (tens of microseconds) per 8 ms:
-// well under 1% of a core.
+// round until its first chunk completes, which ends the napping (183-253
+// naps per rank in a fabric_bench run of 4 MiB messages on such a
+// provider). A spinning provider costs a round's CPU (tens of
+// microseconds) per 8 ms: well under 1% of a core.
 //
 // Not thread-safe: the progress thread alone owns it.
 #pragma once

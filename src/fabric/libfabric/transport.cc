@@ -711,13 +711,14 @@ class LibfabricTransport final : public Transport,
       const bool may_block = waiter_.may_block();
       role.unlock();
       const auto wait_start = SpinPolicy::Clock::now();
-      const bool woken = may_block && waiter_.wait(max_wait, only_rings);
+      // A wait that wake() ended (a command) is followed by a turn, not a
+      // nap: the command is looked for first.
+      if (may_block && waiter_.wait(max_wait, only_rings)) continue;
       const auto wait_end = SpinPolicy::Clock::now();
       // A provider that keeps refusing the wait, or ends it at once, with
-      // nothing to show for it: nap (futile_round_backoff.h), unless a
-      // wake() (a command) came meanwhile: look for it first.
+      // nothing to show for it: nap (futile_round_backoff.h).
       const auto nap = futile_.note_idle_round(wait_end, wait_end - wait_start);
-      if (nap.count() > 0 && !woken) waiter_.nap(nap);
+      if (nap.count() > 0) waiter_.nap(nap);
     }
   }
 
