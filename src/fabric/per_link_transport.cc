@@ -172,9 +172,9 @@ class PerLinkTransportImpl final : public PerLinkTransport {
     size_ = std::max(size_, peer.rank + 1);
   }
 
-  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
+  RequestPtr isendv(int peer, Tag tag, SendPieces pieces) override {
     if (route_of(peer) == Route::kSkipped) return skipped(Request::Kind::kSend, peer, tag);
-    return route(peer).isend(peer, tag, data, bytes);
+    return route(peer).isendv(peer, tag, std::move(pieces));
   }
   RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override {
     if (route_of(peer) == Route::kSkipped) return skipped(Request::Kind::kRecv, peer, tag);

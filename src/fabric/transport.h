@@ -17,7 +17,7 @@
 //      The own rank must be live. It may block until the connections it
 //      needs are up, and throws FabricError / PeerError if they cannot be
 //      made within options.connect_timeout.
-//   3. isend / irecv, from any thread.
+//   3. isend / isendv / irecv, from any thread.
 //   4. The destructor fails what is still pending (PeerError "transport
 //      closed"), joins the progress thread, closes the endpoint and then
 //      lets go of every request it held. A backend whose progress thread is
@@ -28,6 +28,9 @@
 //   - Neither blocks: they queue the operation and return a Request at once.
 //   - The buffer must stay valid, and a send buffer unchanged, until the
 //     request is done.
+//   - isendv sends the concatenation of its pieces (send_pieces.h) as one
+//     message: the receiver cannot tell it from an isend of the same bytes.
+//     Every piece's buffer falls under the buffer rule below.
 //   - Messages between a (source, destination, tag) triple are matched in the
 //     order they were posted on each side. Any size from 0 bytes up is
 //     allowed; backends chunk large messages and pipeline the chunks.
@@ -80,6 +83,7 @@
 #include <vector>
 
 #include "fabric/request.h"
+#include "fabric/send_pieces.h"
 
 namespace murmur::fabric {
 
@@ -119,7 +123,14 @@ class Transport {
   // the provider on first use).
   virtual void add_peer(const PeerInfo& peer) = 0;
 
-  virtual RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) = 0;
+  // One buffer: isendv with one piece.
+  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) {
+    return isendv(peer, tag, SendPieces(data, bytes));
+  }
+  // Gathered send: one message made of the pieces back to back, sent
+  // without packing them (libfabric: iovecs, up to the provider's limit
+  // per chunk; asio: one vectored write per frame).
+  virtual RequestPtr isendv(int peer, Tag tag, SendPieces pieces) = 0;
   virtual RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) = 0;
 
   // Declares `peer` failed: every pending and later request to it fails with

@@ -81,7 +81,11 @@ class LoopbackTransport final : public Transport {
     throw FabricError("loopback: add_peer of rank " + std::to_string(peer.rank) + " is not supported");
   }
 
-  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
+  RequestPtr isendv(int peer, Tag tag, SendPieces pieces) override {
+    std::vector<char> flat(pieces.bytes());
+    pieces.copy_to(0, flat.size(), flat.data());
+    const void* data = flat.data();
+    const std::size_t bytes = flat.size();
     auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
     std::optional<LoopbackHub::Posted> match;
     std::exception_ptr failed;

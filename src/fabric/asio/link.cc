@@ -82,32 +82,39 @@ void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket) {
 
 namespace {
 
-wire::FrameBytes frame_header(Tag tag, std::size_t total, std::size_t offset, const unsigned char* chunk_data,
-                              std::size_t chunk) {
+wire::FrameBytes frame_header(Tag tag, const SendPieces& pieces, std::size_t offset, std::size_t chunk) {
   wire::FrameHeader header;
   header.tag = tag;
-  header.total = total;
+  header.total = pieces.bytes();
   header.offset = offset;
   header.chunk = chunk;
-  header.payload_hash = wire::checksum_payload(chunk_data, chunk);
+  header.payload_hash = wire::checksum_payload(pieces, offset, chunk);
   return wire::encode_frame(header);
 }
 
+// A frame of a caller's write: the header and the pieces of its chunk.
+constexpr std::size_t kMaxCallerIov = 16;
+
 }  // namespace
 
-Link::CallerSend Link::send_from_caller(const RequestPtr& request, const void* data, std::size_t bytes) {
-  const auto* payload = static_cast<const unsigned char*>(data);
+Link::CallerSend Link::send_from_caller(const RequestPtr& request, const SendPieces& pieces) {
+  const std::size_t bytes = pieces.bytes();
   std::unique_lock<std::mutex> lock(send_mutex_);
-  if (local_ || send_fd_ < 0 || writing_ || !sends_.empty() || queued_sends_ > 0 || bytes > chunk_bytes_) {
+  if (local_ || send_fd_ < 0 || writing_ || !sends_.empty() || queued_sends_ > 0 || bytes > chunk_bytes_ ||
+      pieces.count() + 1 > kMaxCallerIov) {
     ++queued_sends_;
     return CallerSend::kQueued;
   }
-  const wire::FrameBytes header = frame_header(request->tag(), bytes, 0, payload, bytes);
-  iovec parts[2] = {{const_cast<unsigned char*>(header.data()), header.size()},
-                    {const_cast<unsigned char*>(payload), bytes}};
+  const wire::FrameBytes header = frame_header(request->tag(), pieces, 0, bytes);
+  iovec parts[kMaxCallerIov];
+  std::size_t count = 0;
+  parts[count++] = {const_cast<unsigned char*>(header.data()), header.size()};
+  pieces.visit(0, bytes, [&](std::size_t, const std::byte* data, std::size_t length) {
+    parts[count++] = {const_cast<std::byte*>(data), length};
+  });
   msghdr message{};
   message.msg_iov = parts;
-  message.msg_iovlen = bytes > 0 ? 2 : 1;
+  message.msg_iovlen = count;
   const ssize_t written = ::sendmsg(send_fd_, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (written == static_cast<ssize_t>(header.size() + bytes)) {
     lock.unlock();
@@ -123,26 +130,27 @@ Link::CallerSend Link::send_from_caller(const RequestPtr& request, const void* d
   // Part of the frame is on the wire: no other frame may go before its
   // rest, which the io thread writes next.
   send_header_ = header;
-  sends_.push_back(SendOp{request, payload, bytes, 0, static_cast<std::size_t>(written)});
+  sends_.push_back(SendOp{request, pieces, 0, static_cast<std::size_t>(written)});
   return CallerSend::kRestLeft;
 }
 
-void Link::post_send(RequestPtr request, const void* data, std::size_t bytes) {
+void Link::post_send(RequestPtr request, SendPieces pieces) {
   bool queued = false;
   {
     std::lock_guard<std::mutex> lock(send_mutex_);
     --queued_sends_;
     // In the same hold as the count: a caller must not slip in between.
     if (!error_ && !local_) {
-      sends_.push_back(SendOp{std::move(request), static_cast<const unsigned char*>(data), bytes});
+      sends_.push_back(SendOp{std::move(request), std::move(pieces)});
       queued = true;
     }
   }
   if (queued) return start_write();
   if (error_) return request->fail(error_);
   // Loop back in memory: the message is complete as soon as it is copied.
+  const std::size_t bytes = pieces.bytes();
   HeldBuffer copy(bytes, nullptr);  // our own bytes: not counted
-  if (bytes > 0) std::memcpy(copy.get(), data, bytes);
+  pieces.copy_to(0, bytes, copy.get());
   with_recv_lock([&] { deliver_unexpected(request->tag(), std::move(copy), bytes); });
   request->complete(bytes);
 }
@@ -151,20 +159,24 @@ void Link::start_write() {
   std::lock_guard<std::mutex> lock(send_mutex_);
   if (writing_ || error_ || !socket_ || sends_.empty()) return;
   SendOp& op = sends_.front();
-  const std::size_t chunk = std::min(op.bytes - op.offset, chunk_bytes_);
-  if (op.frame_sent == 0)
-    send_header_ = frame_header(op.request->tag(), op.bytes, op.offset, op.data + op.offset, chunk);
+  const std::size_t chunk = std::min(op.pieces.bytes() - op.offset, chunk_bytes_);
+  if (op.frame_sent == 0) send_header_ = frame_header(op.request->tag(), op.pieces, op.offset, chunk);
   writing_ = true;
   // A frame a caller began goes on where it stopped (its header is in
   // send_header_ already).
-  std::array<net::const_buffer, 2> buffers = {net::buffer(send_header_), net::buffer(op.data + op.offset, chunk)};
+  write_buffers_.clear();
+  write_buffers_.push_back(net::buffer(send_header_));
+  op.pieces.visit(op.offset, chunk, [&](std::size_t, const std::byte* data, std::size_t length) {
+    write_buffers_.push_back(net::buffer(data, length));
+  });
   std::size_t skip = op.frame_sent;
-  for (auto& buffer : buffers) {
+  for (auto& buffer : write_buffers_) {
     const std::size_t n = std::min(skip, buffer.size());
     buffer += n;
     skip -= n;
   }
-  net::async_write(*socket_, buffers, whole_frame,
+  // A view of the member: no copy of the list per frame.
+  net::async_write(*socket_, std::span<const net::const_buffer>(write_buffers_), whole_frame,
                    [this, chunk](const boost::system::error_code& ec, std::size_t) { on_write(ec, chunk); });
 }
 
@@ -180,9 +192,9 @@ void Link::on_write(const boost::system::error_code& ec, std::size_t chunk) {
       SendOp& op = sends_.front();
       op.offset += chunk;
       op.frame_sent = 0;
-      if (op.offset == op.bytes) {
+      if (op.offset == op.pieces.bytes()) {
         done = std::move(op.request);
-        bytes = op.bytes;
+        bytes = op.pieces.bytes();
         sends_.pop_front();
       }
     }

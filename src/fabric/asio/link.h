@@ -34,6 +34,7 @@
 
 #include "fabric/asio/wire.h"
 #include "fabric/request.h"
+#include "fabric/send_pieces.h"
 
 namespace murmur::fabric::asio {
 
@@ -65,9 +66,9 @@ class Link final {
   // blocking, when nothing is queued or being written ahead of it on this
   // link (order is kept) and it fits one chunk. Saves the hand-off to the
   // io thread (a wake-up) that a small message's latency is mostly made of.
-  CallerSend send_from_caller(const RequestPtr& request, const void* data, std::size_t bytes);
+  CallerSend send_from_caller(const RequestPtr& request, const SendPieces& pieces);
   // io thread: a send the caller could not write (kQueued above).
-  void post_send(RequestPtr request, const void* data, std::size_t bytes);
+  void post_send(RequestPtr request, SendPieces pieces);
   // io thread: goes on writing what a caller's write left (kRestLeft).
   void resume_write() { start_write(); }
   // Any thread. Completes the receive at once from a message already here,
@@ -81,8 +82,7 @@ class Link final {
  private:
   struct SendOp {
     RequestPtr request;
-    const unsigned char* data;
-    std::size_t bytes;
+    SendPieces pieces;           // the message
     std::size_t offset = 0;      // payload bytes of finished frames
     std::size_t frame_sent = 0;  // of the current frame (header + chunk), written by a caller; header in send_header_
   };
@@ -182,6 +182,9 @@ class Link final {
   int send_fd_ = -1;              // the socket's, while callers may write to it; -1 once failed
   std::size_t queued_sends_ = 0;  // posted by callers, not yet in sends_
   wire::FrameBytes send_header_{};
+  // The frame being written (header, then its chunk's pieces); unchanged
+  // while writing_.
+  std::vector<boost::asio::const_buffer> write_buffers_;
 
   std::mutex recv_mutex_;  // guards the members down to incoming_
   // Written under recv_mutex_ on the io thread only, so that thread reads

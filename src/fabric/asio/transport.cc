@@ -78,7 +78,7 @@ class AsioTransport final : public Transport {
   std::string address() const override { return address_; }
   void connect(const std::vector<PeerInfo>& peers) override;
   void add_peer(const PeerInfo& peer) override;
-  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override;
+  RequestPtr isendv(int peer, Tag tag, SendPieces pieces) override;
   RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override;
   void fail_peer(int peer, std::exception_ptr error) override;
 
@@ -565,20 +565,21 @@ void AsioTransport::add_peer(const PeerInfo& peer) {
 
 // ---- data --------------------------------------------------------------------
 
-RequestPtr AsioTransport::isend(int peer, Tag tag, const void* data, std::size_t bytes) {
+RequestPtr AsioTransport::isendv(int peer, Tag tag, SendPieces pieces) {
   check_peer(peer, "isend");
   auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
   request->set_driver(spin_driver_);
   std::shared_lock<std::shared_mutex> links(links_mutex_);
   Link& link = *links_[peer];
-  switch (link.send_from_caller(request, data, bytes)) {
+  switch (link.send_from_caller(request, pieces)) {
     case Link::CallerSend::kSent:
       break;
     case Link::CallerSend::kRestLeft:
       net::post(io_, [&link] { link.resume_write(); });
       break;
     case Link::CallerSend::kQueued:
-      net::post(io_, [&link, request, data, bytes] { link.post_send(request, data, bytes); });
+      net::post(io_,
+                [&link, request, pieces = std::move(pieces)]() mutable { link.post_send(request, std::move(pieces)); });
       break;
   }
   return request;

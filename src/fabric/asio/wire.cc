@@ -2,14 +2,18 @@
 
 #include <bit>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include <fmt/format.h>
 #include <xxhash.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <xxh_x86dispatch.h>
 #define MURMUR_XXH3_64 XXH3_64bits_dispatch
+#define MURMUR_XXH3_64_UPDATE XXH3_64bits_update_dispatch
 #else
 #define MURMUR_XXH3_64 XXH3_64bits
+#define MURMUR_XXH3_64_UPDATE XXH3_64bits_update
 #endif
 
 namespace murmur::fabric::asio::wire {
@@ -46,6 +50,21 @@ void store16(unsigned char* p, std::uint16_t v) {
 std::uint64_t hash64(const void* data, std::size_t bytes, std::uint64_t seed) { return XXH64(data, bytes, seed); }
 
 std::uint64_t checksum_payload(const void* data, std::size_t bytes) { return MURMUR_XXH3_64(data, bytes); }
+
+std::uint64_t checksum_payload(const SendPieces& pieces, std::size_t offset, std::size_t bytes) {
+  if (pieces.count_in(offset, bytes) <= 1) {
+    const std::byte* start = nullptr;
+    pieces.visit(offset, bytes, [&](std::size_t, const std::byte* data, std::size_t) { start = data; });
+    return checksum_payload(start, bytes);
+  }
+  // XXH3's streaming form gives the one-shot value of the concatenation.
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+  if (!state || XXH3_64bits_reset(state.get()) != XXH_OK) throw std::bad_alloc();
+  pieces.visit(offset, bytes, [&](std::size_t, const std::byte* data, std::size_t length) {
+    MURMUR_XXH3_64_UPDATE(state.get(), data, length);
+  });
+  return XXH3_64bits_digest(state.get());
+}
 
 FrameBytes encode_frame(const FrameHeader& header) {
   FrameBytes b{};

@@ -28,6 +28,8 @@
 #include <optional>
 #include <string>
 
+#include "fabric/send_pieces.h"
+
 namespace murmur::fabric::asio::wire {
 
 inline constexpr std::uint32_t kFrameMagic = 0x464d524d;      // "MRMF"
@@ -54,6 +56,8 @@ std::uint64_t hash64(const void* data, std::size_t bytes, std::uint64_t seed = 0
 // own checksum misses and against framing bugs; it is not a MAC
 // (docs/security.md).
 std::uint64_t checksum_payload(const void* data, std::size_t bytes);
+// The same over message bytes [offset, offset + bytes) of a gathered send.
+std::uint64_t checksum_payload(const SendPieces& pieces, std::size_t offset, std::size_t bytes);
 
 struct FrameHeader {
   std::uint64_t tag = 0;

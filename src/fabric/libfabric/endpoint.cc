@@ -294,6 +294,7 @@ Endpoint::Endpoint(const TransportOptions& options, const std::string& which)
   cq_data_size = info->domain_attr->cq_data_size;
   max_msg_size = info->ep_attr->max_msg_size;
   rx_iov_limit = info->rx_attr->iov_limit;
+  tx_iov_limit = info->tx_attr->iov_limit;
 
   fid_fabric* fabric_raw = nullptr;
   fi_check(fi_fabric(info->fabric_attr, &fabric_raw, nullptr), "fi_fabric");

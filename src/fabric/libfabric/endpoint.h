@@ -39,6 +39,7 @@ struct Endpoint {
   std::size_t cq_data_size = 0;  // bytes of remote CQ data
   std::size_t max_msg_size = 0;
   std::size_t rx_iov_limit = 1;
+  std::size_t tx_iov_limit = 1;
   int wait_fd = -1;            // the CQ's wait fd, or -1 when polled with back-off
   bool wait_in_sread = false;  // block in fi_cq_sread, not on wait_fd (waiter.h)
   std::string shm_region;      // shm: the region's name (endpoint.cc), which doorbell.h's are named after

@@ -135,38 +135,40 @@ std::exception_ptr Engine::peer_error(int peer, const std::string& reason) const
   return std::make_exception_ptr(PeerError(peer, host, reason));
 }
 
+Fid<fid_mr> Engine::register_region(const void* data, std::size_t bytes, std::uint64_t access, void** desc) {
+  fid_mr* mr = nullptr;
+  fi_check(fi_mr_reg(endpoint_.domain.get(), data, bytes, access, 0, endpoint_.mr_prov_key ? 0 : next_mr_key_++, 0, &mr,
+                     nullptr),
+           "fi_mr_reg");
+  Fid<fid_mr> owned(mr, "mr");
+  if (endpoint_.mr_endpoint) {
+    fi_check(fi_mr_bind(mr, &endpoint_.ep->fid, 0), "fi_mr_bind");
+    fi_check(fi_mr_enable(mr), "fi_mr_enable");
+  }
+  *desc = fi_mr_desc(mr);
+  return owned;
+}
+
 char* Engine::scratch() {
   if (!scratch_) {
     scratch_ = std::make_unique<char[]>(chunk_bytes_);
-    if (endpoint_.register_memory) {
-      fid_mr* mr = nullptr;
-      fi_check(fi_mr_reg(endpoint_.domain.get(), scratch_.get(), chunk_bytes_, FI_RECV, 0,
-                         endpoint_.mr_prov_key ? 0 : next_mr_key_++, 0, &mr, nullptr),
-               "fi_mr_reg");
-      scratch_mr_ = Fid<fid_mr>(mr, "mr");
-      if (endpoint_.mr_endpoint) {
-        fi_check(fi_mr_bind(mr, &endpoint_.ep->fid, 0), "fi_mr_bind");
-        fi_check(fi_mr_enable(mr), "fi_mr_enable");
-      }
-      scratch_desc_ = fi_mr_desc(mr);
-    }
+    if (endpoint_.register_memory) scratch_mr_ = register_region(scratch_.get(), chunk_bytes_, FI_RECV, &scratch_desc_);
   }
   return scratch_.get();
 }
 
 void Engine::register_buffer(Operation& op) {
-  if (!endpoint_.register_memory || op.capacity == 0 || op.mr) return;
+  if (!endpoint_.register_memory || op.capacity == 0) return;
   // TODO(perf): a small registration cache keyed by (address, length).
-  fid_mr* mr = nullptr;
-  fi_check(fi_mr_reg(endpoint_.domain.get(), op.data, op.capacity, op.is_send() ? FI_SEND : FI_RECV, 0,
-                     endpoint_.mr_prov_key ? 0 : next_mr_key_++, 0, &mr, nullptr),
-           "fi_mr_reg");
-  op.mr = Fid<fid_mr>(mr, "mr");
-  if (endpoint_.mr_endpoint) {
-    fi_check(fi_mr_bind(mr, &endpoint_.ep->fid, 0), "fi_mr_bind");
-    fi_check(fi_mr_enable(mr), "fi_mr_enable");
+  if (!op.is_send()) {
+    if (!op.mr) op.mr = register_region(op.data, op.capacity, FI_RECV, &op.desc);
+    return;
   }
-  op.desc = fi_mr_desc(mr);
+  if (!op.piece_mrs.empty()) return;
+  const auto pieces = op.pieces.pieces();
+  op.piece_descs.assign(pieces.size(), nullptr);
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    op.piece_mrs.push_back(register_region(pieces[i].data(), pieces[i].size(), FI_SEND, &op.piece_descs[i]));
 }
 
 void Engine::submit(std::unique_ptr<Operation> owned) {
@@ -211,14 +213,8 @@ bool Engine::post(ChunkContext& ctx) {
   const char* call;
   if (op.is_send()) {
     const std::size_t len = std::min(chunk_bytes_, op.total - std::min(op.total, offset));
-    char* buf = len == 0 ? nullptr : op.data + offset;
-    if (ctx.index == 0 && endpoint_.cq_data_size > 0) {
-      call = "fi_tsenddata";
-      ret = fi_tsenddata(ep, buf, len, op.desc, op.total, addr, op.tag, &ctx.context);
-    } else {
-      call = "fi_tsend";
-      ret = fi_tsend(ep, buf, len, op.desc, addr, tag, &ctx.context);
-    }
+    ret = send_chunk(ctx, offset, len, addr, tag, &call);
+    return posted(ctx, call, ret);
   } else {
     call = "fi_trecv";
     std::size_t len;
@@ -255,6 +251,59 @@ bool Engine::post(ChunkContext& ctx) {
     ret = fi_trecv(ep, buf, len, desc, addr, tag, 0, &ctx.context);
   }
   return posted(ctx, call, ret);
+}
+
+ssize_t Engine::send_chunk(ChunkContext& ctx, std::size_t offset, std::size_t len, fi_addr_t addr, Tag tag,
+                           const char** call) {
+  Operation& op = *ctx.op;
+  fid_ep* ep = endpoint_.ep.get();
+  const bool with_size = ctx.index == 0 && endpoint_.cq_data_size > 0;
+  const std::size_t count = op.pieces.count_in(offset, len);
+  const std::size_t iov_limit = std::min(kMaxSendIov, endpoint_.tx_iov_limit);
+  const auto desc_of = [&](std::size_t piece) { return op.piece_descs.empty() ? nullptr : op.piece_descs[piece]; };
+  if (count >= 2 && count <= iov_limit) {
+    iovec iov[kMaxSendIov];
+    void* descs[kMaxSendIov];
+    std::size_t n = 0;
+    op.pieces.visit(offset, len, [&](std::size_t piece, const std::byte* data, std::size_t bytes) {
+      iov[n] = iovec{const_cast<std::byte*>(data), bytes};
+      descs[n++] = desc_of(piece);
+    });
+    fi_msg_tagged msg{};
+    msg.msg_iov = iov;
+    msg.desc = descs;
+    msg.iov_count = n;
+    msg.addr = addr;
+    msg.tag = tag;
+    msg.context = &ctx.context;
+    msg.data = op.total;
+    *call = "fi_tsendmsg";
+    return fi_tsendmsg(ep, &msg, with_size ? FI_REMOTE_CQ_DATA : 0);
+  }
+  const char* buf = nullptr;
+  void* desc = nullptr;
+  if (count == 1) {
+    op.pieces.visit(offset, len, [&](std::size_t piece, const std::byte* data, std::size_t) {
+      buf = reinterpret_cast<const char*>(data);
+      desc = desc_of(piece);
+    });
+  } else if (count > 1) {
+    // More pieces than the provider takes: one copy of this chunk, kept
+    // until its completion (a retry after -FI_EAGAIN reuses it).
+    if (!ctx.bounce) {
+      ctx.bounce = std::make_unique<char[]>(len);
+      op.pieces.copy_to(offset, len, ctx.bounce.get());
+      if (endpoint_.register_memory) ctx.bounce_mr = register_region(ctx.bounce.get(), len, FI_SEND, &ctx.bounce_desc);
+    }
+    buf = ctx.bounce.get();
+    desc = ctx.bounce_desc;
+  }
+  if (with_size) {
+    *call = "fi_tsenddata";
+    return fi_tsenddata(ep, buf, len, desc, op.total, addr, tag, &ctx.context);
+  }
+  *call = "fi_tsend";
+  return fi_tsend(ep, buf, len, desc, addr, tag, &ctx.context);
 }
 
 bool Engine::posted(ChunkContext& ctx, const char* call, ssize_t ret) {

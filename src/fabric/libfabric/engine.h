@@ -95,6 +95,12 @@ class Engine {
 
  private:
   bool post(ChunkContext& ctx);  // false on -FI_EAGAIN
+  // Posts send chunk ctx (message bytes [offset, offset + len)); returns
+  // the provider's answer and names the call in *call.
+  ssize_t send_chunk(ChunkContext& ctx, std::size_t offset, std::size_t len, fi_addr_t addr, Tag tag,
+                     const char** call);
+  // Registers [data, data + bytes) for `access`; *desc is its descriptor.
+  Fid<fid_mr> register_region(const void* data, std::size_t bytes, std::uint64_t access, void** desc);
   bool posted(ChunkContext& ctx, const char* call, ssize_t ret);
   bool read_cq();
   void on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t flags, std::uint64_t data);
@@ -124,6 +130,10 @@ class Engine {
   // (engine_held_messages.cc: libfabric 1.17's rxm leaks them on close).
   void claim_held_messages();
   bool is_held_message_claim(const void* op_context);
+
+  // The most iovecs one send chunk is posted with (the provider's own
+  // limit may be lower: tcp;ofi_rxm and shm take 4 in libfabric 1.17).
+  static constexpr std::size_t kMaxSendIov = 8;
 
   Endpoint& endpoint_;
   const std::size_t chunk_bytes_;

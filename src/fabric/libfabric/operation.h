@@ -8,7 +8,9 @@
 // posts chunk 0 at once, learns the total from its completion and then
 // posts every other chunk. All ranks must use the same chunk_bytes. (Up to
 // 3 December 2026 continuations used the message's own tag; the two
-// protocols do not mix in one job.)
+// protocols do not mix in one job.) A gathered send (isendv) posts each
+// chunk as the iovecs of the pieces it spans, or, past the provider's
+// iov limit, as a copy in the chunk's bounce buffer: the wire is the same.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -22,6 +24,7 @@
 
 #include "fabric/libfabric/fid.h"
 #include "fabric/request.h"
+#include "fabric/send_pieces.h"
 
 namespace murmur::fabric::libfabric {
 
@@ -32,13 +35,19 @@ struct ChunkContext {
   Operation* op = nullptr;
   std::size_t index = 0;
   bool posted = false;  // handed to libfabric, completion not yet read
+  // A send chunk that spans more pieces than the provider takes iovecs:
+  // its bytes, copied (and registered where the provider asks for it).
+  std::unique_ptr<char[]> bounce;
+  Fid<fid_mr> bounce_mr;
+  void* bounce_desc = nullptr;
 };
 
 struct Operation {
   RequestPtr request;
   int peer = -1;
   Tag tag = 0;
-  char* data = nullptr;                // the caller's buffer
+  char* data = nullptr;                // receive: the caller's buffer
+  SendPieces pieces;                   // send: the caller's pieces
   std::size_t capacity = 0;            // send: message size; receive: buffer size
   std::size_t total = 0;               // message size (receive: known after chunk 0)
   bool size_known = false;             // receive: chunk 0 completed, so total and chunks are set
@@ -49,8 +58,10 @@ struct Operation {
   bool reported = false;               // request completed or failed
   std::exception_ptr error;            // first failure
   std::vector<ChunkContext> contexts;  // resized only when none is in flight
-  Fid<fid_mr> mr;                      // when the provider's mr_mode asks for it
+  Fid<fid_mr> mr;                      // receive, when the provider's mr_mode asks for it
   void* desc = nullptr;
+  std::vector<Fid<fid_mr>> piece_mrs;  // send: one per piece, likewise
+  std::vector<void*> piece_descs;
   std::list<std::unique_ptr<Operation>>::iterator self;  // in Engine::ops_
 
   bool is_send() const { return request->kind() == Request::Kind::kSend; }

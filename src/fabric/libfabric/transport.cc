@@ -287,9 +287,10 @@ class LibfabricTransport final : public Transport,
                       peer.host, peer.rank + 1);
   }
 
-  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
+  RequestPtr isendv(int peer, Tag tag, SendPieces pieces) override {
     auto request = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
     request->set_driver(weak_from_this());
+    const std::size_t bytes = pieces.bytes();
     if (bytes > engine_.max_message_bytes()) {
       request->fail(std::make_exception_ptr(
           FabricError("isend: message of " + std::to_string(bytes) + " bytes exceeds the " +
@@ -297,7 +298,7 @@ class LibfabricTransport final : public Transport,
                       " can announce in " + std::to_string(endpoint_.cq_data_size) + " bytes of CQ data")));
       return request;
     }
-    return submit(std::move(request), peer, tag, const_cast<void*>(data), bytes);
+    return submit(std::move(request), peer, tag, nullptr, bytes, std::move(pieces));
   }
 
   RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override {
@@ -473,7 +474,8 @@ class LibfabricTransport final : public Transport,
     prune_at_[peer] = std::max(kMinPruneSize, 2 * list.size());
   }
 
-  RequestPtr submit(RequestPtr request, int peer, Tag tag, void* data, std::size_t bytes) {
+  // A receive into `data`, or a send of `pieces` (`bytes` in all).
+  RequestPtr submit(RequestPtr request, int peer, Tag tag, void* data, std::size_t bytes, SendPieces pieces = {}) {
     MURMUR_CHECK(peer >= 0 && peer < size_.load());
     if (!connected_.load()) {
       throw FabricError("libfabric transport: isend/irecv before connect()");
@@ -483,6 +485,7 @@ class LibfabricTransport final : public Transport,
     op->peer = peer;
     op->tag = tag;
     op->data = static_cast<char*>(data);
+    op->pieces = std::move(pieces);
     op->capacity = bytes;
     // Posted from this thread when the role is free; not by a thread that
     // holds it already (a callback run by drive() that sends again).
@@ -778,8 +781,8 @@ class TransportHandle final : public Transport {
   std::string address() const override { return impl_->address(); }
   void connect(const std::vector<PeerInfo>& peers) override { impl_->connect(peers); }
   void add_peer(const PeerInfo& peer) override { impl_->add_peer(peer); }
-  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
-    return impl_->isend(peer, tag, data, bytes);
+  RequestPtr isendv(int peer, Tag tag, SendPieces pieces) override {
+    return impl_->isendv(peer, tag, std::move(pieces));
   }
   RequestPtr irecv(int peer, Tag tag, void* data, std::size_t capacity) override {
     return impl_->irecv(peer, tag, data, capacity);

@@ -104,10 +104,11 @@ class ShapedTransportImpl final : public ShapedTransport {
     }
   }
 
-  RequestPtr isend(int peer, Tag tag, const void* data, std::size_t bytes) override {
+  RequestPtr isendv(int peer, Tag tag, SendPieces pieces) override {
     MURMUR_CHECK_GE(peer, 0);
     MURMUR_CHECK_LT(peer, size_.load());
-    if (peer == rank_) return inner_->isend(peer, tag, data, bytes);
+    if (peer == rank_) return inner_->isendv(peer, tag, std::move(pieces));
+    const std::size_t bytes = pieces.bytes();
     auto outer = std::make_shared<Request>(Request::Kind::kSend, peer, tag);
     std::exception_ptr failed;
     bool earliest = false;
@@ -140,7 +141,7 @@ class ShapedTransportImpl final : public ShapedTransport {
         link.last_due = due;
         link.bytes_shaped += bytes;
         const Key key{due, next_seq_++};
-        queue_.emplace(key, Pending{peer, tag, data, bytes, outer});
+        queue_.emplace(key, Pending{peer, tag, std::move(pieces), outer});
         earliest = queue_.begin()->first == key;
       }
     }
@@ -197,8 +198,7 @@ class ShapedTransportImpl final : public ShapedTransport {
   struct Pending {
     int peer;
     Tag tag;
-    const void* data;
-    std::size_t bytes;
+    SendPieces pieces;
     RequestPtr outer;
   };
   // (due, sequence): equal due times keep queueing order.
@@ -240,7 +240,7 @@ class ShapedTransportImpl final : public ShapedTransport {
   void release(Pending& pending) {
     RequestPtr inner_request;
     try {
-      inner_request = inner_->isend(pending.peer, pending.tag, pending.data, pending.bytes);
+      inner_request = inner_->isendv(pending.peer, pending.tag, std::move(pending.pieces));
     } catch (...) {
       pending.outer->fail(std::current_exception());
       return;

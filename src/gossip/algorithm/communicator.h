@@ -48,6 +48,7 @@
 #include "common/background_thread.h"
 #include "fabric/errors.h"
 #include "fabric/request.h"
+#include "fabric/send_pieces.h"
 
 namespace murmur::gossip {
 
@@ -116,7 +117,11 @@ class Communicator {
   // The peer's host name, for error messages ("rank 3 (node-7)").
   virtual std::string host(int peer) const = 0;
 
-  virtual fabric::RequestPtr isend(int peer, fabric::Tag tag, std::span<const std::byte> data) = 0;
+  fabric::RequestPtr isend(int peer, fabric::Tag tag, std::span<const std::byte> data) {
+    return isendv(peer, tag, fabric::SendPieces(data.data(), data.size()));
+  }
+  // One message made of the pieces back to back (fabric/transport.h).
+  virtual fabric::RequestPtr isendv(int peer, fabric::Tag tag, fabric::SendPieces pieces) = 0;
   virtual fabric::RequestPtr irecv(int peer, fabric::Tag tag, std::span<std::byte> buffer) = 0;
 
   // See the header comment. Does nothing for an empty span.

@@ -40,9 +40,9 @@ std::string FabricCommunicator::host(int peer) const {
   return "?";
 }
 
-fabric::RequestPtr FabricCommunicator::isend(int peer, fabric::Tag tag, std::span<const std::byte> data) {
+fabric::RequestPtr FabricCommunicator::isendv(int peer, fabric::Tag tag, fabric::SendPieces pieces) {
   const std::int64_t posted = trace::enabled() ? trace::now_ns() : -1;
-  auto request = transport_.isend(peer, tag, data.data(), data.size());
+  auto request = transport_.isendv(peer, tag, std::move(pieces));
   if (posted >= 0) trace_message(*request, trace::Category::kSend, posted);
   return request;
 }

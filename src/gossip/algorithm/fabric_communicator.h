@@ -38,7 +38,7 @@ class FabricCommunicator final : public Communicator {
   int rank() const override;
   int size() const override;
   std::string host(int peer) const override;
-  fabric::RequestPtr isend(int peer, fabric::Tag tag, std::span<const std::byte> data) override;
+  fabric::RequestPtr isendv(int peer, fabric::Tag tag, fabric::SendPieces pieces) override;
   fabric::RequestPtr irecv(int peer, fabric::Tag tag, std::span<std::byte> buffer) override;
   void wait_all(std::span<const fabric::RequestPtr> requests, double timeout_s) override;
   double now() const override;

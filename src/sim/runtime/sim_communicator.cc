@@ -33,7 +33,7 @@ std::exception_ptr SimNetwork::refused(int rank, int peer) const {
       fabric::PeerError(peer, host(peer), "declared failed earlier by rank " + std::to_string(rank)));
 }
 
-fabric::RequestPtr SimNetwork::isend(int src, int dst, fabric::Tag tag, std::span<const std::byte> data) {
+fabric::RequestPtr SimNetwork::isend(int src, int dst, fabric::Tag tag, const fabric::SendPieces& pieces) {
   MURMUR_CHECK(dst >= 0 && dst < size());
   auto request = std::make_shared<fabric::Request>(fabric::Request::Kind::kSend, dst, tag);
   if (failed(src, dst)) {
@@ -42,10 +42,11 @@ fabric::RequestPtr SimNetwork::isend(int src, int dst, fabric::Tag tag, std::spa
   }
   // A receipt (gossip/algorithm/receipt.h) is a fixed 24 bytes whatever
   // the proxy stands for: not scaled.
-  const double simulated = static_cast<double>(data.size()) * (gossip::is_receipt_tag(tag) ? 1.0 : byte_scale_);
+  const double simulated = static_cast<double>(pieces.bytes()) * (gossip::is_receipt_tag(tag) ? 1.0 : byte_scale_);
   const double tx_end = model_.depart(src, dst, simulated, runtime_.now());
   in_flight_[src][dst].push_back(request);
-  std::vector<std::byte> copy(data.begin(), data.end());
+  std::vector<std::byte> copy(pieces.bytes());
+  pieces.copy_to(0, copy.size(), copy.data());
   // The stages run at their own times (in time order across all senders):
   // a link episode's at tx_end, the receiver's queue once the message is
   // through it, then it lands.
@@ -145,8 +146,8 @@ SimCommunicator::SimCommunicator(SimNetwork& network, int rank) : network_(netwo
   MURMUR_CHECK(rank >= 0 && rank < network.size());
 }
 
-fabric::RequestPtr SimCommunicator::isend(int peer, fabric::Tag tag, std::span<const std::byte> data) {
-  return network_.isend(rank_, peer, tag, data);
+fabric::RequestPtr SimCommunicator::isendv(int peer, fabric::Tag tag, fabric::SendPieces pieces) {
+  return network_.isend(rank_, peer, tag, pieces);
 }
 
 fabric::RequestPtr SimCommunicator::irecv(int peer, fabric::Tag tag, std::span<std::byte> buffer) {

@@ -76,7 +76,7 @@ class SimNetwork final {
   double byte_scale() const { return byte_scale_; }
   std::string host(int rank) const;
 
-  fabric::RequestPtr isend(int src, int dst, fabric::Tag tag, std::span<const std::byte> data);
+  fabric::RequestPtr isend(int src, int dst, fabric::Tag tag, const fabric::SendPieces& pieces);
   fabric::RequestPtr irecv(int dst, int src, fabric::Tag tag, std::span<std::byte> buffer);
   // `rank` declares `peer` failed: fails every pending request between them
   // that belongs to `rank`, and every later one. (SimCommunicator::wait_all
@@ -126,7 +126,7 @@ class SimCommunicator final : public gossip::Communicator {
   int rank() const override { return rank_; }
   int size() const override { return network_.size(); }
   std::string host(int peer) const override { return network_.host(peer); }
-  fabric::RequestPtr isend(int peer, fabric::Tag tag, std::span<const std::byte> data) override;
+  fabric::RequestPtr isendv(int peer, fabric::Tag tag, fabric::SendPieces pieces) override;
   fabric::RequestPtr irecv(int peer, fabric::Tag tag, std::span<std::byte> buffer) override;
   void wait_all(std::span<const fabric::RequestPtr> requests, double timeout_s) override;
   double now() const override { return network_.runtime().now(); }
