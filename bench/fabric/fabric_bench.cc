@@ -7,6 +7,7 @@
 //   fabric_bench [--sizes 4096,65536,1048576,4194304] [--reps 7] [--mib 256]
 //                [--spin-us 50] [--no-bandwidth] [--idle-seconds 2]
 //   fabric_bench --no-bandwidth --backends libfabric:tcp@0,libfabric:tcp@50  (spins side by side)
+//   fabric_bench --gathered   (also a compressed message's pieces: isendv against packing them first)
 //
 // After the round trips, the CPU the pair of transports burns while idle
 // (nothing posted) and while waiting (a receive posted that nothing
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -67,12 +69,43 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// How each message of one_way_mbps leaves the sender.
+enum class SendAs {
+  kContiguous,  // isend of one buffer
+  kGathered,    // isendv of a compressed message's three pieces (below)
+  kPacked,      // the same three pieces copied into one buffer, then isend
+};
+
+// A sparse compressed message's layout: an 8-byte header, an index (a
+// quarter of the values' bytes, as delta-varint indices take at ratios
+// near 1%) and the values, each in a buffer of its own.
+struct MessagePieces {
+  explicit MessagePieces(std::size_t size) {
+    const std::size_t header_bytes = std::min<std::size_t>(8, size);
+    const std::size_t index_bytes = (size - header_bytes) / 5;
+    header.assign(header_bytes, 0xab);
+    index.assign(index_bytes, 0xab);
+    values.assign(size - header_bytes - index_bytes, 0xab);
+  }
+  murmur::fabric::SendPieces pieces() const {
+    return {murmur::fabric::as_piece(header), murmur::fabric::as_piece(index), murmur::fabric::as_piece(values)};
+  }
+  void pack(std::uint8_t* out) const {
+    std::memcpy(out, header.data(), header.size());
+    std::memcpy(out + header.size(), index.data(), index.size());
+    std::memcpy(out + header.size() + index.size(), values.data(), values.size());
+  }
+  std::vector<std::uint8_t> header, index, values;
+};
+
 // Streams `total` bytes from a to b in messages of `size`, with up to
 // `window` messages in flight, message i on tag 1 + i mod `tags`; returns
 // MB/s (1e6 bytes per second).
-double one_way_mbps(Pair& p, std::size_t size, std::size_t total, int window, int tags) {
+double one_way_mbps(Pair& p, std::size_t size, std::size_t total, int window, int tags,
+                    SendAs send_as = SendAs::kContiguous) {
   std::size_t count = std::max<std::size_t>(1, total / size);
-  std::vector<std::uint8_t> src(size, 0xab), dst(size * window);
+  std::vector<std::uint8_t> src(send_as == SendAs::kPacked ? size * window : size, 0xab), dst(size * window);
+  const MessagePieces pieces(send_as == SendAs::kContiguous ? 0 : size);
   std::vector<RequestPtr> sends, recvs;
   auto start = Clock::now();
   std::size_t posted = 0, done = 0;
@@ -82,7 +115,20 @@ double one_way_mbps(Pair& p, std::size_t size, std::size_t total, int window, in
       auto slot = (posted % window) * size;
       const Tag tag = 1 + posted % static_cast<std::size_t>(tags);
       auto r = p.b->irecv(0, tag, dst.data() + slot, size);
-      auto s = p.a->isend(1, tag, src.data(), size);
+      RequestPtr s;
+      switch (send_as) {
+        case SendAs::kContiguous:
+          s = p.a->isend(1, tag, src.data(), size);
+          break;
+        case SendAs::kGathered:
+          s = p.a->isendv(1, tag, pieces.pieces());
+          break;
+        case SendAs::kPacked:
+          // The slot's previous send is done: the window waits in order.
+          pieces.pack(src.data() + slot);
+          s = p.a->isend(1, tag, src.data() + slot, size);
+          break;
+      }
       inflight.emplace_back(r, s);
       ++posted;
     }
@@ -156,6 +202,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> backends = {"libfabric:tcp", "libfabric:shm", "asio"};
   long spin_us = murmur::fabric::TransportOptions{}.max_spin.count();
   bool no_bandwidth = false;
+  bool gathered = false;
   double idle_seconds = 2;
   auto baseline_reader = murmur::bench::SocketReader::kMarked;
   app.add_option("--sizes", sizes, "message sizes in bytes")->delimiter(',')->capture_default_str();
@@ -173,6 +220,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0L, 10000L))
       ->capture_default_str();
   app.add_flag("--no-bandwidth", no_bandwidth, "round trips and idle CPU only");
+  app.add_flag("--gathered", gathered,
+               "also send each size as a sparse message's three pieces: gathered (isendv) and packed into one "
+               "buffer first, each against the contiguous send of the same repetition");
   app.add_option("--idle-seconds", idle_seconds, "seconds of each idle-CPU measurement (0: none)")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
@@ -223,6 +273,22 @@ int main(int argc, char** argv) {
         ratio.push_back(ours.back() / base.back());
       }
       std::printf("%-16s %10zu %12.0f %12.0f %8.2f\n", name.c_str(), size, median(ours), median(base), median(ratio));
+      std::fflush(stdout);
+      if (!gathered) continue;
+      std::vector<double> plain, gather, packed, gather_ratio, packed_ratio, gather_over_packed;
+      for (int r = 0; r < reps; ++r) {
+        plain.push_back(one_way_mbps(pair, size, total, window, tags, SendAs::kContiguous));
+        gather.push_back(one_way_mbps(pair, size, total, window, tags, SendAs::kGathered));
+        packed.push_back(one_way_mbps(pair, size, total, window, tags, SendAs::kPacked));
+        gather_ratio.push_back(gather.back() / plain.back());
+        packed_ratio.push_back(packed.back() / plain.back());
+        gather_over_packed.push_back(gather.back() / packed.back());
+      }
+      std::printf(
+          "%-16s %10zu gathered %.0f, packed %.0f, contiguous %.0f MB/s; of contiguous: gathered %.2f, "
+          "packed %.2f; gathered/packed %.2f\n",
+          name.c_str(), size, median(gather), median(packed), median(plain), median(gather_ratio), median(packed_ratio),
+          median(gather_over_packed));
       std::fflush(stdout);
     }
     std::vector<double> rtt, base_rtt, rtt_ratio;
