@@ -2,7 +2,9 @@
 // message made of pieces arrives as the bytes of the pieces back to back,
 // whatever the layout (pieces across chunk boundaries, more pieces in one
 // chunk than the provider takes iovecs, empty pieces, an empty message),
-// in order with plain sends on the same tag. And SendPieces itself.
+// in order with plain sends on the same tag; also through the link shaper,
+// which holds the pieces until a message's time on the wire is up. And
+// SendPieces itself.
 #include "fabric/send_pieces.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,8 @@
 #include <vector>
 
 #include "fabric/asio/wire.h"
+#include "fabric/shaper/shaped_transport.h"
+#include "fabric/shaper/shaper_config.h"
 #include "fabric/transport.h"
 #include "fabric/transport_options.h"
 
@@ -78,10 +82,12 @@ std::vector<NamedLayout> layouts() {
 struct Backend {
   std::string backend;
   std::string provider;
+  bool shaped = false;  // wrapped in the link shaper, which queues the pieces
 };
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
-  return info.param.backend + (info.param.provider.empty() ? "" : "_" + info.param.provider);
+  return (info.param.shaped ? "shaped_" : "") + info.param.backend +
+         (info.param.provider.empty() ? "" : "_" + info.param.provider);
 }
 
 class GatheredSend : public ::testing::TestWithParam<Backend> {
@@ -99,6 +105,11 @@ class GatheredSend : public ::testing::TestWithParam<Backend> {
       options.chunk_bytes = kChunk;
       options.connect_timeout = 20s;
       group.push_back(make_transport(options));
+      if (GetParam().shaped) {
+        group.back() = shaper::make_shaped_transport(std::move(group.back()),
+                                                     shaper::shaper_config_from_flag("lat=200us,bw=10gbit"),
+                                                     static_cast<std::uint64_t>(r) + 1);
+      }
       peers.push_back(PeerInfo{r, "host-" + std::to_string(r), group.back()->address()});
     }
     std::vector<std::future<void>> connects;
@@ -166,7 +177,7 @@ TEST_P(GatheredSend, GatheredAndPlainSendsKeepTheirOrderOnATag) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, GatheredSend,
                          ::testing::Values(Backend{"libfabric", "tcp"}, Backend{"libfabric", "shm"},
-                                           Backend{"asio", ""}),
+                                           Backend{"asio", ""}, Backend{"libfabric", "tcp", true}),
                          backend_name);
 
 TEST(SendPieces, DropsEmptyPiecesAndCountsWhatIsLeft) {
