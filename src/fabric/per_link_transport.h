@@ -21,7 +21,7 @@
 // inner transport's: one link, one inner transport.
 //
 // Thread safety: as Transport. The route table is guarded by a mutex that
-// isend / irecv hold for a lookup only; nothing here blocks beyond the
+// isendv / irecv hold for a lookup only; nothing here blocks beyond the
 // inner transports' own calls. Ownership: both inner transports are owned
 // and destroyed with this one (remote first, then local).
 #pragma once

@@ -24,15 +24,18 @@ namespace murmur::fabric {
 
 using SendPiece = std::span<const std::byte>;
 
-// The bytes of a contiguous range of T as a piece.
-template <typename T>
-SendPiece as_piece(std::span<const T> values) {
-  return std::as_bytes(values);
+// The bytes of a contiguous range of T as a piece. Not of a temporary
+// vector: the piece would dangle before the send is done.
+template <typename T, std::size_t Extent>
+SendPiece as_piece(std::span<T, Extent> values) {
+  return std::as_bytes(std::span<const T>(values.data(), values.size()));
 }
 template <typename T>
 SendPiece as_piece(const std::vector<T>& values) {
   return std::as_bytes(std::span<const T>(values));
 }
+template <typename T>
+SendPiece as_piece(const std::vector<T>&& values) = delete;
 
 class SendPieces {
  public:
@@ -72,7 +75,10 @@ class SendPieces {
 template <typename Fn>
 void SendPieces::visit(std::size_t offset, std::size_t length, Fn&& fn) const {
   if (length == 0) return;
-  if (many_.empty()) return fn(std::size_t{0}, one_.data() + offset, length);
+  if (many_.empty()) {
+    fn(std::size_t{0}, one_.data() + offset, length);
+    return;
+  }
   for (std::size_t i = piece_at(offset); length > 0; ++i) {
     const std::size_t skip = offset - starts_[i];
     const std::size_t take = std::min(length, many_[i].size() - skip);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fabric/asio/wire.h"
+#include "fabric/libfabric/endpoint.h"
 #include "fabric/shaper/shaped_transport.h"
 #include "fabric/shaper/shaper_config.h"
 #include "fabric/transport.h"
@@ -76,6 +77,11 @@ std::vector<NamedLayout> layouts() {
       {"more pieces in a chunk than iovecs", {7, 1, 13, 100, 5, 9, 3, 2, 1, 40, 8, 8, kChunk}},
       {"a piece ends on a chunk boundary", {kChunk, kChunk, 1}},
       {"many chunks of two pieces", {3 * kChunk + 5, 4 * kChunk - 5}},
+      // Chunk 0: 4 pieces (the iov limit); chunk 1: 18 (a copy on a later chunk).
+      {"a later chunk of more pieces than iovecs",
+       {kChunk - 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 5000}},
+      // A small message of more pieces than asio's caller writes (15).
+      {"twenty small pieces", {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}},
   };
 }
 
@@ -150,7 +156,7 @@ TEST_P(GatheredSend, GatheredAndPlainSendsKeepTheirOrderOnATag) {
   constexpr int kMessages = 24;
   std::vector<Layout> messages;
   for (int i = 0; i < kMessages; ++i) {
-    // Every third a plain send; the others of 1 to 6 pieces, up to 3 chunks.
+    // Every third a plain send; the others of 2, 3, 5 or 6 pieces, up to 3 chunks.
     std::vector<std::size_t> sizes;
     const int pieces = i % 3 == 0 ? 1 : 1 + i % 6;
     for (int p = 0; p < pieces; ++p) sizes.push_back(static_cast<std::size_t>((i * 7919 + p * 104729) % (kChunk / 2)));
@@ -175,10 +181,35 @@ TEST_P(GatheredSend, GatheredAndPlainSendsKeepTheirOrderOnATag) {
   }
 }
 
+TEST_P(GatheredSend, AGatheredSendToItselfArrives) {
+  auto group = make_group(2);
+  const Layout message = layout({8, 3000, 2 * kChunk + 11}, 42);
+  std::vector<std::byte> received(message.whole.size());
+  auto recv = group[0]->irecv(0, 6, received.data(), received.size());
+  auto send = group[0]->isendv(0, 6, message.pieces);
+  ASSERT_TRUE(send->wait_for(kWait));
+  ASSERT_TRUE(recv->wait_for(kWait));
+  ASSERT_FALSE(recv->error());
+  ASSERT_EQ(recv->bytes(), message.whole.size());
+  EXPECT_TRUE(received == message.whole) << "payload differs";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GatheredSend,
                          ::testing::Values(Backend{"libfabric", "tcp"}, Backend{"libfabric", "shm"},
                                            Backend{"asio", ""}, Backend{"libfabric", "tcp", true}),
                          backend_name);
+
+// The layouts above reach fi_tsendmsg's several iovecs only where the
+// provider takes several per send; with a limit of 1 every chunk of
+// several pieces would go as a copy and the exchanges would still pass.
+TEST(GatheredSendLibfabric, TcpAndShmTakeFourIovecsPerSend) {
+  for (const char* provider : {"tcp", "shm"}) {
+    TransportOptions options;
+    options.peers_on_this_host = true;
+    const libfabric::Endpoint endpoint(options, provider);
+    EXPECT_GE(endpoint.tx_iov_limit, 4u) << provider;
+  }
+}
 
 TEST(SendPieces, DropsEmptyPiecesAndCountsWhatIsLeft) {
   const Layout l = layout({0, 5, 0, 7, 0}, 3);

@@ -174,6 +174,35 @@ TEST(SimNetwork, ReceivePostedBeforeOrAfterTheArrival) {
   EXPECT_EQ(late, one_way + 5);
 }
 
+// A gathered send is one message of its pieces' bytes, timed as one.
+TEST(SimNetwork, AGatheredSendArrivesAsItsPiecesBackToBack) {
+  VirtualRuntime rt;
+  NetworkModel model(cluster(2, 1));
+  SimNetwork net(rt, model);
+  const auto header = bytes(8, 3), index = bytes(24, 4), values = bytes(96, 5);
+  double arrived = -1;
+  rt.spawn("sender", [&] {
+    SimCommunicator comm(net, 0);
+    std::vector<fabric::RequestPtr> r{
+        comm.isendv(1, 1, {fabric::as_piece(header), fabric::as_piece(index), fabric::as_piece(values)})};
+    comm.wait_all(r, 60);
+  });
+  rt.spawn("receiver", [&] {
+    SimCommunicator comm(net, 1);
+    std::vector<std::byte> got(128);
+    std::vector<fabric::RequestPtr> r{comm.irecv(0, 1, got)};
+    comm.wait_all(r, 60);
+    arrived = comm.now();
+    EXPECT_EQ(r[0]->bytes(), 128u);
+    std::vector<std::byte> whole(header);
+    whole.insert(whole.end(), index.begin(), index.end());
+    whole.insert(whole.end(), values.begin(), values.end());
+    EXPECT_EQ(got, whole);
+  });
+  rt.run();
+  EXPECT_EQ(arrived, model.link(0, 1).seconds(128));
+}
+
 TEST(SimNetwork, MessagesOfOneTagMatchInPostingOrderAndOversizedOnesFail) {
   VirtualRuntime rt;
   NetworkModel model(cluster(2, 1));

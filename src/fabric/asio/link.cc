@@ -92,7 +92,8 @@ wire::FrameBytes frame_header(Tag tag, const SendPieces& pieces, std::size_t off
   return wire::encode_frame(header);
 }
 
-// A frame of a caller's write: the header and the pieces of its chunk.
+// The most iovecs of a caller's write: the frame's header and up to 15
+// pieces; a message of more pieces goes through the io thread.
 constexpr std::size_t kMaxCallerIov = 16;
 
 }  // namespace

@@ -64,7 +64,8 @@ class Link final {
   };
   // Any thread. Writes the message as one frame from this thread, without
   // blocking, when nothing is queued or being written ahead of it on this
-  // link (order is kept) and it fits one chunk. Saves the hand-off to the
+  // link (order is kept) and it fits one chunk in at most 15 pieces
+  // (kMaxCallerIov, link.cc). Saves the hand-off to the
   // io thread (a wake-up) that a small message's latency is mostly made of.
   CallerSend send_from_caller(const RequestPtr& request, const SendPieces& pieces);
   // io thread: a send the caller could not write (kQueued above).

@@ -289,7 +289,8 @@ ssize_t Engine::send_chunk(ChunkContext& ctx, std::size_t offset, std::size_t le
     });
   } else if (count > 1) {
     // More pieces than the provider takes: one copy of this chunk, kept
-    // until its completion (a retry after -FI_EAGAIN reuses it).
+    // until its completion (a retry after -FI_EAGAIN reuses it). The
+    // pieces' own registrations go unused for this chunk.
     if (!ctx.bounce) {
       ctx.bounce = std::make_unique<char[]>(len);
       op.pieces.copy_to(offset, len, ctx.bounce.get());
@@ -306,6 +307,14 @@ ssize_t Engine::send_chunk(ChunkContext& ctx, std::size_t offset, std::size_t le
   return fi_tsend(ep, buf, len, desc, addr, tag, &ctx.context);
 }
 
+void Engine::release_bounce(ChunkContext& ctx) {
+  // The provider has handed the chunk back: its copy is not needed again
+  // (the registration goes first, then the memory it covers).
+  ctx.bounce_mr.reset();
+  ctx.bounce_desc = nullptr;
+  ctx.bounce.reset();
+}
+
 bool Engine::posted(ChunkContext& ctx, const char* call, ssize_t ret) {
   Operation& op = *ctx.op;
   fabric_log().trace("libfabric: {} chunk {} peer {} tag {} -> {}", call, ctx.index, op.peer, op.tag, ret);
@@ -315,6 +324,7 @@ bool Engine::posted(ChunkContext& ctx, const char* call, ssize_t ret) {
     return true;
   }
   ctx.posted = true;
+  ctx.call = call;
   ++op.in_flight;
   if (op.is_send()) ring(op.peer);
   return true;
@@ -390,6 +400,7 @@ void Engine::on_completion(ChunkContext& ctx, std::size_t len, std::uint64_t fla
   fabric_log().trace("libfabric: completed {} chunk {} peer {} tag {} len {} flags {:#x} data {}",
                      op.is_send() ? "send" : "receive", ctx.index, op.peer, op.tag, len, flags, data);
   ctx.posted = false;
+  release_bounce(ctx);
   --op.in_flight;
   ++op.completed;
   // The sender's progress thread learns that its send completed.
@@ -435,6 +446,7 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
   auto& ctx = *static_cast<ChunkContext*>(entry.op_context);
   Operation& op = *ctx.op;
   ctx.posted = false;
+  release_bounce(ctx);
   --op.in_flight;
   ++op.completed;
   fabric_log().debug(
@@ -466,7 +478,7 @@ void Engine::on_error(const fi_cq_err_entry& entry) {
   }
   char text[256] = {};
   const char* what = fi_cq_strerror(endpoint_.cq.get(), entry.prov_errno, entry.err_data, text, sizeof(text));
-  const std::string call = op.is_send() ? (ctx.index == 0 ? "fi_tsenddata" : "fi_tsend") : "fi_trecv";
+  const std::string call = ctx.call;
   auto error = peer_error(op.peer, call + ": " + (what ? what : fi_strerror(err)) + " (" + fi_strerror(err) + ")");
   if (link_lost(err)) return lose_link(op, error);
   fail_op(op, error);

@@ -99,6 +99,8 @@ class Engine {
   // the provider's answer and names the call in *call.
   ssize_t send_chunk(ChunkContext& ctx, std::size_t offset, std::size_t len, fi_addr_t addr, Tag tag,
                      const char** call);
+  // Frees a send chunk's bounce copy once the provider handed it back.
+  void release_bounce(ChunkContext& ctx);
   // Registers [data, data + bytes) for `access`; *desc is its descriptor.
   Fid<fid_mr> register_region(const void* data, std::size_t bytes, std::uint64_t access, void** desc);
   bool posted(ChunkContext& ctx, const char* call, ssize_t ret);

@@ -34,9 +34,11 @@ struct ChunkContext {
   fi_context2 context{};  // first member: libfabric returns its address
   Operation* op = nullptr;
   std::size_t index = 0;
-  bool posted = false;  // handed to libfabric, completion not yet read
+  bool posted = false;    // handed to libfabric, completion not yet read
+  const char* call = "";  // the libfabric call that posted it, for errors
   // A send chunk that spans more pieces than the provider takes iovecs:
-  // its bytes, copied (and registered where the provider asks for it).
+  // its bytes, copied (and registered where the provider asks for it),
+  // from its first post to its completion.
   std::unique_ptr<char[]> bounce;
   Fid<fid_mr> bounce_mr;
   void* bounce_desc = nullptr;

@@ -4,7 +4,8 @@
 // run the very same algorithm code (it implements this interface).
 //
 // Contract (the Transport's, restated; see fabric/transport.h):
-//   - isend / irecv never block; they return a Request that completes later.
+//   - isend / isendv / irecv never block; they return a Request that
+//     completes later (isendv: one message of several buffers, send_pieces.h).
 //     The buffer must stay valid (a send buffer unchanged) until it is done,
 //     and after a peer failure for as long as the backend holds the request:
 //     algorithms post through Traffic, whose requests retain their

@@ -45,8 +45,9 @@ fabric::RequestPtr SimNetwork::isend(int src, int dst, fabric::Tag tag, const fa
   const double simulated = static_cast<double>(pieces.bytes()) * (gossip::is_receipt_tag(tag) ? 1.0 : byte_scale_);
   const double tx_end = model_.depart(src, dst, simulated, runtime_.now());
   in_flight_[src][dst].push_back(request);
-  std::vector<std::byte> copy(pieces.bytes());
-  pieces.copy_to(0, copy.size(), copy.data());
+  std::vector<std::byte> copy;
+  copy.reserve(pieces.bytes());
+  for (const fabric::SendPiece& piece : pieces.pieces()) copy.insert(copy.end(), piece.begin(), piece.end());
   // The stages run at their own times (in time order across all senders):
   // a link episode's at tx_end, the receiver's queue once the message is
   // through it, then it lands.
