@@ -575,9 +575,12 @@ TEST(LibfabricProviders, TcpWithoutThePrefetchBufferIsAClearError) {
 TEST(LibfabricProviders, AProviderThatNeverLetsTheProgressThreadSleepCostsUnderTwoPercentOfACore) {
   if (!libfabric::provider_available("net")) GTEST_SKIP() << "fi_getinfo finds no \"net\" provider in this libfabric";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  // The transports are closed before the child exits (std::exit runs no
-  // destructors of the scope it leaves: LeakSanitizer, scripts/check.sh
-  // asan, reported their fi_info as leaked).
+  // The child closes its transports, then leaves with _Exit: libfabric
+  // 1.17's net provider leaks what it allocates for an endpoint (three
+  // fi_dupinfo copies and two callocs inside libfabric, even after every
+  // fi_close; LeakSanitizer under scripts/check.sh asan, 6 December), and
+  // the leak check at exit would fail this test about CPU for it. tcp and
+  // shm endpoints leak nothing there.
   const auto measure = [] {
     ::setenv("MURMUR_FABRIC_CQ_WAIT", "fd", 1);
     auto group = make_group("net", 2, std::size_t{4} << 20);
@@ -598,7 +601,7 @@ TEST(LibfabricProviders, AProviderThatNeverLetsTheProgressThreadSleepCostsUnderT
     }
     return share < 0.02 ? 0 : 1;
   };
-  EXPECT_EXIT(std::exit(measure()), ::testing::ExitedWithCode(0), "CPU per transport");
+  EXPECT_EXIT(std::_Exit(measure()), ::testing::ExitedWithCode(0), "CPU per transport");
 }
 
 // A value murmur does not know is an error that names the variable.
