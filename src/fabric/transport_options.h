@@ -66,6 +66,17 @@ struct TransportOptions {
   // $MURMUR_FABRIC_SPIN_US overrides it (make_transport).
   // docs/fabric-performance.md has what it buys and costs.
   std::chrono::microseconds max_spin{50};
+  // asio: which links' frames carry a checksum of their payload.
+  // kOffHost: every link whose bytes leave this machine, and not those the
+  // kernel moves from memory to memory (loopback: the peer's address is a
+  // loopback address or this socket's own), where no wire or NIC can
+  // corrupt what TCP's checksum misses; there it cost asio a third of its
+  // speed at 1 MiB (docs/fabric-performance.md, "asio: checksums where a
+  // wire is"). kAlways: every link. $MURMUR_ASIO_PAYLOAD_CHECKSUM
+  // (off-host, always) overrides it (make_transport). Frame headers are
+  // checksummed on every link.
+  enum class PayloadChecksum { kOffHost, kAlways };
+  PayloadChecksum asio_payload_checksum = PayloadChecksum::kOffHost;
 };
 
 // Opens a transport of the kind `options` asks for. Throws FabricError naming

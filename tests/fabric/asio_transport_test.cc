@@ -458,6 +458,125 @@ TEST_P(AsioBadFrame, FailsTheLinkWithPeerError) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, AsioBadFrame, ::testing::Values(0, 1, 2));
 
+TEST(AsioWire, AFrameWithoutAPayloadChecksumSaysSoAndCarriesNoHash) {
+  asio::wire::FrameHeader h{.tag = 7, .total = 100, .offset = 0, .chunk = 100, .payload_hash = 99};
+  h.payload_checked = false;
+  auto bytes = asio::wire::encode_frame(h);
+  std::string why;
+  auto decoded = asio::wire::decode_frame(bytes, &why);
+  ASSERT_TRUE(decoded) << why;
+  EXPECT_FALSE(decoded->payload_checked);
+  EXPECT_EQ(decoded->payload_hash, 0u);  // not the 99 it was given
+  h.payload_checked = true;
+  decoded = asio::wire::decode_frame(asio::wire::encode_frame(h), &why);
+  ASSERT_TRUE(decoded) << why;
+  EXPECT_TRUE(decoded->payload_checked);
+  EXPECT_EQ(decoded->payload_hash, 99u);
+  // A hash on an unchecked frame, and flags this side does not know, are
+  // refused (each with the header's own checksum fixed).
+  const auto refix = [](asio::wire::FrameBytes& b) {
+    const std::uint64_t header_hash = asio::wire::hash64(b.data(), 48);
+    std::memcpy(&b[48], &header_hash, 8);  // little-endian host, as the wire
+  };
+  bytes[40] = 1;
+  refix(bytes);
+  EXPECT_FALSE(asio::wire::decode_frame(bytes, &why));
+  EXPECT_NE(why.find("carries a hash"), std::string::npos) << why;
+  bytes = asio::wire::encode_frame(h);
+  bytes[6] |= 0x2;
+  refix(bytes);
+  EXPECT_FALSE(asio::wire::decode_frame(bytes, &why));
+  EXPECT_NE(why.find("unknown frame flags"), std::string::npos) << why;
+}
+
+// A raw peer on 127.0.0.1 (rank 0) and a transport (rank 1) whose payload
+// checksums are `checksum`: the link the transport attached, and the
+// socket the raw peer reads and writes frames on.
+struct RawPeer {
+  std::unique_ptr<Transport> transport;
+  int fd = -1;
+  ~RawPeer() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::unique_ptr<RawPeer> raw_peer(TransportOptions::PayloadChecksum checksum) {
+  auto peer = std::make_unique<RawPeer>();
+  auto options = options_for(1, 2);
+  options.asio_payload_checksum = checksum;
+  peer->transport = make_transport(options);
+  std::vector<PeerInfo> peers = {{0, "raw-host", "127.0.0.1:1"}, {1, host_of(1), peer->transport->address()}};
+  auto connected = std::async(std::launch::async, [&] { peer->transport->connect(peers); });
+  peer->fd = raw_connect(peer->transport->address());
+  const auto hello = asio::wire::encode_handshake({.rank = 0, .size = 2, .target = 1});
+  send_all(peer->fd, hello.data(), hello.size());
+  asio::wire::HandshakeBytes reply;
+  EXPECT_EQ(static_cast<ssize_t>(reply.size()), ::recv(peer->fd, reply.data(), reply.size(), MSG_WAITALL));
+  connected.get();
+  return peer;
+}
+
+// Loopback stays on this host: frames go without payload checksums by
+// default, and with them when asked for (the frame a send puts on the wire).
+TEST(AsioTransport, PayloadChecksumsLeaveOutOnlyLinksThatStayOnTheHost) {
+  for (const auto checksum :
+       {TransportOptions::PayloadChecksum::kOffHost, TransportOptions::PayloadChecksum::kAlways}) {
+    const bool always = checksum == TransportOptions::PayloadChecksum::kAlways;
+    SCOPED_TRACE(always ? "always" : "off-host");
+    auto peer = raw_peer(checksum);
+    const auto payload = pattern(1000, 3);
+    ASSERT_TRUE(peer->transport->isend(0, 4, payload.data(), payload.size())->wait_for(kWait));
+    asio::wire::FrameBytes header;
+    ASSERT_EQ(static_cast<ssize_t>(header.size()), ::recv(peer->fd, header.data(), header.size(), MSG_WAITALL));
+    std::string why;
+    const auto frame = asio::wire::decode_frame(header, &why);
+    ASSERT_TRUE(frame) << why;
+    EXPECT_EQ(frame->payload_checked, always);
+    EXPECT_EQ(frame->payload_hash, always ? asio::wire::checksum_payload(payload.data(), payload.size()) : 0u);
+    EXPECT_EQ(frame->chunk, payload.size());
+  }
+}
+
+// What arrives: an unchecked frame is taken on a link that stays on the
+// host, and fails a link that checks every payload.
+TEST(AsioTransport, AFrameWithoutAPayloadChecksumFailsALinkThatChecks) {
+  for (const auto checksum :
+       {TransportOptions::PayloadChecksum::kOffHost, TransportOptions::PayloadChecksum::kAlways}) {
+    const bool always = checksum == TransportOptions::PayloadChecksum::kAlways;
+    SCOPED_TRACE(always ? "always" : "off-host");
+    auto peer = raw_peer(checksum);
+    std::vector<unsigned char> got(64);
+    auto r = peer->transport->irecv(0, 3, got.data(), got.size());
+    const auto payload = pattern(64, 1);
+    asio::wire::FrameHeader h{.tag = 3, .total = 64, .offset = 0, .chunk = 64};
+    h.payload_checked = false;
+    const auto frame = asio::wire::encode_frame(h);
+    send_all(peer->fd, frame.data(), frame.size());
+    send_all(peer->fd, payload.data(), payload.size());
+    if (!always) {
+      ASSERT_TRUE(r->wait_for(kWait));
+      EXPECT_EQ(got, payload);
+      continue;
+    }
+    const auto e = expect_peer_error([&] { r->wait_for(kWait); });
+    EXPECT_EQ(e.rank(), 0);
+    EXPECT_NE(e.reason().find("without a payload checksum"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AsioTransport, AnUnknownPayloadChecksumSettingIsAClearError) {
+  ::setenv("MURMUR_ASIO_PAYLOAD_CHECKSUM", "sometimes", 1);
+  try {
+    make_transport(options_for(0, 1));
+    ADD_FAILURE() << "expected FabricError";
+  } catch (const FabricError& e) {
+    EXPECT_NE(std::string(e.what()).find("MURMUR_ASIO_PAYLOAD_CHECKSUM='sometimes'"), std::string::npos) << e.what();
+  }
+  ::setenv("MURMUR_ASIO_PAYLOAD_CHECKSUM", "always", 1);
+  EXPECT_NO_THROW(make_transport(options_for(0, 1)));
+  ::unsetenv("MURMUR_ASIO_PAYLOAD_CHECKSUM");
+}
+
 TEST(AsioTransport, FailPeerFailsPendingAndLaterRequestsOnlyForThatPeer) {
   auto group = make_group(3);
   std::vector<unsigned char> buf(16), buf2(16);

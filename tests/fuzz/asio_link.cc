@@ -3,7 +3,10 @@
 // Input: u8 mode, u8 receives, then the stream.
 //   mode bit 0: recompute every frame's header and payload checksums in
 //     place (walking frame to frame), so that the fuzzer reaches the
-//     reassembly logic behind them;
+//     reassembly logic behind them (a frame flagged kFramePayloadUnchecked
+//     gets a payload hash of 0, as a sender writes it);
+//   mode bit 1: the link checks payloads on this loopback connection too
+//     (PayloadChecksum::kAlways), so it refuses unchecked frames;
 //   receives: bit i (i < 4) posts a receive for tag i before the stream
 //     arrives, of 64 << i bytes; the rest land as unexpected messages
 //     (limit 64 KiB).
@@ -36,8 +39,11 @@ void fix_checksums(std::vector<unsigned char>& s) {
     std::uint64_t chunk;
     std::memcpy(&chunk, h + 32, 8);
     const std::size_t left = s.size() - pos - wire::kFrameHeaderBytes;
+    std::uint16_t flags;
+    std::memcpy(&flags, h + 6, 2);
     if (chunk <= left) {
-      const std::uint64_t payload = wire::checksum_payload(h + wire::kFrameHeaderBytes, chunk);
+      const std::uint64_t payload =
+          (flags & wire::kFramePayloadUnchecked) ? 0 : wire::checksum_payload(h + wire::kFrameHeaderBytes, chunk);
       std::memcpy(h + 40, &payload, 8);
     }
     const std::uint64_t header = wire::hash64(h, 48);
@@ -68,7 +74,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::vector<std::vector<unsigned char>> buffers;  // outlive the link
   std::vector<std::shared_ptr<Request>> requests;
-  murmur::fabric::asio::Link link(1, 1 << 16, 1 << 16, false);
+  murmur::fabric::asio::Link link(1, 1 << 16, 1 << 16, false,
+                                  (mode & 2) ? murmur::fabric::TransportOptions::PayloadChecksum::kAlways
+                                             : murmur::fabric::TransportOptions::PayloadChecksum::kOffHost);
   link.attach(std::move(ours));
   for (unsigned tag = 0; tag < 4; ++tag) {
     if (!(receives & (1u << tag))) continue;

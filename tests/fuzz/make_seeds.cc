@@ -108,6 +108,17 @@ void asio() {
   frame(5, payload, 10, payload.size() - 10);
   frame(9, "", 0, 0);
   write("asio_link", "three-messages", stream);
+
+  // The same message in frames without payload checksums, as a link within
+  // the host sends them (mode 0: the loopback link accepts them).
+  Bytes unchecked{0, 0x2};
+  for (const auto& [offset, chunk] : {std::pair<std::size_t, std::size_t>{0, 10}, {10, payload.size() - 10}}) {
+    append(unchecked,
+           awire::encode_frame(
+               {.tag = 1, .total = payload.size(), .offset = offset, .chunk = chunk, .payload_checked = false}));
+    append(unchecked, payload.substr(offset, chunk));
+  }
+  write("asio_link", "unchecked-frames", unchecked);
 }
 
 rdv::Hello hello() {

@@ -30,10 +30,32 @@ std::size_t whole_frame(const boost::system::error_code& ec, std::size_t /*writt
   return ec ? 0 : std::numeric_limits<std::size_t>::max();
 }
 
+// Whether a connection's bytes stay in this machine's kernel (loopback):
+// one of its addresses is a loopback address, or both are the same. Both
+// ends of a connection see the same pair, so they decide alike. Unknown
+// addresses count as leaving the host.
+bool stays_on_this_host(const net::ip::tcp::socket& socket) {
+  boost::system::error_code local_error, remote_error;
+  const auto unmapped = [](net::ip::address address) {
+    if (address.is_v6() && address.to_v6().is_v4_mapped())
+      return net::ip::address(net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6()));
+    return address;
+  };
+  const auto local = unmapped(socket.local_endpoint(local_error).address());
+  const auto remote = unmapped(socket.remote_endpoint(remote_error).address());
+  if (local_error || remote_error) return false;
+  return local.is_loopback() || remote.is_loopback() || local == remote;
+}
+
 }  // namespace
 
-Link::Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local)
-    : rank_(rank), chunk_bytes_(chunk_bytes), max_unexpected_bytes_(max_unexpected_bytes), local_(local) {}
+Link::Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local,
+           TransportOptions::PayloadChecksum payload_checksum)
+    : rank_(rank),
+      chunk_bytes_(chunk_bytes),
+      max_unexpected_bytes_(max_unexpected_bytes),
+      local_(local),
+      payload_checksum_(payload_checksum) {}
 
 Link::HeldBuffer::HeldBuffer(std::size_t bytes, std::size_t* held_total)
     : data_(std::make_unique_for_overwrite<unsigned char[]>(std::max<std::size_t>(bytes, 1))),
@@ -72,8 +94,12 @@ void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket) {
   socket_ = std::move(socket);
   {
     std::lock_guard<std::mutex> lock(send_mutex_);
+    checksum_payloads_ =
+        payload_checksum_ == TransportOptions::PayloadChecksum::kAlways || !stays_on_this_host(*socket_);
     send_fd_ = socket_->native_handle();
   }
+  fabric_log().debug("asio link to rank {} ({}): payload checksums {}", rank_, host_,
+                     checksum_payloads_ ? "on" : "off (the connection stays on this host)");
   start_read_header();
   start_write();
 }
@@ -82,13 +108,15 @@ void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket) {
 
 namespace {
 
-wire::FrameBytes frame_header(Tag tag, const SendPieces& pieces, std::size_t offset, std::size_t chunk) {
+// `checked`: with the payload's checksum (else flag kFramePayloadUnchecked).
+wire::FrameBytes frame_header(Tag tag, const SendPieces& pieces, std::size_t offset, std::size_t chunk, bool checked) {
   wire::FrameHeader header;
   header.tag = tag;
   header.total = pieces.bytes();
   header.offset = offset;
   header.chunk = chunk;
-  header.payload_hash = wire::checksum_payload(pieces, offset, chunk);
+  header.payload_checked = checked;
+  if (checked) header.payload_hash = wire::checksum_payload(pieces, offset, chunk);
   return wire::encode_frame(header);
 }
 
@@ -106,7 +134,7 @@ Link::CallerSend Link::send_from_caller(const RequestPtr& request, const SendPie
     ++queued_sends_;
     return CallerSend::kQueued;
   }
-  const wire::FrameBytes header = frame_header(request->tag(), pieces, 0, bytes);
+  const wire::FrameBytes header = frame_header(request->tag(), pieces, 0, bytes, checksum_payloads_);
   iovec parts[kMaxCallerIov];
   std::size_t count = 0;
   parts[count++] = {const_cast<unsigned char*>(header.data()), header.size()};
@@ -161,7 +189,8 @@ void Link::start_write() {
   if (writing_ || error_ || !socket_ || sends_.empty()) return;
   SendOp& op = sends_.front();
   const std::size_t chunk = std::min(op.pieces.bytes() - op.offset, chunk_bytes_);
-  if (op.frame_sent == 0) send_header_ = frame_header(op.request->tag(), op.pieces, op.offset, chunk);
+  if (op.frame_sent == 0)
+    send_header_ = frame_header(op.request->tag(), op.pieces, op.offset, chunk, checksum_payloads_);
   writing_ = true;
   // A frame a caller began goes on where it stopped (its header is in
   // send_header_ already).
@@ -281,6 +310,10 @@ void Link::on_header(const boost::system::error_code& ec) {
   std::string why;
   const auto header = wire::decode_frame(recv_header_, &why);
   if (!header) return fail_link("bad message: " + why);
+  if (!header->payload_checked && checksum_payloads_) {
+    return fail_link("bad message: a frame without a payload checksum (tag " + std::to_string(header->tag) +
+                     ") on a link whose bytes leave this host");
+  }
   with_recv_lock([&] {
     if (!have_incoming_) {
       if (header->offset != 0) {
@@ -297,7 +330,8 @@ void Link::on_header(const boost::system::error_code& ec) {
                               std::to_string(incoming_.total) + ")");
     }
     if (header->chunk == 0) return finish_incoming();  // a 0-byte message
-    start_read_payload(header->chunk, header->payload_hash);
+    start_read_payload(header->chunk,
+                       header->payload_checked ? std::optional<std::uint64_t>(header->payload_hash) : std::nullopt);
   });
 }
 
@@ -336,7 +370,7 @@ bool Link::begin_incoming(Tag tag, std::uint64_t total) {
   return true;
 }
 
-void Link::start_read_payload(std::uint64_t chunk, std::uint64_t payload_hash) {
+void Link::start_read_payload(std::uint64_t chunk, std::optional<std::uint64_t> payload_hash) {
   if (incoming_.discard) return discard_payload(chunk, chunk);
   read_payload_piece(chunk, payload_hash, incoming_.target + incoming_.next_offset, 0);
 }
@@ -358,7 +392,7 @@ void Link::set_receive_low_water(std::size_t bytes) {
 // wake the reader; it is set back to 1 for the next header. Small chunks
 // leave it alone: two more system calls would cost a round trip more than
 // the wake-ups they save.
-void Link::read_payload_piece(std::uint64_t chunk, std::uint64_t payload_hash, unsigned char* where,
+void Link::read_payload_piece(std::uint64_t chunk, std::optional<std::uint64_t> payload_hash, unsigned char* where,
                               std::uint64_t got) {
   const std::uint64_t left = chunk - got;
   const bool large = chunk >= kLowWaterMinChunkBytes;
@@ -395,8 +429,8 @@ void Link::discard_payload(std::uint64_t chunk, std::uint64_t left) {
                   });
 }
 
-void Link::on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
-                      unsigned char* where) {
+void Link::on_payload(const boost::system::error_code& ec, std::uint64_t chunk,
+                      std::optional<std::uint64_t> payload_hash, unsigned char* where) {
   if (error_) return;
   if (ec) return fail_link("connection closed: " + ec.message());
   with_recv_lock([&] {
@@ -409,7 +443,7 @@ void Link::on_payload(const boost::system::error_code& ec, std::uint64_t chunk, 
       landed = incoming_.target + incoming_.next_offset;
     }
     if (incoming_.request || incoming_.discard) incoming_.temp.reset();
-    if (wire::checksum_payload(landed, chunk) != payload_hash) {
+    if (payload_hash && wire::checksum_payload(landed, chunk) != *payload_hash) {
       return fail_link_locked("bad message: payload checksum mismatch in tag " + std::to_string(incoming_.tag) +
                               " at offset " + std::to_string(incoming_.next_offset) + " (" + std::to_string(chunk) +
                               " bytes)");

@@ -28,6 +28,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,14 +36,16 @@
 #include "fabric/asio/wire.h"
 #include "fabric/request.h"
 #include "fabric/send_pieces.h"
+#include "fabric/transport_options.h"
 
 namespace murmur::fabric::asio {
 
 class Link final {
  public:
   // `local`: the transport's own rank; messages loop back in memory.
-  // `max_unexpected_bytes`: see TransportOptions.
-  Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local);
+  // `max_unexpected_bytes`, `payload_checksum`: see TransportOptions.
+  Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local,
+       TransportOptions::PayloadChecksum payload_checksum);
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
 
@@ -53,7 +56,9 @@ class Link final {
   bool failed() const { return error_ != nullptr; }
 
   // Takes over a socket whose handshake is done and starts reading and
-  // writing on it.
+  // writing on it. Whether its frames carry payload checksums is decided
+  // here, from its two addresses (TransportOptions::asio_payload_checksum);
+  // both ends decide alike.
   void attach(std::unique_ptr<boost::asio::ip::tcp::socket> socket);
 
   // How send_from_caller() went.
@@ -141,10 +146,12 @@ class Link final {
   void on_write(const boost::system::error_code& ec, std::size_t chunk);
   void start_read_header();
   void on_header(const boost::system::error_code& ec);
-  void on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::uint64_t payload_hash,
+  // payload_hash: nullopt for a frame without one (kFramePayloadUnchecked).
+  void on_payload(const boost::system::error_code& ec, std::uint64_t chunk, std::optional<std::uint64_t> payload_hash,
                   unsigned char* where);
   // Reads the chunk's bytes from `got` on into `where`, then calls on_payload.
-  void read_payload_piece(std::uint64_t chunk, std::uint64_t payload_hash, unsigned char* where, std::uint64_t got);
+  void read_payload_piece(std::uint64_t chunk, std::optional<std::uint64_t> payload_hash, unsigned char* where,
+                          std::uint64_t got);
   void set_receive_low_water(std::size_t bytes);
   void fail_link(const std::string& reason);  // a fault on this link
 
@@ -157,7 +164,7 @@ class Link final {
   // A new message `tag` of `total` bytes begins: bind it to a posted receive
   // or to a temporary buffer. Returns false if the link failed.
   bool begin_incoming(Tag tag, std::uint64_t total);
-  void start_read_payload(std::uint64_t chunk, std::uint64_t payload_hash);
+  void start_read_payload(std::uint64_t chunk, std::optional<std::uint64_t> payload_hash);
   // Reads and drops the `left` bytes still to come of a discarded
   // message's chunk of `chunk` bytes, through scratch_.
   void discard_payload(std::uint64_t chunk, std::uint64_t left);
@@ -174,6 +181,7 @@ class Link final {
   const std::size_t chunk_bytes_;
   const std::size_t max_unexpected_bytes_;
   const bool local_;
+  const TransportOptions::PayloadChecksum payload_checksum_;
   std::string host_ = "unknown host";
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
 
@@ -183,6 +191,9 @@ class Link final {
   int send_fd_ = -1;              // the socket's, while callers may write to it; -1 once failed
   std::size_t queued_sends_ = 0;  // posted by callers, not yet in sends_
   wire::FrameBytes send_header_{};
+  // Set by attach() before any frame is written or read: whether this
+  // link's frames carry payload checksums (sent and required).
+  bool checksum_payloads_ = true;
   // The frame being written (header, then its chunk's pieces); unchanged
   // while writing_.
   std::vector<boost::asio::const_buffer> write_buffers_;

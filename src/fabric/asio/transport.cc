@@ -181,8 +181,8 @@ AsioTransport::AsioTransport(const TransportOptions& options)
   }
   links_.reserve(options_.size);
   for (int r = 0; r < options_.size; ++r) {
-    links_.push_back(
-        std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, r == options_.rank));
+    links_.push_back(std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, r == options_.rank,
+                                            options_.asio_payload_checksum));
   }
   links_[options_.rank]->set_host("self");
   accept_next();
@@ -529,7 +529,8 @@ void AsioTransport::open_link(const PeerInfo& peer, const std::string& host, con
   for (int r = static_cast<int>(links_.size()); r <= peer.rank; ++r) {
     {
       std::lock_guard<std::shared_mutex> lock(links_mutex_);
-      links_.push_back(std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, false));
+      links_.push_back(std::make_unique<Link>(r, options_.chunk_bytes, options_.max_unexpected_bytes, false,
+                                              options_.asio_payload_checksum));
     }
     if (r < peer.rank) links_[r]->fail(absent_peer_error(r, "", skipped_rank_reason(peer.rank)));
   }

@@ -72,12 +72,12 @@ FrameBytes encode_frame(const FrameHeader& header) {
   FrameBytes b{};
   store32(&b[0], kFrameMagic);
   store16(&b[4], kVersion);
-  store16(&b[6], 0);
+  store16(&b[6], header.payload_checked ? 0 : kFramePayloadUnchecked);
   store64(&b[8], header.tag);
   store64(&b[16], header.total);
   store64(&b[24], header.offset);
   store64(&b[32], header.chunk);
-  store64(&b[40], header.payload_hash);
+  store64(&b[40], header.payload_checked ? header.payload_hash : 0);
   store64(&b[48], hash64(b.data(), 48));
   return b;
 }
@@ -92,12 +92,16 @@ std::optional<FrameHeader> decode_frame(const FrameBytes& b, std::string* error)
     return bad(fmt::format("unsupported wire version {} (this side speaks {})", load16(&b[4]), kVersion));
   }
   if (load64(&b[48]) != hash64(b.data(), 48)) return bad("frame header checksum mismatch");
+  const std::uint16_t flags = load16(&b[6]);
+  if ((flags & ~kFramePayloadUnchecked) != 0) return bad(fmt::format("unknown frame flags {:#x}", flags));
   FrameHeader h;
+  h.payload_checked = (flags & kFramePayloadUnchecked) == 0;
   h.tag = load64(&b[8]);
   h.total = load64(&b[16]);
   h.offset = load64(&b[24]);
   h.chunk = load64(&b[32]);
   h.payload_hash = load64(&b[40]);
+  if (!h.payload_checked && h.payload_hash != 0) return bad("a frame without a payload checksum carries a hash");
   if (h.total > kMaxMessageBytes) return bad(fmt::format("message size {} exceeds the limit", h.total));
   if (h.chunk > kMaxChunkBytes) return bad(fmt::format("chunk size {} exceeds the limit", h.chunk));
   if (h.offset > h.total || h.chunk > h.total - h.offset) {

@@ -15,7 +15,10 @@
 //   offset u64 | chunk u64 | payload_hash u64 | header_hash u64
 // Every frame carries its own payload hash (checksum_payload of its chunk),
 // so the receiver checks each chunk right after it lands, and a sender never
-// needs a pass over the whole message before the first byte leaves.
+// needs a pass over the whole message before the first byte leaves; except
+// on a link that stays within the host (TransportOptions::
+// asio_payload_checksum), where flag kFramePayloadUnchecked is set and the
+// hash is 0. A receiver refuses such a frame on a link it checks.
 // header_hash (hash64) covers the 48 bytes before it, so lengths and offsets
 // are trusted only once it matches.
 //
@@ -34,13 +37,15 @@ namespace murmur::fabric::asio::wire {
 
 inline constexpr std::uint32_t kFrameMagic = 0x464d524d;      // "MRMF"
 inline constexpr std::uint32_t kHandshakeMagic = 0x484d524d;  // "MRMH"
-// 3: the payload hash is XXH3-64 (2: XXH64, which was 18% of the asio
-// bandwidth benchmark's samples; 1 used a hand-written hash for 256 bytes
-// and more). Headers and handshakes keep XXH64.
-inline constexpr std::uint16_t kVersion = 3;
+// 4: frame flag kFramePayloadUnchecked (3 had no frame flags); 3: the
+// payload hash is XXH3-64 (2: XXH64, which was 18% of the asio bandwidth
+// benchmark's samples; 1 used a hand-written hash for 256 bytes and more).
+// Headers and handshakes keep XXH64.
+inline constexpr std::uint16_t kVersion = 4;
 inline constexpr std::size_t kFrameHeaderBytes = 56;
 inline constexpr std::size_t kHandshakeBytes = 24;
-inline constexpr std::uint16_t kHandshakeProvesToken = 1;  // handshake flag
+inline constexpr std::uint16_t kHandshakeProvesToken = 1;   // handshake flag
+inline constexpr std::uint16_t kFramePayloadUnchecked = 1;  // frame flag
 // Limits on what a peer may announce (its chunk_bytes may differ from ours).
 inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 30;
 inline constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 40;
@@ -65,13 +70,14 @@ struct FrameHeader {
   std::uint64_t offset = 0;  // of this chunk within the message
   std::uint64_t chunk = 0;   // payload bytes that follow this header
   std::uint64_t payload_hash = 0;
+  bool payload_checked = true;  // false: flag kFramePayloadUnchecked, payload_hash 0
 };
 
 using FrameBytes = std::array<unsigned char, kFrameHeaderBytes>;
 using HandshakeBytes = std::array<unsigned char, kHandshakeBytes>;
 
 FrameBytes encode_frame(const FrameHeader& header);
-// Checks magic, version, header hash and the size limits; on failure returns
+// Checks magic, version, flags, header hash and the size limits; on failure returns
 // nullopt and says why in *error.
 std::optional<FrameHeader> decode_frame(const FrameBytes& bytes, std::string* error);
 
