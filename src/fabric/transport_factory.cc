@@ -65,20 +65,20 @@ std::unique_ptr<Transport> make_transport(const TransportOptions& options) {
                         "' is not a number of microseconds in [0, 10000]");
     resolved.max_spin = std::chrono::microseconds(us);
   }
-  if (const char* checksum = std::getenv("MURMUR_ASIO_PAYLOAD_CHECKSUM"); checksum != nullptr && *checksum != '\0') {
-    const std::string value = checksum;
-    if (value == "off-host") {
-      resolved.asio_payload_checksum = TransportOptions::PayloadChecksum::kOffHost;
-    } else if (value == "always") {
-      resolved.asio_payload_checksum = TransportOptions::PayloadChecksum::kAlways;
-    } else {
-      throw FabricError("MURMUR_ASIO_PAYLOAD_CHECKSUM='" + value + "' is not one of off-host, always");
-    }
-  }
   if (resolved.backend == "libfabric") return make_libfabric_transport(resolved);
   if (resolved.backend == "asio") {
     if (resolved.provider.find('+') != std::string::npos)
       throw FabricError("provider '" + resolved.provider + "' needs the libfabric backend (asio has one kind of link)");
+    if (const char* checksum = std::getenv("MURMUR_ASIO_PAYLOAD_CHECKSUM"); checksum != nullptr && *checksum != '\0') {
+      const std::string value = checksum;
+      if (value == "off-host") {
+        resolved.asio_payload_checksum = TransportOptions::PayloadChecksum::kOffHost;
+      } else if (value == "always") {
+        resolved.asio_payload_checksum = TransportOptions::PayloadChecksum::kAlways;
+      } else {
+        throw FabricError("MURMUR_ASIO_PAYLOAD_CHECKSUM='" + value + "' is not one of off-host, always");
+      }
+    }
     return asio::make_transport(resolved);
   }
   throw FabricError("unknown fabric backend '" + options.backend + "' (expected libfabric or asio)");

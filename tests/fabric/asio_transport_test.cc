@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "fabric/asio/link.h"
+#include "fabric/asio/transport.h"
 #include "fabric/asio/wire.h"
 #include "fabric/errors.h"
 #include "fabric/transport_options.h"
@@ -490,8 +492,8 @@ TEST(AsioWire, AFrameWithoutAPayloadChecksumSaysSoAndCarriesNoHash) {
 }
 
 // A raw peer on 127.0.0.1 (rank 0) and a transport (rank 1) whose payload
-// checksums are `checksum`: the link the transport attached, and the
-// socket the raw peer reads and writes frames on.
+// checksums are `checksum`; the raw peer's handshake asks for them or not
+// (`raw_wants`). Made with asio::make_transport, which reads no variable.
 struct RawPeer {
   std::unique_ptr<Transport> transport;
   int fd = -1;
@@ -500,30 +502,48 @@ struct RawPeer {
   }
 };
 
-std::unique_ptr<RawPeer> raw_peer(TransportOptions::PayloadChecksum checksum) {
+std::unique_ptr<RawPeer> raw_peer(TransportOptions::PayloadChecksum checksum, bool raw_wants) {
   auto peer = std::make_unique<RawPeer>();
   auto options = options_for(1, 2);
   options.asio_payload_checksum = checksum;
-  peer->transport = make_transport(options);
+  peer->transport = asio::make_transport(options);
   std::vector<PeerInfo> peers = {{0, "raw-host", "127.0.0.1:1"}, {1, host_of(1), peer->transport->address()}};
   auto connected = std::async(std::launch::async, [&] { peer->transport->connect(peers); });
   peer->fd = raw_connect(peer->transport->address());
-  const auto hello = asio::wire::encode_handshake({.rank = 0, .size = 2, .target = 1});
+  const auto hello =
+      asio::wire::encode_handshake({.rank = 0, .size = 2, .target = 1, .wants_payload_checksum = raw_wants});
   send_all(peer->fd, hello.data(), hello.size());
   asio::wire::HandshakeBytes reply;
   EXPECT_EQ(static_cast<ssize_t>(reply.size()), ::recv(peer->fd, reply.data(), reply.size(), MSG_WAITALL));
+  std::string why;
+  const auto answer = asio::wire::decode_handshake(reply, &why);
+  EXPECT_TRUE(answer) << why;
+  // The transport says what it wants: on loopback, only what it was told.
+  if (answer) {
+    EXPECT_EQ(answer->wants_payload_checksum, checksum == TransportOptions::PayloadChecksum::kAlways);
+  }
   connected.get();
   return peer;
 }
 
-// Loopback stays on this host: frames go without payload checksums by
-// default, and with them when asked for (the frame a send puts on the wire).
+struct ChecksumCase {
+  TransportOptions::PayloadChecksum transport;
+  bool raw_wants;
+  bool checked;  // what the link agrees on
+  const char* what;
+};
+constexpr ChecksumCase kChecksumCases[] = {
+    {TransportOptions::PayloadChecksum::kOffHost, false, false, "off-host, the peer too: unchecked"},
+    {TransportOptions::PayloadChecksum::kAlways, false, true, "always here: checked"},
+    {TransportOptions::PayloadChecksum::kOffHost, true, true, "the peer asks: checked"},
+};
+
+// Loopback stays on this host: frames go without payload checksums when
+// neither side asks for them (the frame a send puts on the wire).
 TEST(AsioTransport, PayloadChecksumsLeaveOutOnlyLinksThatStayOnTheHost) {
-  for (const auto checksum :
-       {TransportOptions::PayloadChecksum::kOffHost, TransportOptions::PayloadChecksum::kAlways}) {
-    const bool always = checksum == TransportOptions::PayloadChecksum::kAlways;
-    SCOPED_TRACE(always ? "always" : "off-host");
-    auto peer = raw_peer(checksum);
+  for (const ChecksumCase& c : kChecksumCases) {
+    SCOPED_TRACE(c.what);
+    auto peer = raw_peer(c.transport, c.raw_wants);
     const auto payload = pattern(1000, 3);
     ASSERT_TRUE(peer->transport->isend(0, 4, payload.data(), payload.size())->wait_for(kWait));
     asio::wire::FrameBytes header;
@@ -531,20 +551,18 @@ TEST(AsioTransport, PayloadChecksumsLeaveOutOnlyLinksThatStayOnTheHost) {
     std::string why;
     const auto frame = asio::wire::decode_frame(header, &why);
     ASSERT_TRUE(frame) << why;
-    EXPECT_EQ(frame->payload_checked, always);
-    EXPECT_EQ(frame->payload_hash, always ? asio::wire::checksum_payload(payload.data(), payload.size()) : 0u);
+    EXPECT_EQ(frame->payload_checked, c.checked);
+    EXPECT_EQ(frame->payload_hash, c.checked ? asio::wire::checksum_payload(payload.data(), payload.size()) : 0u);
     EXPECT_EQ(frame->chunk, payload.size());
   }
 }
 
-// What arrives: an unchecked frame is taken on a link that stays on the
-// host, and fails a link that checks every payload.
+// What arrives: an unchecked frame is taken on a link that agreed on none,
+// and fails a link that checks.
 TEST(AsioTransport, AFrameWithoutAPayloadChecksumFailsALinkThatChecks) {
-  for (const auto checksum :
-       {TransportOptions::PayloadChecksum::kOffHost, TransportOptions::PayloadChecksum::kAlways}) {
-    const bool always = checksum == TransportOptions::PayloadChecksum::kAlways;
-    SCOPED_TRACE(always ? "always" : "off-host");
-    auto peer = raw_peer(checksum);
+  for (const ChecksumCase& c : kChecksumCases) {
+    SCOPED_TRACE(c.what);
+    auto peer = raw_peer(c.transport, c.raw_wants);
     std::vector<unsigned char> got(64);
     auto r = peer->transport->irecv(0, 3, got.data(), got.size());
     const auto payload = pattern(64, 1);
@@ -553,7 +571,7 @@ TEST(AsioTransport, AFrameWithoutAPayloadChecksumFailsALinkThatChecks) {
     const auto frame = asio::wire::encode_frame(h);
     send_all(peer->fd, frame.data(), frame.size());
     send_all(peer->fd, payload.data(), payload.size());
-    if (!always) {
+    if (!c.checked) {
       ASSERT_TRUE(r->wait_for(kWait));
       EXPECT_EQ(got, payload);
       continue;
@@ -564,7 +582,55 @@ TEST(AsioTransport, AFrameWithoutAPayloadChecksumFailsALinkThatChecks) {
   }
 }
 
+// Two transports whose settings differ agree on checking, both ways.
+TEST(AsioTransport, PeersWhoseChecksumSettingsDifferStillExchange) {
+  std::vector<std::unique_ptr<Transport>> group;
+  std::vector<PeerInfo> peers;
+  for (int r = 0; r < 2; ++r) {
+    auto options = options_for(r, 2);
+    options.asio_payload_checksum =
+        r == 0 ? TransportOptions::PayloadChecksum::kAlways : TransportOptions::PayloadChecksum::kOffHost;
+    group.push_back(asio::make_transport(options));
+    peers.push_back(PeerInfo{r, host_of(r), group.back()->address()});
+  }
+  std::vector<std::future<void>> connects;
+  for (auto& t : group) connects.push_back(std::async(std::launch::async, [&t, &peers] { t->connect(peers); }));
+  for (auto& c : connects) c.get();
+  for (const auto& [from, to] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    const auto sent = pattern(std::size_t{3} << 20, static_cast<std::uint64_t>(from));
+    std::vector<unsigned char> got(sent.size());
+    auto r = group[to]->irecv(from, 8, got.data(), got.size());
+    auto s = group[from]->isend(to, 8, sent.data(), sent.size());
+    ASSERT_TRUE(s->wait_for(kWait));
+    ASSERT_TRUE(r->wait_for(kWait));
+    EXPECT_EQ(got, sent) << from << " -> " << to;
+  }
+}
+
+TEST(AsioLink, WhichConnectionsStayOnTheHost) {
+  const auto address = [](const char* text) { return boost::asio::ip::make_address(text); };
+  const auto stays = [&](const char* local, const char* remote) {
+    return asio::Link::stays_on_this_host(address(local), address(remote));
+  };
+  EXPECT_TRUE(stays("127.0.0.1", "127.0.0.1"));
+  EXPECT_TRUE(stays("127.0.0.1", "127.0.1.5"));
+  EXPECT_TRUE(stays("::1", "::1"));
+  EXPECT_TRUE(stays("::ffff:127.0.0.1", "127.0.0.1"));  // a dual-stack acceptor's view
+  EXPECT_TRUE(stays("10.0.0.1", "10.0.0.1"));           // this host's own address, both ends
+  EXPECT_TRUE(stays("::ffff:10.0.0.1", "10.0.0.1"));
+  EXPECT_FALSE(stays("10.0.0.1", "10.0.0.2"));
+  EXPECT_FALSE(stays("::ffff:10.0.0.1", "10.0.0.2"));
+  EXPECT_FALSE(stays("fe80::1", "fe80::2"));
+  // Each end of one connection sees the pair swapped: the same answer.
+  for (const auto& [a, b] : {std::pair{"127.0.0.1", "10.0.0.2"}, std::pair{"10.0.0.1", "10.0.0.2"},
+                             std::pair{"::ffff:10.0.0.1", "10.0.0.1"}}) {
+    EXPECT_EQ(stays(a, b), stays(b, a)) << a << " " << b;
+  }
+}
+
 TEST(AsioTransport, AnUnknownPayloadChecksumSettingIsAClearError) {
+  const char* outside = std::getenv("MURMUR_ASIO_PAYLOAD_CHECKSUM");
+  const std::string restore = outside ? outside : "";
   ::setenv("MURMUR_ASIO_PAYLOAD_CHECKSUM", "sometimes", 1);
   try {
     make_transport(options_for(0, 1));
@@ -574,7 +640,11 @@ TEST(AsioTransport, AnUnknownPayloadChecksumSettingIsAClearError) {
   }
   ::setenv("MURMUR_ASIO_PAYLOAD_CHECKSUM", "always", 1);
   EXPECT_NO_THROW(make_transport(options_for(0, 1)));
-  ::unsetenv("MURMUR_ASIO_PAYLOAD_CHECKSUM");
+  if (outside) {
+    ::setenv("MURMUR_ASIO_PAYLOAD_CHECKSUM", restore.c_str(), 1);
+  } else {
+    ::unsetenv("MURMUR_ASIO_PAYLOAD_CHECKSUM");
+  }
 }
 
 TEST(AsioTransport, FailPeerFailsPendingAndLaterRequestsOnlyForThatPeer) {

@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   murmur::fabric::asio::Link link(1, 1 << 16, 1 << 16, false,
                                   (mode & 2) ? murmur::fabric::TransportOptions::PayloadChecksum::kAlways
                                              : murmur::fabric::TransportOptions::PayloadChecksum::kOffHost);
-  link.attach(std::move(ours));
+  link.attach(std::move(ours), /*peer_wants_payload_checksum=*/false);
   for (unsigned tag = 0; tag < 4; ++tag) {
     if (!(receives & (1u << tag))) continue;
     buffers.emplace_back(64u << tag);

@@ -119,6 +119,8 @@ void asio() {
     append(unchecked, payload.substr(offset, chunk));
   }
   write("asio_link", "unchecked-frames", unchecked);
+  unchecked[0] = 0x2;  // mode bit 1: the link checks payloads, so it refuses them
+  write("asio_link", "unchecked-frames-on-a-checking-link", unchecked);
 }
 
 rdv::Hello hello() {

@@ -30,24 +30,28 @@ std::size_t whole_frame(const boost::system::error_code& ec, std::size_t /*writt
   return ec ? 0 : std::numeric_limits<std::size_t>::max();
 }
 
-// Whether a connection's bytes stay in this machine's kernel (loopback):
-// one of its addresses is a loopback address, or both are the same. Both
-// ends of a connection see the same pair, so they decide alike. Unknown
-// addresses count as leaving the host.
-bool stays_on_this_host(const net::ip::tcp::socket& socket) {
-  boost::system::error_code local_error, remote_error;
-  const auto unmapped = [](net::ip::address address) {
+}  // namespace
+
+bool Link::stays_on_this_host(const net::ip::address& local, const net::ip::address& remote) {
+  const auto unmapped = [](const net::ip::address& address) {
     if (address.is_v6() && address.to_v6().is_v4_mapped())
       return net::ip::address(net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6()));
     return address;
   };
-  const auto local = unmapped(socket.local_endpoint(local_error).address());
-  const auto remote = unmapped(socket.remote_endpoint(remote_error).address());
-  if (local_error || remote_error) return false;
-  return local.is_loopback() || remote.is_loopback() || local == remote;
+  const auto ours = unmapped(local);
+  const auto theirs = unmapped(remote);
+  return ours.is_loopback() || theirs.is_loopback() || ours == theirs;
 }
 
-}  // namespace
+bool Link::wants_payload_checksum(const net::ip::tcp::socket& socket, TransportOptions::PayloadChecksum option) {
+  if (option == TransportOptions::PayloadChecksum::kAlways) return true;
+  boost::system::error_code local_error, remote_error;
+  const auto local = socket.local_endpoint(local_error);
+  const auto remote = socket.remote_endpoint(remote_error);
+  // Addresses unknown (a socket already closed): checked.
+  if (local_error || remote_error) return true;
+  return !stays_on_this_host(local.address(), remote.address());
+}
 
 Link::Link(int rank, std::size_t chunk_bytes, std::size_t max_unexpected_bytes, bool local,
            TransportOptions::PayloadChecksum payload_checksum)
@@ -85,7 +89,7 @@ std::exception_ptr Link::peer_error(const std::string& reason) const {
   return std::make_exception_ptr(PeerError(rank_, host_, reason));
 }
 
-void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket) {
+void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket, bool peer_wants_payload_checksum) {
   if (error_) {
     boost::system::error_code ignored;
     socket->close(ignored);
@@ -94,12 +98,11 @@ void Link::attach(std::unique_ptr<net::ip::tcp::socket> socket) {
   socket_ = std::move(socket);
   {
     std::lock_guard<std::mutex> lock(send_mutex_);
-    checksum_payloads_ =
-        payload_checksum_ == TransportOptions::PayloadChecksum::kAlways || !stays_on_this_host(*socket_);
+    checksum_payloads_ = peer_wants_payload_checksum || wants_payload_checksum(*socket_, payload_checksum_);
     send_fd_ = socket_->native_handle();
   }
   fabric_log().debug("asio link to rank {} ({}): payload checksums {}", rank_, host_,
-                     checksum_payloads_ ? "on" : "off (the connection stays on this host)");
+                     checksum_payloads_ ? "on" : "off (the connection stays on this host, and neither side asks)");
   start_read_header();
   start_write();
 }
@@ -312,7 +315,8 @@ void Link::on_header(const boost::system::error_code& ec) {
   if (!header) return fail_link("bad message: " + why);
   if (!header->payload_checked && checksum_payloads_) {
     return fail_link("bad message: a frame without a payload checksum (tag " + std::to_string(header->tag) +
-                     ") on a link whose bytes leave this host");
+                     ") on a link that checks payloads (its bytes leave this host, or one side's "
+                     "MURMUR_ASIO_PAYLOAD_CHECKSUM is always)");
   }
   with_recv_lock([&] {
     if (!have_incoming_) {

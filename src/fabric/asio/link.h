@@ -56,10 +56,22 @@ class Link final {
   bool failed() const { return error_ != nullptr; }
 
   // Takes over a socket whose handshake is done and starts reading and
-  // writing on it. Whether its frames carry payload checksums is decided
-  // here, from its two addresses (TransportOptions::asio_payload_checksum);
-  // both ends decide alike.
-  void attach(std::unique_ptr<boost::asio::ip::tcp::socket> socket);
+  // writing on it. Its frames carry payload checksums unless neither this
+  // side (wants_payload_checksum) nor the peer (its handshake's flag) wants
+  // them, so both ends decide alike whatever each one's setting.
+  void attach(std::unique_ptr<boost::asio::ip::tcp::socket> socket, bool peer_wants_payload_checksum);
+
+  // What this side says in its handshake on `socket`: payload checksums
+  // unless the option is kOffHost and the connection stays on this host.
+  static bool wants_payload_checksum(const boost::asio::ip::tcp::socket& socket,
+                                     TransportOptions::PayloadChecksum option);
+  // Whether a connection between these two addresses (this side's, the
+  // peer's) stays in this machine's kernel: a loopback address at either
+  // end, or the same address at both (IPv4-mapped IPv6 read as IPv4). An
+  // assumption as much as a fact: a proxy or address translation that
+  // relays a loopback connection to another machine defeats it (docs/
+  // fabric-performance.md, "asio: checksums where a wire is").
+  static bool stays_on_this_host(const boost::asio::ip::address& local, const boost::asio::ip::address& remote);
 
   // How send_from_caller() went.
   enum class CallerSend {

@@ -97,13 +97,15 @@ class AsioTransport final : public Transport {
   void refuse(Accepting& a, const std::string& why);
   void dial(int peer, std::string host, std::string port);
   void on_connected(int peer);
-  // Our side of a handshake with `peer`. The size sent is what we know now;
-  // it is informative only (see on_hello).
-  wire::HandshakeBytes handshake_to(int peer) const {
-    return wire::encode_handshake({.rank = options_.rank,
-                                   .size = static_cast<int>(links_.size()),
-                                   .target = peer,
-                                   .proves_token = !options_.job_token.empty()});
+  // Our side of a handshake with `peer` on `socket`. The size sent is what
+  // we know now; it is informative only (see on_hello).
+  wire::HandshakeBytes handshake_to(int peer, const tcp::socket& socket) const {
+    return wire::encode_handshake(
+        {.rank = options_.rank,
+         .size = static_cast<int>(links_.size()),
+         .target = peer,
+         .proves_token = !options_.job_token.empty(),
+         .wants_payload_checksum = Link::wants_payload_checksum(socket, options_.asio_payload_checksum)});
   }
   // Grows links_ to cover `peer` (ranks skipped over fail as absent) and
   // dials it.
@@ -235,7 +237,8 @@ struct AsioTransport::Accepting {
   net::steady_timer deadline;
   std::string from;  // the remote address, for logs
   wire::HandshakeBytes hello{};
-  int peer = -1;                   // the rank it claims, once its handshake checked out
+  int peer = -1;  // the rank it claims, once its handshake checked out
+  bool peer_wants_payload_checksum = true;
   job_token::Nonce their_nonce{};  // the dialer's
   job_token::Nonce our_nonce{};
   std::array<unsigned char, wire::kHandshakeBytes + auth::kNonceBytes + auth::kProofBytes> reply{};
@@ -310,6 +313,7 @@ void AsioTransport::on_hello(std::shared_ptr<Accepting> a) {
   }
   if (!why.empty()) return refuse(*a, why);
   a->peer = hs->rank;
+  a->peer_wants_payload_checksum = hs->wants_payload_checksum;
   if (!have_token) return send_reply(a, wire::kHandshakeBytes);
   net::async_read(a->socket, net::buffer(a->their_nonce), [this, a](const boost::system::error_code& ec, std::size_t) {
     if (closing_) return;
@@ -323,7 +327,7 @@ void AsioTransport::on_hello(std::shared_ptr<Accepting> a) {
 }
 
 void AsioTransport::send_reply(std::shared_ptr<Accepting> a, std::size_t bytes) {
-  const auto hs = handshake_to(a->peer);
+  const auto hs = handshake_to(a->peer, a->socket);
   std::memcpy(a->reply.data(), hs.data(), hs.size());
   net::async_write(
       a->socket, net::buffer(a->reply.data(), bytes), [this, a](const boost::system::error_code& ec, std::size_t) {
@@ -351,7 +355,7 @@ void AsioTransport::admit(Accepting& a) {
   if (links_[peer]->connected() || links_[peer]->failed()) return;
   set_socket_options(a.socket);
   if (links_[peer]->host() == "unknown host") links_[peer]->set_host(a.from);
-  links_[peer]->attach(std::make_unique<tcp::socket>(std::move(a.socket)));
+  links_[peer]->attach(std::make_unique<tcp::socket>(std::move(a.socket)), a.peer_wants_payload_checksum);
   on_connected(peer);
 }
 
@@ -411,10 +415,10 @@ void AsioTransport::dial(int peer, std::string host, std::string port) {
       }
       return retry(why);
     }
-    auto attach = [this, attempt, peer]() {
+    auto attach = [this, attempt, peer, peer_wants_payload_checksum = hs->wants_payload_checksum]() {
       if (links_[peer]->connected() || links_[peer]->failed()) return;
       set_socket_options(attempt->socket);
-      links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)));
+      links_[peer]->attach(std::make_unique<tcp::socket>(std::move(attempt->socket)), peer_wants_payload_checksum);
       on_connected(peer);
     };
     if (!have_token) return attach();
@@ -438,7 +442,7 @@ void AsioTransport::dial(int peer, std::string host, std::string port) {
               if (closing_) return;
               if (ec) return retry("connect: " + ec.message());
               set_close_on_exec(attempt->socket.native_handle());
-              const auto hs = handshake_to(peer);
+              const auto hs = handshake_to(peer, attempt->socket);
               std::memcpy(attempt->hello.data(), hs.data(), hs.size());
               if (have_token) {
                 attempt->our_nonce = job_token::make_nonce();

@@ -115,7 +115,8 @@ HandshakeBytes encode_handshake(const Handshake& hs) {
   HandshakeBytes b{};
   store32(&b[0], kHandshakeMagic);
   store16(&b[4], kVersion);
-  store16(&b[6], hs.proves_token ? kHandshakeProvesToken : 0);
+  store16(&b[6], static_cast<std::uint16_t>((hs.proves_token ? kHandshakeProvesToken : 0) |
+                                            (hs.wants_payload_checksum ? kHandshakeWantsPayloadChecksum : 0)));
   store32(&b[8], static_cast<std::uint32_t>(hs.rank));
   store32(&b[12], static_cast<std::uint32_t>(hs.size));
   store32(&b[16], static_cast<std::uint32_t>(hs.target));
@@ -141,6 +142,7 @@ std::optional<Handshake> decode_handshake(const HandshakeBytes& b, std::string* 
   hs.size = static_cast<int>(load32(&b[12]));
   hs.target = static_cast<int>(load32(&b[16]));
   hs.proves_token = (load16(&b[6]) & kHandshakeProvesToken) != 0;
+  hs.wants_payload_checksum = (load16(&b[6]) & kHandshakeWantsPayloadChecksum) != 0;
   return hs;
 }
 

@@ -5,7 +5,9 @@
 //   target i32 | check u32 (low half of hash64 of the 20 bytes before it)
 // The dialer sends first; the acceptor answers only if it accepts. Flag
 // kHandshakeProvesToken: the sender has a job token, and the proofs of
-// auth.h follow the handshakes.
+// auth.h follow the handshakes. Flag kHandshakeWantsPayloadChecksum: the
+// sender wants this link's frames to carry payload checksums; they go
+// without only if neither side wants them (Link::attach).
 //
 // Data: a message is one or more frames, sent back to back on the connection
 // (frames of different messages never interleave on one connection; traffic to
@@ -37,15 +39,17 @@ namespace murmur::fabric::asio::wire {
 
 inline constexpr std::uint32_t kFrameMagic = 0x464d524d;      // "MRMF"
 inline constexpr std::uint32_t kHandshakeMagic = 0x484d524d;  // "MRMH"
-// 4: frame flag kFramePayloadUnchecked (3 had no frame flags); 3: the
+// 4: frame flag kFramePayloadUnchecked (3 had no frame flags) and
+// handshake flag kHandshakeWantsPayloadChecksum; 3: the
 // payload hash is XXH3-64 (2: XXH64, which was 18% of the asio bandwidth
 // benchmark's samples; 1 used a hand-written hash for 256 bytes and more).
 // Headers and handshakes keep XXH64.
 inline constexpr std::uint16_t kVersion = 4;
 inline constexpr std::size_t kFrameHeaderBytes = 56;
 inline constexpr std::size_t kHandshakeBytes = 24;
-inline constexpr std::uint16_t kHandshakeProvesToken = 1;   // handshake flag
-inline constexpr std::uint16_t kFramePayloadUnchecked = 1;  // frame flag
+inline constexpr std::uint16_t kHandshakeProvesToken = 1;           // handshake flag
+inline constexpr std::uint16_t kHandshakeWantsPayloadChecksum = 2;  // handshake flag
+inline constexpr std::uint16_t kFramePayloadUnchecked = 1;          // frame flag
 // Limits on what a peer may announce (its chunk_bytes may differ from ours).
 inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << 30;
 inline constexpr std::uint64_t kMaxMessageBytes = std::uint64_t{1} << 40;
@@ -84,8 +88,9 @@ std::optional<FrameHeader> decode_frame(const FrameBytes& bytes, std::string* er
 struct Handshake {
   int rank = -1;
   int size = 0;
-  int target = -1;            // the rank the sender believes it is talking to
-  bool proves_token = false;  // flag kHandshakeProvesToken
+  int target = -1;                     // the rank the sender believes it is talking to
+  bool proves_token = false;           // flag kHandshakeProvesToken
+  bool wants_payload_checksum = true;  // flag kHandshakeWantsPayloadChecksum
 };
 
 HandshakeBytes encode_handshake(const Handshake& handshake);
